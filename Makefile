@@ -1,0 +1,100 @@
+# The single entry point: `make run` and `make test` are all a fresh machine needs.
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DELETE_ON_ERROR:
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-builtin-rules
+
+PYTHON_BOOT ?= python3
+VENV        ?= .venv
+PY          := $(VENV)/bin/python
+STAMP       := $(VENV)/.installed
+GEN         := gen
+PROTO_SRC   := $(shell find protos -name '*.proto' | sort)
+PROTO_STAMP := $(GEN)/.stamp
+INDEX_DIR   ?= var/index
+RUN_DIR     ?= var/run
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: help
+help: ## List targets.
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-18s %s\n", $$1, $$2}'
+
+$(STAMP): requirements.lock pyproject.toml
+	$(PYTHON_BOOT) -m venv $(VENV)
+	$(PY) -m pip install --quiet --require-hashes --no-deps -r requirements.lock
+	# The repo root and the generated stubs are importable from the venv (no editable build needed).
+	$(PY) scripts/link_venv.py $(GEN)
+	touch $@
+
+.PHONY: install
+install: $(STAMP) $(PROTO_STAMP) ## Create the venv with pinned dependencies and generate stubs.
+
+$(PROTO_STAMP): $(STAMP) $(PROTO_SRC)
+	rm -rf $(GEN) && mkdir -p $(GEN)
+	$(PY) -m grpc_tools.protoc -Iprotos --python_out=$(GEN) --pyi_out=$(GEN) --grpc_python_out=$(GEN) $(PROTO_SRC)
+	$(PY) scripts/make_packages.py $(GEN)
+	touch $@
+
+.PHONY: protos
+protos: $(PROTO_STAMP) ## Generate Python stubs from protos/ into gen/.
+
+.PHONY: lock
+lock: ## Recompile requirements.lock from pyproject.toml (needs network to PyPI).
+	$(PY) -m piptools compile --quiet --extra dev --generate-hashes --strip-extras --allow-unsafe -o requirements.lock pyproject.toml
+	$(PY) -m piptools compile --quiet --generate-hashes --strip-extras --allow-unsafe -o requirements-runtime.lock pyproject.toml
+
+# ---------------------------------------------------------------------------- index and stack
+$(INDEX_DIR)/manifest.json: $(PROTO_STAMP) data/corpora/indian_law/ipc.json
+	$(PY) -m services.retrieval.ingest --out $(INDEX_DIR) data/corpora/indian_law/ipc.json
+
+.PHONY: index
+index: $(INDEX_DIR)/manifest.json ## Build the FAISS index of the bundled IPC corpus (reused when unchanged).
+
+QUESTION ?= What is the punishment for cheating under section 420?
+
+.PHONY: run
+run: install index ## Install, build the index, start Redis + the three services, show a cited answer.
+	$(PY) scripts/stack.py up --index-dir $(INDEX_DIR)
+	$(PY) -m services.synthesis.cli ask "$(QUESTION)"
+	@echo
+	@echo "Services keep running in the background (logs in $(RUN_DIR)/logs). Stop them with: make stop"
+
+.PHONY: stop
+stop: ## Stop the services and Redis started by make run.
+	@if [ -x $(PY) ]; then $(PY) scripts/stack.py down; else echo "nothing to stop"; fi
+
+.PHONY: ask
+ask: ## Ask the running stack a question: make ask QUESTION="..."
+	$(PY) -m services.synthesis.cli ask "$(QUESTION)"
+
+# ---------------------------------------------------------------------------- quality gates
+node_modules/.bin/buf: package.json
+	npm install --no-audit --no-fund --silent
+	touch $@
+
+.PHONY: lint
+lint: install node_modules/.bin/buf ## ruff, mypy --strict, buf lint (+ buf breaking against main when it exists).
+	$(VENV)/bin/ruff check services tests scripts bench evaluation
+	$(VENV)/bin/ruff format --check services tests scripts bench evaluation
+	$(VENV)/bin/mypy services
+	node_modules/.bin/buf lint
+	@if git rev-parse --verify -q origin/main >/dev/null; then \
+	  node_modules/.bin/buf breaking --against '.git#branch=origin/main'; \
+	else echo "buf breaking: no origin/main to compare against, skipped"; fi
+
+.PHONY: deploy-check
+deploy-check: install ## Render every kustomize overlay, validate offline (--strict), lint YAML.
+	bash scripts/deploy_check.sh
+
+.PHONY: test
+test: install node_modules/.bin/buf ## Install what is needed and run the whole test suite (+ lint and deploy checks).
+	$(MAKE) --no-print-directory lint
+	$(MAKE) --no-print-directory deploy-check
+	$(PY) -m pytest -q -p no:cacheprovider
+
+.PHONY: clean
+clean: stop ## Remove the venv, generated stubs and built artifacts.
+	rm -rf $(VENV) $(GEN) var reports node_modules

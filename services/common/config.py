@@ -1,0 +1,156 @@
+"""Environment-variable readers with validation: the only module that reads os.environ."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TypeVar
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Secret:
+    """A secret value that never shows up in repr, str or logs."""
+
+    _value: str
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __repr__(self) -> str:
+        return "Secret('********')" if self._value else "Secret('')"
+
+    __str__ = __repr__
+
+
+class MissingSettingError(RuntimeError):
+    """A required setting is absent: the process must not start."""
+
+
+class EnvReader:
+    """Reads typed settings under one prefix; an invalid value falls back to the default with a warning."""
+
+    def __init__(self, prefix: str, environ: Mapping[str, str] | None = None) -> None:
+        self.prefix = prefix
+        self._env = os.environ if environ is None else environ
+
+    def _raw(self, name: str) -> str | None:
+        value = self._env.get(self.prefix + name)
+        if value is None or value.strip() == "":
+            return None
+        return value.strip()
+
+    def _parsed(
+        self, name: str, default: T, parse: Callable[[str], T], check: Callable[[T], bool]
+    ) -> T:
+        raw = self._raw(name)
+        if raw is None:
+            return default
+        try:
+            value = parse(raw)
+        except ValueError:
+            value = None
+        if value is None or not check(value):
+            logger.warning(
+                "invalid setting, using default",
+                extra={"setting": self.prefix + name, "value": raw, "default": default},
+            )
+            return default
+        return value
+
+    def str(self, name: str, default: str, *, choices: tuple[str, ...] | None = None) -> str:
+        return self._parsed(name, default, str, lambda v: choices is None or v in choices)
+
+    def int(self, name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
+        return self._parsed(name, default, int, lambda v: _in_range(v, minimum, maximum))
+
+    def float(
+        self, name: str, default: float, *, minimum: float | None = None, maximum: float | None = None
+    ) -> float:
+        return self._parsed(name, default, float, lambda v: _in_range(v, minimum, maximum))
+
+    def bool(self, name: str, default: bool) -> bool:
+        return self._parsed(name, default, _parse_bool, lambda v: True)
+
+    def secret(self, name: str) -> Secret:
+        return Secret(self._raw(name) or "")
+
+    def required(self, name: str) -> str:
+        raw = self._raw(name)
+        if raw is None:
+            raise MissingSettingError(f"{self.prefix}{name} must be set")
+        return raw
+
+
+def _in_range(value: float, minimum: float | None, maximum: float | None) -> bool:
+    return (minimum is None or value >= minimum) and (maximum is None or value <= maximum)
+
+
+def _parse_bool(raw: str) -> bool:
+    lowered = raw.lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(raw)
+
+
+@dataclass(frozen=True, slots=True)
+class TlsSettings:
+    """Optional TLS / mutual TLS; plaintext (all paths empty) is for a trusted network only."""
+
+    cert_file: str = ""
+    key_file: str = ""
+    ca_file: str = ""
+    require_client_auth: bool = False
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.cert_file and self.key_file)
+
+    @classmethod
+    def from_env(cls, env: EnvReader) -> TlsSettings:
+        return cls(
+            cert_file=env.str("TLS_CERT_FILE", ""),
+            key_file=env.str("TLS_KEY_FILE", ""),
+            ca_file=env.str("TLS_CA_FILE", ""),
+            require_client_auth=env.bool("TLS_REQUIRE_CLIENT_AUTH", False),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    """Settings every gRPC server shares, read under its own prefix (e.g. RETRIEVAL_PORT)."""
+
+    host: str
+    port: int
+    grace_s: float
+    metrics_port: int
+    max_message_bytes: int
+    log_level: str
+    tls: TlsSettings
+
+    @classmethod
+    def from_env(cls, env: EnvReader, *, default_port: int, default_metrics_port: int) -> ServerSettings:
+        global_env = EnvReader("", env._env)
+        return cls(
+            host=env.str("HOST", "127.0.0.1"),
+            port=env.int("PORT", default_port, minimum=0, maximum=65535),
+            grace_s=env.float("GRACE_S", 10.0, minimum=0.0, maximum=600.0),
+            metrics_port=env.int("METRICS_PORT", default_metrics_port, minimum=-1, maximum=65535),
+            max_message_bytes=env.int(
+                "MAX_MESSAGE_BYTES", 4 * 1024 * 1024, minimum=64 * 1024, maximum=64 * 1024 * 1024
+            ),
+            log_level=global_env.str(
+                "LOG_LEVEL", "INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR")
+            ),
+            tls=TlsSettings.from_env(env),
+        )

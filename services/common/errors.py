@@ -1,0 +1,117 @@
+"""Domain error hierarchy shared by all services; mapped to gRPC status in one place (status.py).
+
+    GroundedError                    reason
+    ├── InvalidInputError            INVALID_INPUT          bad request fields (carries field violations)
+    ├── NotReadyError                NOT_READY              warm-up not finished
+    ├── IndexIntegrityError          INDEX_INTEGRITY        index / id map / manifest disagree
+    ├── CorpusFormatError            CORPUS_FORMAT          a source file cannot be parsed
+    ├── DependencyError              DEPENDENCY_FAILED      a downstream service failed
+    │   ├── DependencyUnavailableError  DEPENDENCY_UNAVAILABLE  unreachable or refused
+    │   └── DependencyTimeoutError      DEPENDENCY_TIMEOUT      deadline passed downstream
+    └── DeadlineExceededError        DEADLINE_EXCEEDED      the caller's own deadline ran out here
+
+Expected outcomes are not errors: insufficient evidence and failed validation are normal responses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class FieldViolation:
+    """One invalid request field, named with its proto path (``top_k``, ``evidence[3].semantic_id``)."""
+
+    field: str
+    description: str
+
+
+class GroundedError(Exception):
+    """Base of every error this project raises on purpose."""
+
+    reason = "GROUNDED_ERROR"
+
+    def __init__(self, message: str, *, metadata: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.metadata: dict[str, str] = dict(metadata or {})
+
+
+class InvalidInputError(GroundedError):
+    """The request is malformed; ``violations`` names every offending field."""
+
+    reason = "INVALID_INPUT"
+
+    def __init__(self, violations: list[FieldViolation], message: str | None = None) -> None:
+        if not violations:
+            raise ValueError("InvalidInputError needs at least one field violation")
+        summary = message or "; ".join(f"{v.field}: {v.description}" for v in violations)
+        super().__init__(summary)
+        self.violations: tuple[FieldViolation, ...] = tuple(violations)
+
+
+class NotReadyError(GroundedError):
+    """The service is still warming up (index or model not loaded)."""
+
+    reason = "NOT_READY"
+
+
+class IndexIntegrityError(GroundedError):
+    """Index artifacts disagree with each other or with the configured model."""
+
+    reason = "INDEX_INTEGRITY"
+
+
+class CorpusFormatError(GroundedError):
+    """A source document file cannot be parsed into documents."""
+
+    reason = "CORPUS_FORMAT"
+
+
+class DependencyError(GroundedError):
+    """A downstream dependency (retrieval, validator, LLM endpoint) failed."""
+
+    reason = "DEPENDENCY_FAILED"
+
+    def __init__(self, dependency: str, message: str) -> None:
+        super().__init__(f"{dependency}: {message}", metadata={"dependency": dependency})
+        self.dependency = dependency
+
+
+class DependencyUnavailableError(DependencyError):
+    """A downstream dependency could not be reached or refused the call."""
+
+    reason = "DEPENDENCY_UNAVAILABLE"
+
+
+class DependencyTimeoutError(DependencyError):
+    """A downstream dependency did not answer within its deadline."""
+
+    reason = "DEPENDENCY_TIMEOUT"
+
+
+class DeadlineExceededError(GroundedError):
+    """The caller's deadline expired before this service could finish."""
+
+    reason = "DEADLINE_EXCEEDED"
+
+
+class Violations:
+    """Collects field violations and raises them together, so a caller sees every problem at once."""
+
+    def __init__(self) -> None:
+        self._items: list[FieldViolation] = []
+
+    def add(self, field: str, description: str) -> None:
+        self._items.append(FieldViolation(field, description))
+
+    def check(self, ok: bool, field: str, description: str) -> None:
+        if not ok:
+            self.add(field, description)
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+    def raise_if_any(self) -> None:
+        if self._items:
+            raise InvalidInputError(list(self._items))

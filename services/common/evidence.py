@@ -1,0 +1,52 @@
+"""Evidence chunk: the one domain type every service shares (a sentence of a source document)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One sentence of a source document, with enough provenance to trace it back.
+
+    ``semantic_id`` is ``<ACT>_<SECTION>_<n>`` for statutes (``IPC_420_0`` is the first
+    sentence of section 420); other corpora use ``<doc_id>_<n>``. Offsets are character
+    offsets of ``text`` inside the document's full text (``doc_text[char_start:char_end]``).
+    """
+
+    semantic_id: str
+    doc_id: str
+    text: str
+    title: str = ""
+    section: str = ""
+    act: str = ""
+    act_name: str = ""
+    chapter: str = ""
+    chapter_title: str = ""
+    sentence_index: int = 0
+    char_start: int = 0
+    char_end: int = 0
+    context_before: str = ""
+    context_after: str = ""
+    page: int = 0
+    url: str = ""
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class StageScores:
+    """Per-stage scores of a retrieved chunk; a stage that did not run leaves its score None."""
+
+    dense: float | None = None
+    lexical: float | None = None
+    fused: float | None = None
+    rerank: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredChunk:
+    """A chunk returned by retrieval with its final score (higher is better) and stage scores."""
+
+    chunk: Chunk
+    score: float
+    stages: StageScores = field(default_factory=StageScores)

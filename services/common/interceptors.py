@@ -1,0 +1,86 @@
+"""Server interceptor: request id, access log, metrics and the one error → status mapping."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import grpc
+from grpc import aio
+
+from services.common import errors, status
+from services.common.logs import request_id_var
+from services.common.metrics import RPC_LATENCY, RPC_REQUESTS
+
+logger = logging.getLogger(__name__)
+
+REQUEST_ID_KEY = "x-request-id"
+_MAX_REQUEST_ID = 128
+
+
+def _incoming_request_id(context: aio.ServicerContext[Any, Any]) -> str:
+    for key, value in context.invocation_metadata() or ():
+        if key == REQUEST_ID_KEY and isinstance(value, str) and 0 < len(value) <= _MAX_REQUEST_ID:
+            return value
+    return uuid.uuid4().hex
+
+
+class ServiceInterceptor(aio.ServerInterceptor):
+    """Wraps every unary-unary handler of this server's own services."""
+
+    def __init__(self, service: str) -> None:
+        self.service = service
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None or handler.unary_unary is None:
+            return handler
+        method = handler_call_details.method.rsplit("/", 1)[-1]
+        inner = handler.unary_unary
+        service = self.service
+
+        async def wrapper(request: Any, context: aio.ServicerContext[Any, Any]) -> Any:
+            request_id = _incoming_request_id(context)
+            token = request_id_var.set(request_id)
+            started = time.perf_counter()
+            code = grpc.StatusCode.OK
+            try:
+                await context.send_initial_metadata(((REQUEST_ID_KEY, request_id),))
+                return await inner(request, context)
+            except errors.GroundedError as exc:
+                code = status.code_for(exc)
+                log = logger.warning if code != grpc.StatusCode.INTERNAL else logger.error
+                log("request failed", extra={"method": method, "code": code.name, "reason": exc.reason, "error": exc.message})
+                rich = status.to_status(exc)
+                await context.abort(rich.code, rich.details, rich.trailing_metadata)
+            except aio.AbortError:
+                code = context.code() or grpc.StatusCode.UNKNOWN  # type: ignore[assignment]
+                raise
+            except Exception:
+                code = grpc.StatusCode.INTERNAL
+                logger.exception("unhandled error", extra={"method": method})
+                rich = status.internal_status()
+                await context.abort(rich.code, rich.details, rich.trailing_metadata)
+            finally:
+                elapsed = time.perf_counter() - started
+                code_name = code.name if isinstance(code, grpc.StatusCode) else str(code)
+                RPC_REQUESTS.labels(service, method, code_name).inc()
+                RPC_LATENCY.labels(service, method).observe(elapsed)
+                logger.info(
+                    "rpc",
+                    extra={"method": method, "code": code_name, "duration_ms": round(elapsed * 1000, 3)},
+                )
+                request_id_var.reset(token)
+
+        return grpc.unary_unary_rpc_method_handler(
+            wrapper,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )

@@ -1,0 +1,39 @@
+"""Prometheus metrics shared by the services, and the HTTP endpoint that exposes them."""
+
+from __future__ import annotations
+
+import logging
+
+from prometheus_client import Counter, Histogram, start_http_server
+
+logger = logging.getLogger(__name__)
+
+RPC_REQUESTS = Counter(
+    "grounded_rpc_requests_total", "RPCs handled, by method and status code.", ["service", "method", "code"]
+)
+RPC_LATENCY = Histogram(
+    "grounded_rpc_latency_seconds",
+    "RPC handling time.",
+    ["service", "method"],
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
+CACHE_EVENTS = Counter(
+    "grounded_retrieval_cache_events_total",
+    "Retrieval cache lookups by outcome: hit, miss, bypass (Redis unavailable), error.",
+    ["outcome"],
+)
+REFUSALS = Counter("grounded_synthesis_refusals_total", "Refusals by reason.", ["reason"])
+VALIDATION_FAILURES = Counter(
+    "grounded_validation_failures_total", "Failed validations by rule (reason code).", ["reason"]
+)
+
+
+def serve_metrics(port: int, host: str = "127.0.0.1") -> None:
+    """Expose /metrics over HTTP; port 0 or below disables it."""
+    if port <= 0:
+        return
+    try:
+        start_http_server(port, addr=host)
+    except OSError as exc:
+        # A busy metrics port must not take the RPC service down with it.
+        logger.warning("metrics endpoint not started", extra={"port": port, "error": str(exc)})

@@ -1,0 +1,93 @@
+"""Adapters between the shared proto types (grounded.type.v1) and the domain evidence types."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from grounded.type.v1 import evidence_pb2
+
+from services.common.evidence import Chunk, ScoredChunk, StageScores
+from services.common.intent import Intent
+
+INTENT_TO_PROTO: Mapping[Intent, evidence_pb2.QueryIntent.ValueType] = {
+    Intent.DEFINITION: evidence_pb2.QUERY_INTENT_DEFINITION,
+    Intent.PUNISHMENT: evidence_pb2.QUERY_INTENT_PUNISHMENT,
+    Intent.PROCEDURE: evidence_pb2.QUERY_INTENT_PROCEDURE,
+    Intent.SCOPE: evidence_pb2.QUERY_INTENT_SCOPE,
+    Intent.GENERAL: evidence_pb2.QUERY_INTENT_GENERAL,
+}
+INTENT_FROM_PROTO = {v: k for k, v in INTENT_TO_PROTO.items()}
+
+
+def chunk_to_proto(chunk: Chunk, scored: ScoredChunk | None = None) -> evidence_pb2.Passage:
+    passage = evidence_pb2.Passage(
+        semantic_id=chunk.semantic_id,
+        doc_id=chunk.doc_id,
+        title=chunk.title,
+        section=chunk.section,
+        text=chunk.text,
+        sentence_index=chunk.sentence_index,
+        char_start=chunk.char_start,
+        char_end=chunk.char_end,
+        context_before=chunk.context_before,
+        context_after=chunk.context_after,
+        source=evidence_pb2.SourceMetadata(
+            act=chunk.act,
+            act_name=chunk.act_name,
+            chapter=chunk.chapter,
+            chapter_title=chunk.chapter_title,
+            page=chunk.page,
+            url=chunk.url,
+            extras=chunk.extra,
+        ),
+    )
+    if scored is not None:
+        scores = passage.scores
+        scores.final_score = scored.score
+        for name in ("dense", "lexical", "fused", "rerank"):
+            value = getattr(scored.stages, name)
+            if value is not None:
+                setattr(scores, name, value)
+    return passage
+
+
+def scored_to_proto(scored: ScoredChunk) -> evidence_pb2.Passage:
+    return chunk_to_proto(scored.chunk, scored)
+
+
+def chunk_from_proto(passage: evidence_pb2.Passage) -> Chunk:
+    source = passage.source
+    return Chunk(
+        semantic_id=passage.semantic_id,
+        doc_id=passage.doc_id,
+        text=passage.text,
+        title=passage.title,
+        section=passage.section,
+        act=source.act,
+        act_name=source.act_name,
+        chapter=source.chapter,
+        chapter_title=source.chapter_title,
+        sentence_index=passage.sentence_index,
+        char_start=passage.char_start,
+        char_end=passage.char_end,
+        context_before=passage.context_before,
+        context_after=passage.context_after,
+        page=source.page,
+        url=source.url,
+        extra=dict(source.extras),
+    )
+
+
+def scored_from_proto(passage: evidence_pb2.Passage) -> ScoredChunk:
+    scores = passage.scores
+    stages = StageScores(
+        dense=scores.dense if scores.HasField("dense") else None,
+        lexical=scores.lexical if scores.HasField("lexical") else None,
+        fused=scores.fused if scores.HasField("fused") else None,
+        rerank=scores.rerank if scores.HasField("rerank") else None,
+    )
+    return ScoredChunk(chunk=chunk_from_proto(passage), score=scores.final_score, stages=stages)
+
+
+def timings_to_proto(timings: Iterable[tuple[str, bool, float]]) -> list[evidence_pb2.StageTiming]:
+    return [evidence_pb2.StageTiming(stage=s, ran=r, duration_ms=d) for s, r, d in timings]

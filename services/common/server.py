@@ -1,0 +1,130 @@
+"""gRPC server bootstrap shared by all services: health, reflection, TLS, signals, graceful drain."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+from grpc import aio
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from services.common.config import ServerSettings, TlsSettings
+from services.common.interceptors import ServiceInterceptor
+from services.common.metrics import serve_metrics
+
+logger = logging.getLogger(__name__)
+
+SERVING = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+def server_credentials(tls: TlsSettings) -> grpc.ServerCredentials:
+    """Server TLS credentials; with a CA file and require_client_auth, mutual TLS."""
+    key = Path(tls.key_file).read_bytes()
+    cert = Path(tls.cert_file).read_bytes()
+    ca = Path(tls.ca_file).read_bytes() if tls.ca_file else None
+    return grpc.ssl_server_credentials(
+        [(key, cert)], root_certificates=ca, require_client_auth=tls.require_client_auth and ca is not None
+    )
+
+
+class GrpcService:
+    """One running gRPC server: created NOT_SERVING, flipped to SERVING after warm-up."""
+
+    def __init__(self, *, label: str, service_names: Sequence[str], settings: ServerSettings) -> None:
+        self.label = label
+        self.service_names = tuple(service_names)
+        self.settings = settings
+        options = [
+            ("grpc.max_receive_message_length", settings.max_message_bytes),
+            ("grpc.max_send_message_length", settings.max_message_bytes),
+            ("grpc.so_reuseport", 0),
+        ]
+        self.server = aio.server(interceptors=[ServiceInterceptor(label)], options=options)
+        self.health = health.aio.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        reflection.enable_server_reflection(
+            (*self.service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+             reflection.SERVICE_NAME),
+            self.server,
+        )
+        self.port = 0
+
+    async def start(self, register: Callable[[aio.Server], None]) -> int:
+        """Register servicers, bind and start; every service reports NOT_SERVING until ready."""
+        register(self.server)
+        address = f"{self.settings.host}:{self.settings.port}"
+        if self.settings.tls.enabled:
+            self.port = self.server.add_secure_port(address, server_credentials(self.settings.tls))
+        else:
+            self.port = self.server.add_insecure_port(address)
+        for name in ("", *self.service_names):
+            await self.health.set(name, NOT_SERVING)
+        await self.server.start()
+        logger.info("listening", extra={"address": f"{self.settings.host}:{self.port}", "tls": self.settings.tls.enabled})
+        return self.port
+
+    async def mark_serving(self) -> None:
+        for name in ("", *self.service_names):
+            await self.health.set(name, SERVING)
+        logger.info("serving", extra={"services": list(self.service_names)})
+
+    async def stop(self, grace: float | None = None) -> None:
+        """Flip health to NOT_SERVING, refuse new calls, let in-flight calls finish within grace."""
+        await self.health.enter_graceful_shutdown()
+        await self.server.stop(self.settings.grace_s if grace is None else grace)
+
+
+@dataclass
+class ServiceApp:
+    """A service ready to run: its server, how to register its servicers, how to warm it up."""
+
+    service: GrpcService
+    register: Callable[[aio.Server], None]
+    warm_up: Callable[[], Awaitable[None]]
+    on_stop: Callable[[], Awaitable[None]] | None = None
+
+    @property
+    def port(self) -> int:
+        return self.service.port
+
+    async def start(self) -> int:
+        """Bind, start NOT_SERVING, warm up, then report SERVING (used by tests and run())."""
+        port = await self.service.start(self.register)
+        await self.warm_up()
+        await self.service.mark_serving()
+        return port
+
+    async def stop(self, grace: float | None = None) -> None:
+        await self.service.stop(grace)
+        if self.on_stop is not None:
+            await self.on_stop()
+
+
+async def run_until_signalled(app: ServiceApp) -> None:
+    """Start, warm up, serve until SIGTERM/SIGINT, then drain gracefully."""
+    service = app.service
+    loop = asyncio.get_running_loop()
+    stop_requested = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop_requested.set)
+    serve_metrics(service.settings.metrics_port, service.settings.host)
+    await service.start(app.register)
+    warm = asyncio.create_task(app.warm_up())
+    waiter = asyncio.create_task(stop_requested.wait())
+    done, _ = await asyncio.wait({warm, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    if warm in done:
+        warm.result()  # a failed warm-up must stop the process with its error, not serve forever
+        await service.mark_serving()
+        await waiter
+    else:
+        warm.cancel()
+    logger.info("draining", extra={"grace_s": service.settings.grace_s})
+    await app.stop()
+    logger.info("stopped")

@@ -1,0 +1,5 @@
+"""Entry point: python -m services.retrieval."""
+
+from services.retrieval.server import main
+
+main()

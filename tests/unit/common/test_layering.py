@@ -1,0 +1,62 @@
+"""Domain modules never import grpc, generated stubs, openai or redis: only adapters may."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+FORBIDDEN = ("grpc", "grpc_health", "grpc_reflection", "grpc_status", "grounded", "openai", "redis", "google.rpc")
+
+# Adapter and wiring modules: the only places allowed to touch outside libraries.
+ADAPTERS = {
+    "services/common/status.py",
+    "services/common/interceptors.py",
+    "services/common/server.py",
+    "services/common/channels.py",
+    "services/common/passages.py",
+    "services/retrieval/convert.py",
+    "services/retrieval/servicer.py",
+    "services/retrieval/server.py",
+    "services/retrieval/cache.py",
+    "services/synthesis/convert.py",
+    "services/synthesis/servicer.py",
+    "services/synthesis/server.py",
+    "services/synthesis/clients.py",
+    "services/synthesis/openai_generator.py",
+    "services/synthesis/cli.py",
+    "services/validator/convert.py",
+    "services/validator/servicer.py",
+    "services/validator/server.py",
+}
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def _forbidden(name: str) -> bool:
+    return any(name == f or name.startswith(f + ".") for f in FORBIDDEN) or name.endswith("_pb2") or "_pb2" in name
+
+
+class TestLayering:
+    def test_layering_domain_modules_import_no_adapters(self) -> None:
+        offenders = {}
+        for path in sorted((ROOT / "services").rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel in ADAPTERS or path.name == "__main__.py":
+                continue
+            bad = sorted(n for n in _imports(path) if _forbidden(n))
+            if bad:
+                offenders[rel] = bad
+        assert offenders == {}
+
+    def test_layering_adapter_list_names_existing_files(self) -> None:
+        missing = [a for a in ADAPTERS if not (ROOT / a).exists()]
+        assert missing == []
