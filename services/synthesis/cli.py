@@ -1,0 +1,121 @@
+"""Command-line client for the synthesis service: `python -m services.synthesis.cli ask "question"`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import textwrap
+import uuid
+
+import grpc
+from google.protobuf import json_format
+from grounded.synthesis.v1 import synthesis_service_pb2 as pb
+from grounded.synthesis.v1 import synthesis_service_pb2_grpc as pb_grpc
+from grounded.validator.v1 import validator_service_pb2 as vpb
+from google.rpc import error_details_pb2  # noqa: F401 - registers detail types for JSON printing
+from grpc_status import rpc_status
+
+_GENERATORS = {
+    "default": pb.GENERATOR_KIND_UNSPECIFIED,
+    "extractive": pb.GENERATOR_KIND_EXTRACTIVE,
+    "openai": pb.GENERATOR_KIND_OPENAI,
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m services.synthesis.cli", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    ask = sub.add_parser("ask", help="ask a question; exit 0 when answered and grounded, 1 otherwise")
+    ask.add_argument("question")
+    ask.add_argument("--top-k", type=int, default=0, help="evidence passages to retrieve (default: server's)")
+    ask.add_argument("--act", action="append", default=[], help="restrict to an act code (repeatable)")
+    ask.add_argument("--json", action="store_true", help="print the full response as JSON")
+    ask.add_argument("--verbose", action="store_true", help="add per-sentence coverage")
+    ask.add_argument("--generator", choices=sorted(_GENERATORS), default="default")
+    ask.add_argument("--model", default="", help="model for --generator openai")
+    ask.add_argument(
+        "--address",
+        default=f"127.0.0.1:{os.environ.get('SYNTHESIS_PORT', '50052')}",
+        help="synthesis service address",
+    )
+    ask.add_argument("--timeout", type=float, default=30.0, help="deadline in seconds")
+    return parser
+
+
+def _print_human(response: pb.SynthesizeAnswerResponse, verbose: bool) -> None:
+    print("Answer:")
+    print(textwrap.indent(textwrap.fill(response.answer, width=96), "  "))
+    if response.citations:
+        print("\nCitations:")
+        for doc in response.citations:
+            act = doc.source.act or doc.doc_id
+            print(f"  {act} s.{doc.section} — {doc.title}" if doc.section else f"  {doc.doc_id} — {doc.title}")
+            for c in doc.citations:
+                print(f"    [{c.semantic_id}] {c.snippet}")
+    v = response.validation
+    s = response.sufficiency
+    docs = {p.doc_id for p in response.evidence}
+    print("\nVALIDATION")
+    print(f"  status:     {pb.AnswerStatus.Name(response.status).removeprefix('ANSWER_STATUS_')}")
+    detail = s.requirement if s.sufficient else s.failure
+    print(f"  sufficient: {'yes' if s.sufficient else 'no'} ({detail})")
+    verdict = vpb.ValidationVerdict.Name(v.verdict).removeprefix("VALIDATION_VERDICT_")
+    print(f"  grounded:   {verdict} (support {v.support_score:.2f})")
+    print(
+        f"  citations:  {len(v.cited_ids)} cited, {len(v.invalid_citations)} invalid, "
+        f"{len(v.missing_citations)} missing"
+    )
+    print(f"  uncovered:  {', '.join(str(i) for i in v.uncovered_sentences) or 'none'}")
+    print(f"  retrieved:  {len(response.evidence)} passages from {len(docs)} documents")
+    if response.synthesis_mode:
+        print(f"  synthesis:  multi-document mode over {response.source_doc_count} documents")
+    if response.refusal_reason:
+        print(f"  refusal:    {response.refusal_reason}")
+    timings = ", ".join(f"{t.stage} {t.duration_ms:.1f} ms" for t in response.timings if t.ran)
+    print(f"  timings:    {timings}")
+    if verbose:
+        print("\nSentences:")
+        for sent in v.sentences:
+            reason = vpb.ValidationReason.Name(sent.reason).removeprefix("VALIDATION_REASON_")
+            print(f"  #{sent.index} {reason:<18} coverage {sent.coverage:.2f} cites {list(sent.cited_ids)}")
+
+
+def ask(args: argparse.Namespace) -> int:
+    request = pb.SynthesizeAnswerRequest(
+        question=args.question,
+        top_k=args.top_k,
+        generator=_GENERATORS[args.generator],
+        model=args.model,
+    )
+    request.filters.acts.extend(args.act)
+    with grpc.insecure_channel(args.address) as channel:
+        stub = pb_grpc.SynthesisServiceStub(channel)
+        try:
+            response = stub.SynthesizeAnswer(
+                request, timeout=args.timeout, metadata=(("x-request-id", uuid.uuid4().hex),)
+            )
+        except grpc.RpcError as err:
+            print(f"error: {err.code().name}: {err.details()}", file=sys.stderr)  # type: ignore[attr-defined]
+            status = rpc_status.from_call(err)  # type: ignore[arg-type]
+            for detail in status.details if status else ():
+                print(f"  {detail.TypeName()}: {json_format.MessageToJson(detail)}", file=sys.stderr)
+            return 2
+    if args.json:
+        print(json.dumps(json_format.MessageToDict(response), indent=2, ensure_ascii=False))
+    else:
+        print(f"Question: {args.question}\n")
+        _print_human(response, args.verbose)
+    answered = response.status == pb.ANSWER_STATUS_ANSWERED
+    grounded = response.validation.verdict == vpb.VALIDATION_VERDICT_GROUNDED
+    return 0 if answered and grounded and response.sufficiency.sufficient else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    return ask(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""Real components for integration tests: the IPC index, a private Redis, three in-process servers."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from services.common.server import ServiceApp
+from services.retrieval import server as retrieval_server
+from services.retrieval.config import RetrievalConfig
+from services.retrieval.embedding import Encoder, load_encoder
+from services.retrieval.store import build_artifacts
+from services.synthesis import server as synthesis_server
+from services.synthesis.config import SynthesisConfig
+from services.validator import server as validator_server
+from services.validator.config import ValidatorConfig
+from tests.support.redis_server import RedisServer
+
+ROOT = Path(__file__).resolve().parents[2]
+IPC = ROOT / "data" / "corpora" / "indian_law" / "ipc.json"
+# Kept between runs: the store reuses an index whose corpus checksum and model are unchanged.
+TEST_INDEX = ROOT / "var" / "test" / "index-ipc"
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def encoder() -> Encoder:
+    return load_encoder()
+
+
+@pytest.fixture(scope="session")
+def ipc_index(encoder: Encoder) -> Path:
+    build_artifacts([IPC], TEST_INDEX, encoder, progress=False)
+    return TEST_INDEX
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    with RedisServer() as server:
+        yield server
+
+
+@dataclass
+class Stack:
+    """Addresses of the three running services."""
+
+    retrieval: str
+    synthesis: str
+    validator: str
+    apps: dict[str, ServiceApp]
+
+
+def _base_env(prefix: str) -> dict[str, str]:
+    return {f"{prefix}PORT": "0", f"{prefix}METRICS_PORT": "0", f"{prefix}GRACE_S": "1"}
+
+
+async def start_stack(
+    index_dir: Path, redis_url: str = "", synthesis_env: dict[str, str] | None = None
+) -> Stack:
+    """Start validator, retrieval and synthesis on free loopback ports, each SERVING when returned."""
+    validator = validator_server.create_app(ValidatorConfig.from_env(_base_env("VALIDATOR_")))
+    await validator.start()
+    retrieval = retrieval_server.create_app(
+        RetrievalConfig.from_env(
+            {**_base_env("RETRIEVAL_"), "RETRIEVAL_INDEX_DIR": str(index_dir), "RETRIEVAL_REDIS_URL": redis_url}
+        )
+    )
+    await retrieval.start()
+    synthesis = synthesis_server.create_app(
+        SynthesisConfig.from_env(
+            {
+                **_base_env("SYNTHESIS_"),
+                "SYNTHESIS_RETRIEVAL_ADDR": f"127.0.0.1:{retrieval.port}",
+                "SYNTHESIS_VALIDATOR_ADDR": f"127.0.0.1:{validator.port}",
+                **(synthesis_env or {}),
+            }
+        )
+    )
+    await synthesis.start()
+    return Stack(
+        retrieval=f"127.0.0.1:{retrieval.port}",
+        synthesis=f"127.0.0.1:{synthesis.port}",
+        validator=f"127.0.0.1:{validator.port}",
+        apps={"validator": validator, "retrieval": retrieval, "synthesis": synthesis},
+    )
+
+
+async def stop_stack(stack: Stack) -> None:
+    for name in ("synthesis", "retrieval", "validator"):
+        await stack.apps[name].stop(0)
+
+
+@pytest.fixture(scope="session")
+async def stack(ipc_index: Path, redis_server: RedisServer) -> AsyncIterator[Stack]:
+    running = await start_stack(ipc_index, redis_server.url)
+    yield running
+    await stop_stack(running)

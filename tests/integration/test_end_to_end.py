@@ -1,0 +1,160 @@
+"""The three real services over real loopback channels: answers, refusals, bad input, validator."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from grounded.retrieval.v1 import retrieval_service_pb2 as rpb
+from grounded.retrieval.v1 import retrieval_service_pb2_grpc as rpb_grpc
+from grounded.synthesis.v1 import synthesis_service_pb2 as spb
+from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
+from grounded.type.v1 import evidence_pb2
+from grounded.validator.v1 import validator_service_pb2 as vpb
+from grounded.validator.v1 import validator_service_pb2_grpc as vpb_grpc
+
+from services.validator.report import REFUSAL
+from tests.integration.conftest import Stack
+from tests.support.grpc_helpers import error_reason, field_violations
+
+pytestmark = pytest.mark.integration
+
+
+async def _ask(stack: Stack, question: str, **kwargs: object) -> spb.SynthesizeAnswerResponse:
+    async with grpc.aio.insecure_channel(stack.synthesis) as channel:
+        stub = spb_grpc.SynthesisServiceStub(channel)
+        return await stub.SynthesizeAnswer(
+            spb.SynthesizeAnswerRequest(question=question, **kwargs), timeout=30  # type: ignore[arg-type]
+        )
+
+
+class TestSynthesizeAnswer:
+    async def test_synthesize_section_420_cites_ipc_420(self, stack: Stack) -> None:
+        response = await _ask(stack, "What is the punishment for cheating under section 420?", top_k=5)
+        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
+        cited = set(response.validation.cited_ids)
+        assert any(c.startswith("IPC_420_") for c in cited), response.answer
+        evidence_ids = {p.semantic_id for p in response.evidence}
+        assert cited and cited <= evidence_ids
+        assert "[IPC_420_" in response.answer
+        assert response.validation.verdict == vpb.VALIDATION_VERDICT_GROUNDED
+        assert any(d.doc_id == "IPC_420" for d in response.citations)
+
+    async def test_synthesize_unanswerable_question_is_refused_exactly(self, stack: Stack) -> None:
+        response = await _ask(stack, "What is the capital of France?")
+        assert response.answer == REFUSAL
+        assert response.status != spb.ANSWER_STATUS_ANSWERED
+        assert response.refusal_reason
+
+    @pytest.mark.parametrize(
+        ("request_kwargs", "field"),
+        [
+            ({"question": ""}, "question"),
+            ({"question": "   "}, "question"),
+            ({"question": "theft " * 1000}, "question"),
+            ({"question": "What is theft?", "top_k": -1}, "top_k"),
+            ({"question": "What is theft?", "top_k": 101}, "top_k"),
+        ],
+    )
+    async def test_synthesize_bad_input_is_invalid_argument_with_field(
+        self, stack: Stack, request_kwargs: dict[str, object], field: str
+    ) -> None:
+        async with grpc.aio.insecure_channel(stack.synthesis) as channel:
+            stub = spb_grpc.SynthesisServiceStub(channel)
+            with pytest.raises(grpc.aio.AioRpcError) as info:
+                await stub.SynthesizeAnswer(spb.SynthesizeAnswerRequest(**request_kwargs), timeout=10)  # type: ignore[arg-type]
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert field in field_violations(info.value)
+        assert error_reason(info.value) == "INVALID_INPUT"
+
+    async def test_synthesize_request_id_is_echoed(self, stack: Stack) -> None:
+        async with grpc.aio.insecure_channel(stack.synthesis) as channel:
+            stub = spb_grpc.SynthesisServiceStub(channel)
+            call = stub.SynthesizeAnswer(
+                spb.SynthesizeAnswerRequest(question="What is theft?"),
+                timeout=30,
+                metadata=(("x-request-id", "test-req-42"),),
+            )
+            await call
+            metadata = dict(await call.initial_metadata())
+        assert metadata.get("x-request-id") == "test-req-42"
+
+
+class TestRetrievePassages:
+    async def test_retrieve_passages_carry_provenance(self, stack: Stack) -> None:
+        async with grpc.aio.insecure_channel(stack.retrieval) as channel:
+            stub = rpb_grpc.RetrievalServiceStub(channel)
+            response = await stub.RetrievePassages(
+                rpb.RetrievePassagesRequest(query="punishment for theft", top_k=5), timeout=30
+            )
+        assert 0 < len(response.passages) <= 5
+        top = response.passages[0]
+        assert top.semantic_id.startswith("IPC_") and top.doc_id.startswith("IPC_")
+        assert top.source.act == "IPC" and top.section and top.title
+        assert top.char_end > top.char_start
+        assert response.index_version
+
+    async def test_retrieve_bad_input_reports_every_field(self, stack: Stack) -> None:
+        async with grpc.aio.insecure_channel(stack.retrieval) as channel:
+            stub = rpb_grpc.RetrievalServiceStub(channel)
+            request = rpb.RetrievePassagesRequest(query="", top_k=1000)
+            request.filters.acts.append("NOPE")
+            with pytest.raises(grpc.aio.AioRpcError) as info:
+                await stub.RetrievePassages(request, timeout=10)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert {"query", "top_k", "filters.acts[0]"} <= set(field_violations(info.value))
+
+
+def _evidence(*items: tuple[str, str]) -> list[evidence_pb2.Passage]:
+    return [evidence_pb2.Passage(semantic_id=i, text=t) for i, t in items]
+
+
+_CHEATING = (
+    "IPC_420_0",
+    "Whoever cheats and thereby dishonestly induces the person deceived to deliver any property "
+    "shall be punished with imprisonment of either description for a term which may extend to "
+    "seven years, and shall also be liable to fine.",
+)
+
+
+class TestValidateAnswer:
+    async def _validate(self, stack: Stack, answer: str, evidence: list[evidence_pb2.Passage]) -> vpb.ValidateAnswerResponse:
+        async with grpc.aio.insecure_channel(stack.validator) as channel:
+            stub = vpb_grpc.ValidatorServiceStub(channel)
+            return await stub.ValidateAnswer(vpb.ValidateAnswerRequest(answer=answer, evidence=evidence), timeout=10)
+
+    async def test_validate_accepts_cited_supported_answer(self, stack: Stack) -> None:
+        answer = (
+            "Whoever cheats and dishonestly induces delivery of property shall be punished with "
+            "imprisonment which may extend to seven years and fine [IPC_420_0]."
+        )
+        response = await self._validate(stack, answer, _evidence(_CHEATING))
+        assert response.verdict == vpb.VALIDATION_VERDICT_GROUNDED
+
+    async def test_validate_rejects_id_not_in_evidence(self, stack: Stack) -> None:
+        answer = "Cheating is punished with imprisonment up to seven years and fine [IPC_999_0]."
+        response = await self._validate(stack, answer, _evidence(_CHEATING))
+        assert response.verdict == vpb.VALIDATION_VERDICT_NOT_GROUNDED
+        assert list(response.invalid_citations) == ["IPC_999_0"]
+
+    async def test_validate_rejects_answer_without_citations(self, stack: Stack) -> None:
+        answer = "Cheating is punished with imprisonment up to seven years and fine."
+        response = await self._validate(stack, answer, _evidence(_CHEATING))
+        assert response.verdict == vpb.VALIDATION_VERDICT_NOT_GROUNDED
+        assert response.sentences[0].reason == vpb.VALIDATION_REASON_NO_CITATION
+
+    async def test_validate_accepts_exact_refusal(self, stack: Stack) -> None:
+        response = await self._validate(stack, REFUSAL, _evidence(_CHEATING))
+        assert response.verdict == vpb.VALIDATION_VERDICT_REFUSAL
+
+    async def test_validate_bad_input_names_fields(self, stack: Stack) -> None:
+        evidence = _evidence(("", "text"), ("A", "x"), ("A", "y"))
+        async with grpc.aio.insecure_channel(stack.validator) as channel:
+            stub = vpb_grpc.ValidatorServiceStub(channel)
+            with pytest.raises(grpc.aio.AioRpcError) as info:
+                await stub.ValidateAnswer(
+                    vpb.ValidateAnswerRequest(answer="x" * 70_000, evidence=evidence), timeout=10
+                )
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert {"answer", "evidence[0].semantic_id", "evidence[2].semantic_id"} <= set(
+            field_violations(info.value)
+        )

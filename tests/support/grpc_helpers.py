@@ -1,0 +1,29 @@
+"""Helpers to unpack rich gRPC errors in tests."""
+
+from __future__ import annotations
+
+import grpc
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+
+def field_violations(error: grpc.RpcError) -> dict[str, str]:
+    """field → description from a BadRequest detail of a failed call."""
+    status = rpc_status.from_call(error)  # type: ignore[arg-type]
+    assert status is not None, "the error carries no google.rpc.Status"
+    found: dict[str, str] = {}
+    for detail in status.details:
+        bad = error_details_pb2.BadRequest()
+        if detail.Unpack(bad):
+            found.update({v.field: v.description for v in bad.field_violations})
+    return found
+
+
+def error_reason(error: grpc.RpcError) -> str:
+    status = rpc_status.from_call(error)  # type: ignore[arg-type]
+    assert status is not None
+    for detail in status.details:
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(info):
+            return info.reason
+    return ""
