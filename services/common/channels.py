@@ -18,11 +18,16 @@ def client_credentials(tls: TlsSettings) -> grpc.ChannelCredentials:
     ca = Path(tls.ca_file).read_bytes() if tls.ca_file else None
     key = Path(tls.key_file).read_bytes() if tls.key_file else None
     cert = Path(tls.cert_file).read_bytes() if tls.cert_file else None
-    return grpc.ssl_channel_credentials(root_certificates=ca, private_key=key, certificate_chain=cert)
+    return grpc.ssl_channel_credentials(
+        root_certificates=ca, private_key=key, certificate_chain=cert
+    )
 
 
 def open_channel(
-    address: str, *, tls: TlsSettings | None = None, max_message_bytes: int = 4 * 1024 * 1024,
+    address: str,
+    *,
+    tls: TlsSettings | None = None,
+    max_message_bytes: int = 4 * 1024 * 1024,
     server_name_override: str = "",
 ) -> aio.Channel:
     """An aio channel to a peer; TLS when the settings carry a CA file."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import logging
 import os
 from collections.abc import Callable, Mapping
@@ -67,30 +68,44 @@ class EnvReader:
         return value
 
     def str(self, name: str, default: str, *, choices: tuple[str, ...] | None = None) -> str:
-        return self._parsed(name, default, str, lambda v: choices is None or v in choices)
+        return self._parsed(name, default, builtins.str, lambda v: choices is None or v in choices)
 
-    def int(self, name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
-        return self._parsed(name, default, int, lambda v: _in_range(v, minimum, maximum))
+    def int(
+        self,
+        name: builtins.str,
+        default: builtins.int,
+        *,
+        minimum: builtins.int | None = None,
+        maximum: builtins.int | None = None,
+    ) -> builtins.int:
+        return self._parsed(name, default, builtins.int, lambda v: _in_range(v, minimum, maximum))
 
     def float(
-        self, name: str, default: float, *, minimum: float | None = None, maximum: float | None = None
-    ) -> float:
-        return self._parsed(name, default, float, lambda v: _in_range(v, minimum, maximum))
+        self,
+        name: builtins.str,
+        default: builtins.float,
+        *,
+        minimum: builtins.float | None = None,
+        maximum: builtins.float | None = None,
+    ) -> builtins.float:
+        return self._parsed(name, default, builtins.float, lambda v: _in_range(v, minimum, maximum))
 
-    def bool(self, name: str, default: bool) -> bool:
+    def bool(self, name: builtins.str, default: builtins.bool) -> builtins.bool:
         return self._parsed(name, default, _parse_bool, lambda v: True)
 
-    def secret(self, name: str) -> Secret:
+    def secret(self, name: builtins.str) -> Secret:
         return Secret(self._raw(name) or "")
 
-    def required(self, name: str) -> str:
+    def required(self, name: builtins.str) -> builtins.str:
         raw = self._raw(name)
         if raw is None:
             raise MissingSettingError(f"{self.prefix}{name} must be set")
         return raw
 
 
-def _in_range(value: float, minimum: float | None, maximum: float | None) -> bool:
+def _in_range(
+    value: builtins.float, minimum: builtins.float | None, maximum: builtins.float | None
+) -> builtins.bool:
     return (minimum is None or value >= minimum) and (maximum is None or value <= maximum)
 
 
@@ -133,18 +148,22 @@ class ServerSettings:
     host: str
     port: int
     grace_s: float
+    drain_delay_s: float
     metrics_port: int
     max_message_bytes: int
     log_level: str
     tls: TlsSettings
 
     @classmethod
-    def from_env(cls, env: EnvReader, *, default_port: int, default_metrics_port: int) -> ServerSettings:
+    def from_env(
+        cls, env: EnvReader, *, default_port: int, default_metrics_port: int
+    ) -> ServerSettings:
         global_env = EnvReader("", env._env)
         return cls(
             host=env.str("HOST", "127.0.0.1"),
             port=env.int("PORT", default_port, minimum=0, maximum=65535),
             grace_s=env.float("GRACE_S", 10.0, minimum=0.0, maximum=600.0),
+            drain_delay_s=env.float("DRAIN_DELAY_S", 1.0, minimum=0.0, maximum=60.0),
             metrics_port=env.int("METRICS_PORT", default_metrics_port, minimum=-1, maximum=65535),
             max_message_bytes=env.int(
                 "MAX_MESSAGE_BYTES", 4 * 1024 * 1024, minimum=64 * 1024, maximum=64 * 1024 * 1024

@@ -6,7 +6,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 import grpc
 from grpc import aio
@@ -36,14 +36,19 @@ class ServiceInterceptor(aio.ServerInterceptor):
 
     async def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        continuation: Callable[
+            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]
+        ],
         handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
         handler = await continuation(handler_call_details)
         if handler is None or handler.unary_unary is None:
             return handler
         method = handler_call_details.method.rsplit("/", 1)[-1]
-        inner = handler.unary_unary
+        # An aio server hands its handlers aio contexts; the sync-typed stub signature says otherwise.
+        inner = cast(
+            Callable[[Any, aio.ServicerContext[Any, Any]], Awaitable[Any]], handler.unary_unary
+        )
         service = self.service
 
         async def wrapper(request: Any, context: aio.ServicerContext[Any, Any]) -> Any:
@@ -57,11 +62,19 @@ class ServiceInterceptor(aio.ServerInterceptor):
             except errors.GroundedError as exc:
                 code = status.code_for(exc)
                 log = logger.warning if code != grpc.StatusCode.INTERNAL else logger.error
-                log("request failed", extra={"method": method, "code": code.name, "reason": exc.reason, "error": exc.message})
+                log(
+                    "request failed",
+                    extra={
+                        "method": method,
+                        "code": code.name,
+                        "reason": exc.reason,
+                        "error": exc.message,
+                    },
+                )
                 rich = status.to_status(exc)
                 await context.abort(rich.code, rich.details, rich.trailing_metadata)
             except aio.AbortError:
-                code = context.code() or grpc.StatusCode.UNKNOWN  # type: ignore[assignment]
+                code = context.code() or grpc.StatusCode.UNKNOWN
                 raise
             except Exception:
                 code = grpc.StatusCode.INTERNAL
@@ -75,7 +88,11 @@ class ServiceInterceptor(aio.ServerInterceptor):
                 RPC_LATENCY.labels(service, method).observe(elapsed)
                 logger.info(
                     "rpc",
-                    extra={"method": method, "code": code_name, "duration_ms": round(elapsed * 1000, 3)},
+                    extra={
+                        "method": method,
+                        "code": code_name,
+                        "duration_ms": round(elapsed * 1000, 3),
+                    },
                 )
                 request_id_var.reset(token)
 

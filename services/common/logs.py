@@ -13,7 +13,8 @@ request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id
 
 # Attributes every LogRecord has; anything else was passed through `extra=` and is logged as a field.
 _STANDARD_ATTRS = frozenset(
-    vars(logging.LogRecord("", 0, "", 0, "", None, None)).keys() | {"message", "asctime", "taskName"}
+    vars(logging.LogRecord("", 0, "", 0, "", None, None)).keys()
+    | {"message", "asctime", "taskName"}
 )
 
 

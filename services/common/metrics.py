@@ -9,7 +9,9 @@ from prometheus_client import Counter, Histogram, start_http_server
 logger = logging.getLogger(__name__)
 
 RPC_REQUESTS = Counter(
-    "grounded_rpc_requests_total", "RPCs handled, by method and status code.", ["service", "method", "code"]
+    "grounded_rpc_requests_total",
+    "RPCs handled, by method and status code.",
+    ["service", "method", "code"],
 )
 RPC_LATENCY = Histogram(
     "grounded_rpc_latency_seconds",

@@ -9,7 +9,7 @@ from grounded.type.v1 import evidence_pb2
 from services.common.evidence import Chunk, ScoredChunk, StageScores
 from services.common.intent import Intent
 
-INTENT_TO_PROTO: Mapping[Intent, evidence_pb2.QueryIntent.ValueType] = {
+INTENT_TO_PROTO: Mapping[Intent, evidence_pb2.QueryIntent] = {
     Intent.DEFINITION: evidence_pb2.QUERY_INTENT_DEFINITION,
     Intent.PUNISHMENT: evidence_pb2.QUERY_INTENT_PUNISHMENT,
     Intent.PROCEDURE: evidence_pb2.QUERY_INTENT_PROCEDURE,

@@ -8,6 +8,7 @@ import signal
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
 from grpc import aio
@@ -30,14 +31,18 @@ def server_credentials(tls: TlsSettings) -> grpc.ServerCredentials:
     cert = Path(tls.cert_file).read_bytes()
     ca = Path(tls.ca_file).read_bytes() if tls.ca_file else None
     return grpc.ssl_server_credentials(
-        [(key, cert)], root_certificates=ca, require_client_auth=tls.require_client_auth and ca is not None
+        [(key, cert)],
+        root_certificates=ca,
+        require_client_auth=tls.require_client_auth and ca is not None,
     )
 
 
 class GrpcService:
     """One running gRPC server: created NOT_SERVING, flipped to SERVING after warm-up."""
 
-    def __init__(self, *, label: str, service_names: Sequence[str], settings: ServerSettings) -> None:
+    def __init__(
+        self, *, label: str, service_names: Sequence[str], settings: ServerSettings
+    ) -> None:
         self.label = label
         self.service_names = tuple(service_names)
         self.settings = settings
@@ -50,8 +55,11 @@ class GrpcService:
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(
-            (*self.service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-             reflection.SERVICE_NAME),
+            (
+                *self.service_names,
+                health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+                reflection.SERVICE_NAME,
+            ),
             self.server,
         )
         self.port = 0
@@ -67,7 +75,13 @@ class GrpcService:
         for name in ("", *self.service_names):
             await self.health.set(name, NOT_SERVING)
         await self.server.start()
-        logger.info("listening", extra={"address": f"{self.settings.host}:{self.port}", "tls": self.settings.tls.enabled})
+        logger.info(
+            "listening",
+            extra={
+                "address": f"{self.settings.host}:{self.port}",
+                "tls": self.settings.tls.enabled,
+            },
+        )
         return self.port
 
     async def mark_serving(self) -> None:
@@ -116,8 +130,8 @@ async def run_until_signalled(app: ServiceApp) -> None:
         loop.add_signal_handler(sig, stop_requested.set)
     serve_metrics(service.settings.metrics_port, service.settings.host)
     await service.start(app.register)
-    warm = asyncio.create_task(app.warm_up())
-    waiter = asyncio.create_task(stop_requested.wait())
+    warm: asyncio.Future[None] = asyncio.ensure_future(app.warm_up())
+    waiter: asyncio.Future[Any] = asyncio.ensure_future(stop_requested.wait())
     done, _ = await asyncio.wait({warm, waiter}, return_when=asyncio.FIRST_COMPLETED)
     if warm in done:
         warm.result()  # a failed warm-up must stop the process with its error, not serve forever
@@ -125,6 +139,18 @@ async def run_until_signalled(app: ServiceApp) -> None:
         await waiter
     else:
         warm.cancel()
-    logger.info("draining", extra={"grace_s": service.settings.grace_s})
+    # Lame duck: report NOT_SERVING but keep answering for drain_delay_s, so load balancers stop
+    # routing here and calls already queued in the transport are picked up (grpc-core cancels
+    # calls not yet handed to a handler when stop() begins); then refuse new calls and give
+    # in-flight ones grace_s to finish.
+    await service.health.enter_graceful_shutdown()
+    logger.info(
+        "draining",
+        extra={
+            "drain_delay_s": service.settings.drain_delay_s,
+            "grace_s": service.settings.grace_s,
+        },
+    )
+    await asyncio.sleep(service.settings.drain_delay_s)
     await app.stop()
     logger.info("stopped")

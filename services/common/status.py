@@ -29,7 +29,7 @@ def code_for(error: errors.GroundedError) -> grpc.StatusCode:
     """The status code for an error, looked up along its class hierarchy."""
     for cls in type(error).__mro__:
         if cls in STATUS_BY_ERROR:
-            return STATUS_BY_ERROR[cls]  # type: ignore[index]
+            return STATUS_BY_ERROR[cls]
     return grpc.StatusCode.INTERNAL
 
 
@@ -65,7 +65,8 @@ def to_status(error: errors.GroundedError) -> grpc.Status:
     status = status_pb2.Status(
         code=getattr(code_pb2, code.name), message=error.message, details=details
     )
-    return rpc_status.to_status(status)
+    rich: grpc.Status = rpc_status.to_status(status)
+    return rich
 
 
 def internal_status(message: str = "internal error") -> grpc.Status:
@@ -75,4 +76,5 @@ def internal_status(message: str = "internal error") -> grpc.Status:
         message=message,
         details=[_pack(error_details_pb2.ErrorInfo(reason="INTERNAL", domain=ERROR_DOMAIN))],
     )
-    return rpc_status.to_status(status)
+    rich: grpc.Status = rpc_status.to_status(status)
+    return rich

@@ -29,7 +29,9 @@ def build_searcher(config: RetrievalConfig) -> Searcher:
         Path(config.index_dir), expected_model=encoder.name, expected_dim=encoder.dim
     )
     cache = (
-        RedisResultCache(config.redis_url, ttl_s=config.cache_ttl_s, timeout_s=config.cache_timeout_s)
+        RedisResultCache(
+            config.redis_url, ttl_s=config.cache_ttl_s, timeout_s=config.cache_timeout_s
+        )
         if config.redis_url
         else None
     )
@@ -52,11 +54,18 @@ def create_app(config: RetrievalConfig) -> ServiceApp:
         servicer.searcher = await asyncio.to_thread(build_searcher, config)
 
     return ServiceApp(
-        service, lambda server: pb_grpc.add_RetrievalServiceServicer_to_server(servicer, server), warm_up
+        service,
+        lambda server: pb_grpc.add_RetrievalServiceServicer_to_server(servicer, server),
+        warm_up,
     )
 
 
 def main() -> None:
     config = RetrievalConfig.from_env()
     configure_logging("retrieval", config.server.log_level)
-    asyncio.run(run_until_signalled(create_app(config)))
+
+    # The aio server and channels bind to the running loop, so they are built inside it.
+    async def serve() -> None:
+        await run_until_signalled(create_app(config))
+
+    asyncio.run(serve())

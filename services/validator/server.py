@@ -20,11 +20,18 @@ def create_app(config: ValidatorConfig) -> ServiceApp:
         return None  # nothing to load: the validator is pure computation
 
     return ServiceApp(
-        service, lambda server: pb_grpc.add_ValidatorServiceServicer_to_server(servicer, server), warm_up
+        service,
+        lambda server: pb_grpc.add_ValidatorServiceServicer_to_server(servicer, server),
+        warm_up,
     )
 
 
 def main() -> None:
     config = ValidatorConfig.from_env()
     configure_logging("validator", config.server.log_level)
-    asyncio.run(run_until_signalled(create_app(config)))
+
+    # The aio server and channels bind to the running loop, so they are built inside it.
+    async def serve() -> None:
+        await run_until_signalled(create_app(config))
+
+    asyncio.run(serve())

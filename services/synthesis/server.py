@@ -1,0 +1,128 @@
+"""Synthesis server wiring: downstream channels, generators, pipeline, health, signals."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from grounded.synthesis.v1 import synthesis_service_pb2_grpc as pb_grpc
+
+from services.common.channels import open_channel
+from services.common.logs import configure_logging
+from services.common.server import GrpcService, ServiceApp, run_until_signalled
+from services.synthesis.clients import GrpcRetriever, GrpcValidator
+from services.synthesis.config import SERVICE_NAME, SynthesisConfig
+from services.synthesis.convert import MAX_QUESTION_CHARS, MAX_TOP_K
+from services.synthesis.extractive import ExtractiveGenerator
+from services.synthesis.generation import Generator
+from services.synthesis.openai_generator import OpenAIGenerator, OpenAISettings
+from services.synthesis.pipeline import PipelineSettings, SynthesisPipeline
+from services.synthesis.servicer import SynthesisServicer
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+MAX_MODEL_VARIANTS = 8
+
+
+def _openai_settings(config: SynthesisConfig, model: str = "") -> OpenAISettings:
+    o = config.openai
+    return OpenAISettings(
+        base_url=o.base_url,
+        model=model or o.model,
+        api_key=o.api_key.reveal() or "none",
+        timeout_s=o.timeout_s,
+        max_tokens=o.max_tokens,
+        seed=o.seed,
+        max_history_turns=config.history_turns,
+    )
+
+
+def _openai_configured(config: SynthesisConfig) -> bool:
+    """The OpenAI generator is offered when it is the default or an endpoint/key was configured."""
+    o = config.openai
+    return config.generator == "openai" or bool(o.api_key) or o.base_url != DEFAULT_OPENAI_BASE_URL
+
+
+def create_app(config: SynthesisConfig) -> ServiceApp:
+    service = GrpcService(label="synthesis", service_names=[SERVICE_NAME], settings=config.server)
+    tls = config.client_tls if config.client_tls.ca_file else None
+    retrieval_channel = open_channel(
+        config.retrieval_addr, tls=tls, max_message_bytes=config.server.max_message_bytes
+    )
+    validator_channel = open_channel(
+        config.validator_addr, tls=tls, max_message_bytes=config.server.max_message_bytes
+    )
+    settings = PipelineSettings(
+        retrieval_timeout_s=config.retrieval_timeout_s,
+        validation_timeout_s=config.validator_timeout_s,
+        generation_timeout_s=config.openai.timeout_s,
+        max_top_k=MAX_TOP_K,
+        max_question_chars=MAX_QUESTION_CHARS,
+        history_turns=config.history_turns,
+    )
+    retriever = GrpcRetriever(retrieval_channel)
+    validator = GrpcValidator(validator_channel)
+    extractive = ExtractiveGenerator()
+    openai_generators: dict[str, OpenAIGenerator] = {}
+    if _openai_configured(config):
+        openai_generators[""] = OpenAIGenerator(_openai_settings(config))
+
+    def build(openai_generator: OpenAIGenerator | None) -> SynthesisPipeline:
+        others: list[Generator] = [openai_generator] if openai_generator else []
+        if config.generator == "openai" and openai_generator is not None:
+            return SynthesisPipeline(
+                retriever, validator, openai_generator, settings, generators=[extractive]
+            )
+        return SynthesisPipeline(retriever, validator, extractive, settings, generators=others)
+
+    pipelines = {"": build(openai_generators.get(""))}
+
+    def pipeline_for(model: str) -> SynthesisPipeline:
+        if not model or "" not in openai_generators or model == config.openai.model:
+            return pipelines[""]
+        if model not in pipelines:
+            if len(pipelines) > MAX_MODEL_VARIANTS:
+                # Bounded: arbitrary model names from callers must not grow memory without limit.
+                pipelines.pop(next(k for k in pipelines if k))
+            generator = OpenAIGenerator(_openai_settings(config, model))
+            openai_generators[model] = generator
+            pipelines[model] = build(generator)
+        return pipelines[model]
+
+    servicer = SynthesisServicer(pipeline_for, default_top_k=config.default_top_k)
+
+    async def warm_up() -> None:
+        logger.info(
+            "synthesis ready",
+            extra={
+                "generator": config.generator,
+                "generators": list(pipelines[""].generator_names),
+                "retrieval": config.retrieval_addr,
+                "validator": config.validator_addr,
+            },
+        )
+
+    async def on_stop() -> None:
+        for generator in openai_generators.values():
+            await generator.aclose()
+        await retrieval_channel.close()
+        await validator_channel.close()
+
+    return ServiceApp(
+        service,
+        lambda server: pb_grpc.add_SynthesisServiceServicer_to_server(servicer, server),
+        warm_up,
+        on_stop,
+    )
+
+
+def main() -> None:
+    config = SynthesisConfig.from_env()
+    configure_logging("synthesis", config.server.log_level)
+
+    # The aio server and channels bind to the running loop, so they are built inside it.
+    async def serve() -> None:
+        await run_until_signalled(create_app(config))
+
+    asyncio.run(serve())
