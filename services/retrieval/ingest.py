@@ -1,0 +1,124 @@
+"""Ingest CLI: chunk, embed and index corpora into the retrieval service's artifact directory."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final, get_args
+
+from services.common.errors import CorpusFormatError, IndexIntegrityError
+from services.common.logs import configure_logging
+from services.retrieval.corpus import FORMATS
+from services.retrieval.index import IndexKind
+from services.retrieval.store import DEFAULT_EMBED_TEXT, EMBED_TEXTS, build_artifacts
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+STATUTES_DIR: Final = ROOT / "data" / "corpora" / "indian_law"
+DEFAULT_SOURCE: Final = STATUTES_DIR / "ipc.json"
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m services.retrieval.ingest",
+        description="Chunk documents into sentences, embed them and write a dense index.",
+    )
+    parser.add_argument(
+        "sources",
+        nargs="*",
+        type=Path,
+        metavar="SOURCE",
+        help=f"corpus files or directories (default: {DEFAULT_SOURCE.relative_to(ROOT)})",
+    )
+    parser.add_argument("--out", type=Path, required=True, help="artifact directory to write")
+    parser.add_argument(
+        "--all-statutes",
+        action="store_true",
+        help=f"ingest every act in {STATUTES_DIR.relative_to(ROOT)}/*.json",
+    )
+    parser.add_argument(
+        "--format", choices=FORMATS, default=None, help="source format (default: from the name)"
+    )
+    parser.add_argument(
+        "--context", type=int, default=1, help="sentences of context each side (default: 1)"
+    )
+    parser.add_argument(
+        "--index-type", choices=get_args(IndexKind), default="flat", help="default: flat"
+    )
+    parser.add_argument(
+        "--embed-text",
+        choices=EMBED_TEXTS,
+        default=DEFAULT_EMBED_TEXT,
+        help=f"what each vector encodes (default: {DEFAULT_EMBED_TEXT})",
+    )
+    parser.add_argument(
+        "--model-path", default=None, help="local sentence-transformers model (default: MiniLM)"
+    )
+    parser.add_argument("--device", default="cpu", help="torch device for encoding")
+    parser.add_argument(
+        "--batch-size", type=int, default=128, help="encoder batch size (default: 128)"
+    )
+    parser.add_argument(
+        "--force-rebuild", action="store_true", help="rebuild even if the index is up to date"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
+    args = parser.parse_args(argv)
+    if args.context < 0:
+        parser.error("--context must be >= 0")
+    if args.batch_size < 1:
+        parser.error("--batch-size must be >= 1")
+    if args.all_statutes:
+        args.sources = [*args.sources, *sorted(STATUTES_DIR.glob("*.json"))]
+    if not args.sources:
+        args.sources = [DEFAULT_SOURCE]
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    configure_logging("ingest", "WARNING" if args.quiet else "INFO")
+    # The packaged model is on disk; never let a missing file turn into a hub download.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from services.retrieval.embedding import load_encoder
+
+    started = time.perf_counter()
+    try:
+        encoder = load_encoder(args.model_path, device=args.device)
+    except (OSError, ValueError) as exc:
+        print(f"error: cannot load the embedding model: {exc}", file=sys.stderr)
+        return 1
+    loaded = time.perf_counter()
+    try:
+        manifest = build_artifacts(
+            args.sources,
+            args.out,
+            encoder,
+            context=args.context,
+            index_kind=args.index_type,
+            fmt=args.format,
+            embed_text=args.embed_text,
+            batch_size=args.batch_size,
+            force_rebuild=args.force_rebuild,
+            progress=not args.quiet,
+        )
+    except (CorpusFormatError, IndexIntegrityError) as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 1
+    finished = time.perf_counter()
+    seconds = finished - loaded
+    action = "reused" if manifest.reused else "built"
+    print(
+        f"{action} {args.out}: {manifest.document_count} documents, "
+        f"{manifest.chunk_count} chunks, {manifest.index_kind} index, {seconds:.1f}s "
+        f"({manifest.chunk_count / max(seconds, 1e-9):.0f} chunks/s; model load "
+        f"{loaded - started:.1f}s)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

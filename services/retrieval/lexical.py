@@ -1,0 +1,133 @@
+"""BM25 lexical search over chunks with bm25s, and the tokeniser that rerank and expansion share."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Final
+
+import bm25s
+import numpy as np
+import numpy.typing as npt
+from bm25s.stopwords import STOPWORDS_EN
+
+from services.common.evidence import Chunk
+
+Scores = npt.NDArray[np.float32]
+Positions = npt.NDArray[np.int64]
+Mask = npt.NDArray[np.bool_]
+
+# scikit-learn's CountVectorizer pattern (bm25s's default): words of two or more characters,
+# so "498a" and "420" survive while single letters ("s", "(a)") do not.
+WORD_PATTERN: Final = re.compile(r"(?u)\b\w\w+\b")
+STOPWORDS: Final = frozenset(STOPWORDS_EN)
+
+# Light suffix stripping: PyStemmer is not a dependency, and statute vocabulary mostly needs
+# inflections conflated ("punished"/"punishment"/"punish", "offences"/"offence").
+_VOWEL: Final = re.compile(r"[aeiouy]")
+_UNDOUBLE: Final = re.compile(r"([bdfgkmnprt])\1$")
+_KEEP_S: Final = ("ss", "us", "is")
+
+
+def stem(word: str) -> str:
+    """Strip plural, -ed/-ing, -ment and a final -e; short words and numbers stay as they are."""
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("sses"):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(_KEEP_S):
+        word = word[:-1]
+    for suffix in ("ing", "ed"):
+        base = word[: -len(suffix)]
+        if word.endswith(suffix) and len(base) >= 3 and _VOWEL.search(base):
+            word = _UNDOUBLE.sub(r"\1", base)
+            break
+    if word.endswith("ment") and len(word) >= 8:
+        word = word[:-4]
+    if word.endswith("e") and len(word) > 4:
+        word = word[:-1]
+    return word
+
+
+def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
+    """Lower-cased, stemmed word tokens; stopwords (bm25s's English list) dropped by default."""
+    words = WORD_PATTERN.findall(text.lower())
+    return [stem(w) for w in words if keep_stopwords or w not in STOPWORDS]
+
+
+def chunk_search_text(chunk: Chunk) -> str:
+    """What BM25 indexes for a chunk: the section/document title and the sentence itself."""
+    return f"{chunk.title}\n{chunk.text}" if chunk.title else chunk.text
+
+
+class LexicalIndex:
+    """BM25 (Lucene variant) over tokenised texts; position ``i`` is text ``i``.
+
+    Scoring reads immutable arrays only, so concurrent searches are safe.
+    """
+
+    def __init__(self, texts: Sequence[str], *, k1: float = 1.2, b: float = 0.75) -> None:
+        tokens = [tokenize(t) for t in texts]
+        self._size = len(tokens)
+        # bm25s refuses an empty corpus; an empty index simply never matches.
+        self._bm25: bm25s.BM25 | None = None
+        if tokens:
+            self._bm25 = bm25s.BM25(k1=k1, b=b, method="lucene")
+            self._bm25.index(tokens, show_progress=False)
+        self._df: Counter[str] = Counter(t for doc in tokens for t in set(doc))
+
+    @classmethod
+    def from_chunks(
+        cls, chunks: Sequence[Chunk], *, k1: float = 1.2, b: float = 0.75
+    ) -> LexicalIndex:
+        return cls([chunk_search_text(c) for c in chunks], k1=k1, b=b)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def idf(self, token: str) -> float:
+        """BM25 inverse document frequency of a (stemmed) token; 0 for unknown tokens."""
+        df = self._df.get(token, 0)
+        if df == 0:
+            return 0.0
+        return math.log(1 + (self._size - df + 0.5) / (df + 0.5))
+
+    def scores(self, tokens: Iterable[str]) -> Scores:
+        """BM25 score of every position for query ``tokens`` (unknown tokens are ignored)."""
+        if self._bm25 is None:
+            return np.zeros(self._size, dtype=np.float32)
+        vocab = self._bm25.vocab_dict
+        ids = [vocab[t] for t in dict.fromkeys(tokens) if t in vocab and t != ""]
+        if not ids:
+            return np.zeros(self._size, dtype=np.float32)
+        return np.asarray(self._bm25.get_scores_from_ids(ids), dtype=np.float32)
+
+    def search(
+        self, query: str, k: int, *, mask: Mask | None = None
+    ) -> tuple[Scores, Positions, Scores]:
+        """Top-``k`` matching positions (score > 0, inside ``mask``), best first.
+
+        Also returns the full score array, which the caller uses to score provisions named in
+        the query that did not make the top ``k``.
+        """
+        all_scores = self.scores(tokenize(query))
+        return *top_k(all_scores, k, mask=mask), all_scores
+
+
+def top_k(scores: Scores, k: int, *, mask: Mask | None = None) -> tuple[Scores, Positions]:
+    """The ``k`` best positive scores (inside ``mask``), best first; ties broken by position."""
+    candidates = scores if mask is None else np.where(mask, scores, 0.0)
+    positive = np.flatnonzero(candidates > 0)
+    if k <= 0:
+        positive = positive[:0]
+    elif positive.size > k:
+        # Keep everything tied with the k-th score so the cut below is deterministic.
+        kth = np.partition(candidates[positive], positive.size - k)[positive.size - k]
+        positive = positive[candidates[positive] >= kth]
+    order = np.lexsort((positive, -candidates[positive]))
+    chosen = positive[order][:k].astype(np.int64)
+    return candidates[chosen].astype(np.float32), chosen

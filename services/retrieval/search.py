@@ -1,0 +1,574 @@
+"""The retrieval pipeline: dense + BM25, expansion, fusion, rerank, aggregation, result cache."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import math
+import re
+import threading
+import time
+import unicodedata
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Final, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from services.common.errors import FieldViolation, InvalidInputError
+from services.common.evidence import Chunk, ScoredChunk, StageScores
+from services.common.intent import Intent
+from services.retrieval.aggregation import DEFAULT_PER_DOC_CAP, DEFAULT_SIBLING_RATIO, aggregate
+from services.retrieval.embedding import Encoder
+from services.retrieval.expansion import (
+    QueryAnalysis,
+    analyse_query,
+    feedback_query,
+    feedback_terms,
+    rule_expansions,
+)
+from services.retrieval.fusion import DEFAULT_RRF_K, merge_best, reciprocal_rank_fusion
+from services.retrieval.lexical import LexicalIndex, chunk_search_text
+from services.retrieval.rerank import (
+    HeuristicReranker,
+    Reranker,
+    RerankWeights,
+    load_cross_encoder,
+)
+from services.retrieval.store import IndexArtifacts
+
+logger = logging.getLogger(__name__)
+
+MAX_QUERY_CHARS: Final = 2000
+MAX_TOP_K: Final = 100
+DEFAULT_TOP_K: Final = 5
+# Bump when SearchResult's meaning or the pipeline changes what a cached entry would hold.
+PIPELINE_VERSION: Final = 1
+
+STAGES: Final = ("cache", "dense", "lexical", "expansion", "fusion", "rerank", "aggregation")
+
+Mask = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True, slots=True)
+class StageSwitches:
+    """Which stages run. Expansion and rerank are off by default: on the SciFact dev slice both
+    lowered nDCG@10 (docs/RETRIEVAL.md has the numbers and the command)."""
+
+    dense: bool = True
+    lexical: bool = True
+    expansion: bool = False
+    rerank: bool = False
+    aggregation: bool = True
+    cache: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    """One search; validated by the servicer (and again by ``Searcher.search``)."""
+
+    query: str
+    top_k: int = DEFAULT_TOP_K
+    acts: tuple[str, ...] = ()
+    doc_ids: tuple[str, ...] = ()
+    stages: StageSwitches = StageSwitches()
+    min_score: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class StageTiming:
+    """Whether a stage ran for a request and how long it took."""
+
+    stage: str
+    ran: bool
+    duration_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """Chunks in rank order with provenance, plus what the pipeline did to find them."""
+
+    chunks: list[ScoredChunk]
+    intent: Intent
+    expanded_queries: list[str]
+    timings: list[StageTiming]
+    cache_hit: bool
+    index_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class SearchSettings:
+    """Server-side knobs of the pipeline (docs/RETRIEVAL.md explains each default)."""
+
+    # Reciprocal rank fusion constant and per-retriever weights.
+    rrf_k: int = DEFAULT_RRF_K
+    dense_weight: float = 1.0
+    lexical_weight: float = 1.0
+    # Candidates each retriever returns per query variant (at least the rerank slate).
+    candidate_depth: int = 100
+    # Stage 2 reranks max(top_k, rerank_slate) candidates.
+    rerank_slate: int = 20
+    rerank_weights: RerankWeights = field(default_factory=RerankWeights)
+    # Optional local sentence-transformers CrossEncoder directory; None keeps rerank heuristic.
+    cross_encoder_path: str | None = None
+    cross_encoder_weight: float = 0.7
+    # Aggregation: at most this many chunks per document, siblings within this share of the best.
+    per_doc_cap: int = DEFAULT_PER_DOC_CAP
+    sibling_ratio: float = DEFAULT_SIBLING_RATIO
+    # Added to the final score of chunks of a provision the query names ("section 420"), which
+    # puts them first: every other final score is within 0..1.
+    section_boost: float = 1.0
+    # Expansion: expanded-query scores are multiplied by this before merging with the primary.
+    expansion_weight: float = 1.0
+    # Pseudo-relevance feedback from the first-pass top chunks; prf_terms=0 turns it off.
+    prf_docs: int = 3
+    prf_terms: int = 5
+    # BM25 parameters (Lucene defaults).
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
+    # Filtered dense search fetches this many times the share-adjusted depth, growing 4x.
+    filter_overfetch: int = 2
+    # Stage switches the servicer applies to switches a request leaves unset.
+    default_stages: StageSwitches = StageSwitches()
+
+    def __post_init__(self) -> None:
+        positive = {
+            "rrf_k": self.rrf_k,
+            "candidate_depth": self.candidate_depth,
+            "rerank_slate": self.rerank_slate,
+            "per_doc_cap": self.per_doc_cap,
+            "filter_overfetch": self.filter_overfetch,
+        }
+        bad = [f"{k}={v}" for k, v in positive.items() if v < 1]
+        non_negative = {
+            "dense_weight": self.dense_weight,
+            "lexical_weight": self.lexical_weight,
+            "section_boost": self.section_boost,
+            "expansion_weight": self.expansion_weight,
+            "prf_docs": self.prf_docs,
+            "prf_terms": self.prf_terms,
+        }
+        bad += [f"{k}={v}" for k, v in non_negative.items() if v < 0]
+        if not 0.0 <= self.sibling_ratio <= 1.0:
+            bad.append(f"sibling_ratio={self.sibling_ratio}")
+        if bad:
+            raise ValueError(f"invalid search settings: {', '.join(bad)}")
+
+    def fingerprint(self) -> str:
+        """Hash of every setting that changes results (default_stages only fills requests)."""
+        data = dataclasses.asdict(self)
+        del data["default_stages"]
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+class ResultCache(Protocol):
+    """Where search results are kept between identical requests (cache-aside)."""
+
+    def get(self, key: str) -> SearchResult | None: ...
+
+    def set(self, key: str, result: SearchResult) -> None: ...
+
+
+_SPACE = re.compile(r"\s+")
+
+
+def normalise_query(query: str) -> str:
+    """NFKC, whitespace collapsed and trimmed: the text every stage (and the cache key) sees.
+
+    Case is kept: a configured encoder may be cased, and "IPC" must stay recognisable.
+    """
+    return _SPACE.sub(" ", unicodedata.normalize("NFKC", query)).strip()
+
+
+def cache_key(
+    request: SearchRequest, index_version: str, *, settings: SearchSettings | None = None
+) -> str:
+    """Key of a request's result: normalised query, every result-changing parameter, index."""
+    stages = dataclasses.asdict(request.stages)
+    del stages["cache"]  # whether to use the cache does not change the result
+    payload = {
+        "pipeline": PIPELINE_VERSION,
+        "query": normalise_query(request.query),
+        "top_k": request.top_k,
+        "acts": sorted(set(request.acts)),
+        "doc_ids": sorted(set(request.doc_ids)),
+        "stages": stages,
+        "min_score": float(request.min_score),
+        "index": index_version,
+        "settings": settings.fingerprint() if settings is not None else "",
+    }
+    digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+    return f"grounded:retrieval:{digest}"
+
+
+def check_request(request: SearchRequest, *, acts: frozenset[str], doc_ids: frozenset[str]) -> None:
+    """Raise InvalidInputError naming every invalid field (the servicer checks the same first)."""
+    violations: list[FieldViolation] = []
+    query = request.query.strip()
+    if not query:
+        violations.append(FieldViolation("query", "must not be empty"))
+    if len(request.query) > MAX_QUERY_CHARS:
+        violations.append(FieldViolation("query", f"must be at most {MAX_QUERY_CHARS} characters"))
+    if not 1 <= request.top_k <= MAX_TOP_K:
+        violations.append(FieldViolation("top_k", f"must be between 1 and {MAX_TOP_K}"))
+    if not (math.isfinite(request.min_score) and request.min_score >= 0):
+        violations.append(FieldViolation("min_score", "must be a finite number >= 0"))
+    for i, act in enumerate(request.acts):
+        if act not in acts:
+            violations.append(FieldViolation(f"filters.acts[{i}]", f"unknown act {act!r}"))
+    for i, doc_id in enumerate(request.doc_ids):
+        if doc_id not in doc_ids:
+            violations.append(
+                FieldViolation(f"filters.doc_ids[{i}]", f"unknown document {doc_id!r}")
+            )
+    if not (request.stages.dense or request.stages.lexical):
+        violations.append(FieldViolation("stages", "at least one of dense and lexical must run"))
+    if violations:
+        raise InvalidInputError(violations)
+
+
+@dataclass(slots=True)
+class _Candidate:
+    """A position with its first-stage scores, built up while the pipeline runs."""
+
+    position: int
+    first: float
+    dense: float | None = None
+    lexical: float | None = None
+    fused: float | None = None
+    rerank: float | None = None
+    section: bool = False
+
+    @property
+    def final(self) -> float:
+        return self.rerank if self.rerank is not None else self.first
+
+
+@dataclass(slots=True)
+class _VariantHits:
+    """What the retrievers returned for one query variant, as position → raw score."""
+
+    dense: dict[int, float] = field(default_factory=dict)
+    lexical: dict[int, float] = field(default_factory=dict)
+    first: list[tuple[int, float]] = field(default_factory=list)
+
+
+class _Clock:
+    """Accumulates wall time per stage for one request."""
+
+    def __init__(self) -> None:
+        self.ms: dict[str, float] = {}
+        self.ran: set[str] = set()
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.ran.add(name)
+            self.ms[name] = self.ms.get(name, 0.0) + (time.perf_counter() - started) * 1000
+
+    def timings(self) -> list[StageTiming]:
+        return [StageTiming(s, s in self.ran, round(self.ms.get(s, 0.0), 3)) for s in STAGES]
+
+
+class Searcher:
+    """Runs searches over loaded index artifacts; safe to call from several threads at once.
+
+    Everything built here is read-only afterwards. The encoder call is serialised with a lock
+    because Hugging Face fast tokenizers refuse concurrent use ("Already borrowed").
+    """
+
+    def __init__(
+        self,
+        artifacts: IndexArtifacts,
+        encoder: Encoder,
+        settings: SearchSettings = SearchSettings(),
+        cache: ResultCache | None = None,
+        *,
+        reranker: Reranker | None = None,
+    ) -> None:
+        if artifacts.index.ntotal != len(artifacts.chunks):
+            raise ValueError("index and chunk list disagree in length")
+        self.settings = settings
+        self._chunks: Sequence[Chunk] = artifacts.chunks
+        self._index = artifacts.index
+        self._index_version = artifacts.index_version
+        self._encoder = encoder
+        self._encode_lock = threading.Lock()
+        self._cache = cache
+        self._settings_fingerprint = settings.fingerprint()
+        self._lexical = LexicalIndex.from_chunks(
+            self._chunks, k1=settings.bm25_k1, b=settings.bm25_b
+        )
+        self._by_act: dict[str, list[int]] = {}
+        self._by_doc: dict[str, list[int]] = {}
+        self._by_section: dict[tuple[str, str], list[int]] = {}
+        self._by_section_number: dict[str, list[int]] = {}
+        for position, chunk in enumerate(self._chunks):
+            self._by_doc.setdefault(chunk.doc_id, []).append(position)
+            if chunk.act:
+                self._by_act.setdefault(chunk.act, []).append(position)
+            if chunk.section:
+                self._by_section.setdefault((chunk.act, chunk.section), []).append(position)
+                self._by_section_number.setdefault(chunk.section, []).append(position)
+        self._acts = frozenset(self._by_act)
+        self._doc_ids = frozenset(self._by_doc)
+        if reranker is not None:
+            self._reranker = reranker
+        elif settings.cross_encoder_path:
+            heuristic = HeuristicReranker(settings.rerank_weights)
+            self._reranker = load_cross_encoder(
+                settings.cross_encoder_path,
+                weight=settings.cross_encoder_weight,
+                heuristic=heuristic,
+            )
+        else:
+            self._reranker = HeuristicReranker(settings.rerank_weights)
+
+    @property
+    def acts(self) -> frozenset[str]:
+        """Act codes present in the index (valid values of the ``acts`` filter)."""
+        return self._acts
+
+    @property
+    def doc_ids(self) -> frozenset[str]:
+        """Document ids present in the index (valid values of the ``doc_ids`` filter)."""
+        return self._doc_ids
+
+    @property
+    def index_version(self) -> str:
+        return self._index_version
+
+    @property
+    def reranker_name(self) -> str:
+        return self._reranker.name
+
+    def search(self, request: SearchRequest) -> SearchResult:
+        """Run the pipeline for one request; a cache failure never fails the search."""
+        check_request(request, acts=self._acts, doc_ids=self._doc_ids)
+        clock = _Clock()
+        stages = request.stages
+        key: str | None = None
+        if stages.cache and self._cache is not None:
+            key = cache_key(request, self._index_version, settings=self.settings)
+            with clock.stage("cache"):
+                cached = self._cache.get(key)
+            if cached is not None:
+                return dataclasses.replace(
+                    cached, cache_hit=True, timings=[StageTiming("cache", True, clock.ms["cache"])]
+                )
+
+        query = normalise_query(request.query)
+        analysis = analyse_query(query)
+        mask = self._filter_mask(request.acts, request.doc_ids)
+        slate_size = max(request.top_k, self.settings.rerank_slate)
+        depth = max(self.settings.candidate_depth, slate_size)
+
+        variants = [query]
+        if stages.expansion:
+            with clock.stage("expansion"):
+                variants += rule_expansions(analysis)
+        hits = self._retrieve(variants, depth, mask, stages, clock)
+        if stages.expansion and self.settings.prf_terms > 0 and self.settings.prf_docs > 0:
+            with clock.stage("expansion"):
+                top = [p for p, _ in hits[0].first[: self.settings.prf_docs]]
+                terms = feedback_terms(
+                    analysis.terms,
+                    [chunk_search_text(self._chunks[p]) for p in top],
+                    self._lexical.idf,
+                    n_terms=self.settings.prf_terms,
+                )
+                prf = feedback_query(query, terms)
+            if prf is not None:
+                variants.append(prf)
+                hits += self._retrieve([prf], depth, mask, stages, clock)
+
+        with clock.stage("fusion") if stages.dense and stages.lexical else _untimed():
+            candidates = self._merge(hits, stages)
+        self._add_named_provisions(candidates, analysis, mask)
+
+        ordered = sorted(candidates.values(), key=self._rank_key)
+        slate = ordered[:slate_size]
+        if stages.rerank and slate:
+            with clock.stage("rerank"):
+                chunks = [self._chunks[c.position] for c in slate]
+                scores = self._reranker.score(analysis, chunks, [c.first for c in slate])
+                for candidate, score in zip(slate, scores, strict=True):
+                    candidate.rerank = float(score)
+                slate.sort(key=self._rank_key)
+
+        scored = [self._scored(c) for c in slate]
+        scored = [s for s in scored if s.score >= request.min_score]
+        if stages.aggregation:
+            with clock.stage("aggregation"):
+                final = aggregate(
+                    scored,
+                    top_k=request.top_k,
+                    per_doc_cap=self.settings.per_doc_cap,
+                    sibling_ratio=self.settings.sibling_ratio,
+                )
+        else:
+            final = scored[: request.top_k]
+
+        result = SearchResult(
+            chunks=final,
+            intent=analysis.intent,
+            expanded_queries=variants[1:],
+            timings=clock.timings(),
+            cache_hit=False,
+            index_version=self._index_version,
+        )
+        if key is not None and self._cache is not None:
+            self._cache.set(key, result)
+        return result
+
+    # --- stages ------------------------------------------------------------------------------
+
+    def _retrieve(
+        self,
+        variants: list[str],
+        depth: int,
+        mask: Mask | None,
+        stages: StageSwitches,
+        clock: _Clock,
+    ) -> list[_VariantHits]:
+        hits = [_VariantHits() for _ in variants]
+        if stages.dense:
+            with clock.stage("dense"):
+                with self._encode_lock:
+                    vectors = self._encoder.encode(variants)
+                scores, positions = self._dense_search(vectors, depth, mask)
+                for h, row_s, row_p in zip(hits, scores, positions, strict=True):
+                    h.dense = {
+                        int(p): float(s) for s, p in zip(row_s, row_p, strict=True) if p >= 0
+                    }
+        if stages.lexical:
+            with clock.stage("lexical"):
+                for h, variant in zip(hits, variants, strict=True):
+                    lex_scores, lex_positions, _ = self._lexical.search(variant, depth, mask=mask)
+                    h.lexical = dict(zip(lex_positions.tolist(), lex_scores.tolist(), strict=True))
+        weights = (self.settings.dense_weight, self.settings.lexical_weight)
+        for h in hits:
+            if stages.dense and stages.lexical:
+                h.first = reciprocal_rank_fusion(
+                    [list(h.dense), list(h.lexical)], k=self.settings.rrf_k, weights=weights
+                )
+            elif stages.dense:
+                h.first = [(p, min(max(s, 0.0), 1.0)) for p, s in h.dense.items()]
+            else:
+                top = max(h.lexical.values(), default=1.0)
+                h.first = [(p, s / top) for p, s in h.lexical.items()]
+        return hits
+
+    def _dense_search(
+        self, vectors: npt.NDArray[np.float32], k: int, mask: Mask | None
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+        """FAISS top-``k`` per query, restricted to ``mask`` by over-fetching.
+
+        DenseIndex takes no id selector, so a filtered search asks for more neighbours than it
+        needs (scaled by the filter's share of the corpus) and grows 4x until every query has
+        ``k`` in-filter hits or the whole index was searched.
+        """
+        total = self._index.ntotal
+        if mask is None:
+            return self._index.search(vectors, min(k, total))
+        allowed = int(mask.sum())
+        want = min(k, allowed)
+        if want == 0:
+            empty = np.zeros((len(vectors), 0))
+            return empty.astype(np.float32), empty.astype(np.int64)
+        fetch = min(total, want * self.settings.filter_overfetch * max(1, total // allowed))
+        while True:
+            scores, positions = self._index.search(vectors, fetch)
+            keep = (positions >= 0) & mask[np.clip(positions, 0, None)]
+            if fetch >= total or bool((keep.sum(axis=1) >= want).all()):
+                break
+            fetch = min(total, fetch * 4)
+        out_s = np.full((len(vectors), want), -np.inf, dtype=np.float32)
+        out_p = np.full((len(vectors), want), -1, dtype=np.int64)
+        for row in range(len(vectors)):
+            chosen = np.flatnonzero(keep[row])[:want]
+            out_s[row, : chosen.size] = scores[row, chosen]
+            out_p[row, : chosen.size] = positions[row, chosen]
+        return out_s, out_p
+
+    def _merge(self, hits: list[_VariantHits], stages: StageSwitches) -> dict[int, _Candidate]:
+        weight = self.settings.expansion_weight
+        weighted = [
+            h.first if i == 0 else [(p, s * weight) for p, s in h.first] for i, h in enumerate(hits)
+        ]
+        fused = stages.dense and stages.lexical
+        candidates: dict[int, _Candidate] = {}
+        for position, score, source in merge_best(weighted):
+            h = hits[source]
+            candidates[position] = _Candidate(
+                position=position,
+                first=score,
+                dense=h.dense.get(position),
+                lexical=h.lexical.get(position),
+                fused=score if fused else None,
+            )
+        return candidates
+
+    def _add_named_provisions(
+        self, candidates: dict[int, _Candidate], analysis: QueryAnalysis, mask: Mask | None
+    ) -> None:
+        """Mark chunks of provisions the query names, adding those retrieval missed.
+
+        Added chunks have no first-stage score (0); the section boost still ranks them above
+        every unnamed chunk, and among themselves retrieved ones come first.
+        """
+        for ref in analysis.section_refs:
+            positions = (
+                self._by_section.get((ref.act, ref.section), [])
+                if ref.act is not None
+                else self._by_section_number.get(ref.section, [])
+            )
+            for position in positions:
+                if mask is not None and not mask[position]:
+                    continue
+                candidate = candidates.get(position)
+                if candidate is None:
+                    candidate = candidates[position] = _Candidate(position=position, first=0.0)
+                candidate.section = True
+
+    def _rank_key(self, candidate: _Candidate) -> tuple[float, int]:
+        boost = self.settings.section_boost if candidate.section else 0.0
+        return (-(candidate.final + boost), candidate.position)
+
+    def _scored(self, candidate: _Candidate) -> ScoredChunk:
+        boost = self.settings.section_boost if candidate.section else 0.0
+        return ScoredChunk(
+            chunk=self._chunks[candidate.position],
+            score=candidate.final + boost,
+            stages=StageScores(
+                dense=candidate.dense,
+                lexical=candidate.lexical,
+                fused=candidate.fused,
+                rerank=candidate.rerank,
+            ),
+        )
+
+    def _filter_mask(self, acts: Sequence[str], doc_ids: Sequence[str]) -> Mask | None:
+        """Positions allowed by the filters (each given list restricts; both must hold)."""
+        if not acts and not doc_ids:
+            return None
+        mask = np.ones(len(self._chunks), dtype=bool)
+        for values, table in ((acts, self._by_act), (doc_ids, self._by_doc)):
+            if values:
+                allowed = np.zeros(len(self._chunks), dtype=bool)
+                for value in set(values):
+                    allowed[table.get(value, [])] = True
+                mask &= allowed
+        return mask
+
+
+@contextmanager
+def _untimed() -> Iterator[None]:
+    yield

@@ -1,0 +1,106 @@
+"""Tests for the BM25 lexical index and its tokeniser."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from services.retrieval.lexical import LexicalIndex, chunk_search_text, stem, tokenize, top_k
+from tests.unit.retrieval.search_fakes import statute_chunks
+
+
+class TestStem:
+    @pytest.mark.parametrize(
+        ("word", "expected"),
+        [
+            ("offences", "offenc"),
+            ("offence", "offenc"),
+            ("punished", "punish"),
+            ("punishment", "punish"),
+            ("punishing", "punish"),
+            ("committed", "commit"),
+            ("penalties", "penalty"),
+            ("witnesses", "witness"),
+            ("analysis", "analysis"),
+            ("420", "420"),
+            ("498a", "498a"),
+            ("act", "act"),
+        ],
+    )
+    def test_stem_conflates_inflections(self, word: str, expected: str) -> None:
+        assert stem(word) == expected
+
+
+class TestTokenize:
+    def test_tokenize_lowercases_stems_and_drops_stopwords(self) -> None:
+        assert tokenize("The Punishment for THEFT under Section 379") == [
+            "punish",
+            "theft",
+            "under",
+            "section",
+            "379",
+        ]
+
+    def test_tokenize_keeps_stopwords_when_asked(self) -> None:
+        assert tokenize("the theft", keep_stopwords=True) == ["the", "theft"]
+
+    def test_tokenize_drops_single_characters(self) -> None:
+        assert tokenize("clause (a) of s 5") == ["claus"]
+
+
+class TestLexicalIndex:
+    def test_lexical_search_ranks_matching_chunk_first(self) -> None:
+        chunks = statute_chunks()
+        index = LexicalIndex.from_chunks(chunks)
+        scores, positions, _ = index.search("cognizable offence information", 3)
+        assert chunks[int(positions[0])].doc_id == "CRPC_154"
+        assert list(scores) == sorted(scores, reverse=True)
+
+    def test_lexical_search_indexes_titles(self) -> None:
+        chunks = statute_chunks()
+        index = LexicalIndex.from_chunks(chunks)
+        _, positions, _ = index.search("education", 5)
+        assert {chunks[int(p)].doc_id for p in positions} == {"COI_21A"}
+        assert "Right to education" in chunk_search_text(chunks[int(positions[0])])
+
+    def test_lexical_search_respects_mask(self) -> None:
+        chunks = statute_chunks()
+        index = LexicalIndex.from_chunks(chunks)
+        mask = np.array([c.act == "CRPC" for c in chunks])
+        _, positions, _ = index.search("punished imprisonment property", 10, mask=mask)
+        assert len(positions) > 0
+        assert all(chunks[int(p)].act == "CRPC" for p in positions)
+
+    def test_lexical_search_returns_only_positive_scores(self) -> None:
+        index = LexicalIndex(["alpha beta", "gamma delta", "alpha gamma"])
+        scores, positions, all_scores = index.search("alpha", 10)
+        assert sorted(positions.tolist()) == [0, 2]
+        assert (scores > 0).all()
+        assert all_scores.shape == (3,)
+
+    def test_lexical_search_unknown_terms_match_nothing(self) -> None:
+        index = LexicalIndex(["alpha beta"])
+        scores, positions, _ = index.search("zeta the of", 5)
+        assert positions.size == 0 and scores.size == 0
+
+    def test_lexical_index_empty_corpus_matches_nothing(self) -> None:
+        index = LexicalIndex([])
+        _, positions, _ = index.search("anything", 5)
+        assert len(index) == 0 and positions.size == 0
+
+    def test_lexical_idf_is_higher_for_rarer_terms(self) -> None:
+        index = LexicalIndex(["common rare", "common", "common"])
+        assert index.idf("rare") > index.idf("common") > 0
+        assert index.idf("absent") == 0.0
+
+
+class TestTopK:
+    def test_top_k_breaks_ties_by_position(self) -> None:
+        scores = np.array([1.0, 2.0, 2.0, 2.0, 0.5], dtype=np.float32)
+        values, positions = top_k(scores, 2)
+        assert positions.tolist() == [1, 2]
+        assert values.tolist() == [2.0, 2.0]
+
+    def test_top_k_zero_returns_nothing(self) -> None:
+        _, positions = top_k(np.array([1.0], dtype=np.float32), 0)
+        assert positions.size == 0
