@@ -16,4 +16,6 @@ class ValidatorConfig:
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> ValidatorConfig:
         env = EnvReader("VALIDATOR_", environ)
-        return cls(server=ServerSettings.from_env(env, default_port=50053, default_metrics_port=9093))
+        return cls(
+            server=ServerSettings.from_env(env, default_port=50053, default_metrics_port=9093)
+        )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from grounded.validator.v1 import validator_service_pb2 as pb
 
 from services.common.errors import Violations
@@ -23,7 +25,13 @@ _SENTENCE_VERDICT = {
     r.SentenceVerdict.EXEMPT: pb.SENTENCE_VERDICT_EXEMPT,
     r.SentenceVerdict.UNSUPPORTED: pb.SENTENCE_VERDICT_UNSUPPORTED,
 }
-_REASON = {reason: pb.ValidationReason.Value(f"VALIDATION_REASON_{reason.value}") for reason in r.Reason}
+_REASON: dict[r.Reason, pb.ValidationReason] = {
+    # The generated stubs type Value() as int; the enum constants are ints at runtime too.
+    reason: cast(
+        pb.ValidationReason, pb.ValidationReason.Value(f"VALIDATION_REASON_{reason.value}")
+    )
+    for reason in r.Reason
+}
 VERDICT_FROM_PROTO = {v: k for k, v in _VERDICT.items()}
 SENTENCE_VERDICT_FROM_PROTO = {v: k for k, v in _SENTENCE_VERDICT.items()}
 REASON_FROM_PROTO = {v: k for k, v in _REASON.items()}
@@ -51,7 +59,9 @@ def request_from_proto(
         if not sid.strip():
             violations.add(f"evidence[{i}].semantic_id", "must not be empty")
         elif len(sid) > MAX_ID_CHARS:
-            violations.add(f"evidence[{i}].semantic_id", f"must be at most {MAX_ID_CHARS} characters")
+            violations.add(
+                f"evidence[{i}].semantic_id", f"must be at most {MAX_ID_CHARS} characters"
+            )
         elif sid in seen:
             violations.add(f"evidence[{i}].semantic_id", f"duplicate id {sid!r}")
         seen.add(sid)
@@ -113,7 +123,9 @@ def report_to_proto(report: r.ValidationReport) -> pb.ValidateAnswerResponse:
                 invalid_ids=s.invalid_ids,
                 missing_ids=s.missing_ids,
                 spans=[
-                    pb.SupportSpan(semantic_id=sp.semantic_id, char_start=sp.char_start, char_end=sp.char_end)
+                    pb.SupportSpan(
+                        semantic_id=sp.semantic_id, char_start=sp.char_start, char_end=sp.char_end
+                    )
                     for sp in s.spans
                 ],
                 detail=s.detail,
@@ -147,7 +159,9 @@ def report_from_proto(response: pb.ValidateAnswerResponse) -> r.ValidationReport
                 cited_ids=tuple(s.cited_ids),
                 invalid_ids=tuple(s.invalid_ids),
                 missing_ids=tuple(s.missing_ids),
-                spans=tuple(r.SupportSpan(sp.semantic_id, sp.char_start, sp.char_end) for sp in s.spans),
+                spans=tuple(
+                    r.SupportSpan(sp.semantic_id, sp.char_start, sp.char_end) for sp in s.spans
+                ),
                 detail=s.detail,
             )
             for s in response.sentences

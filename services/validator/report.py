@@ -85,6 +85,10 @@ class ValidationOptions:
     check_numbers: bool = True
     check_negation: bool = True
     require_complete_citation: bool = True
+    # MISSING_CITATION fires when an uncited item adds at least max(missing_min_terms,
+    # ceil(missing_min_fraction * claim terms)) claim content terms the cited items lack.
+    missing_min_terms: int = 2
+    missing_min_fraction: float = 0.25
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,221 @@
+"""Citation syntax: find bracketed citations in an answer and resolve them against the evidence.
+
+Accepted forms: ``[semantic_id]``, ``[A][B]``, ``[A, B]`` / ``[A; B]``, and numbered evidence
+``[1]``, ``[1-3]``, ``[1,2]`` (1-based positions in the request's evidence list). An all-digit
+token (or digit range) that is exactly an evidence id is that id; otherwise it is a position.
+docs/VALIDATOR.md gives the full rules, including which bracketed text is not a citation.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class EvidenceLike(Protocol):
+    """What the validator needs of an evidence item (``services.common.evidence.Chunk`` fits)."""
+
+    @property
+    def semantic_id(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceIndex:
+    """Evidence ids in request order, with a lookup from id to its first position."""
+
+    ids: tuple[str, ...]
+    texts: tuple[str, ...]
+    position: Mapping[str, int]
+    max_id_length: int
+
+    @classmethod
+    def build(cls, evidence: Sequence[EvidenceLike]) -> EvidenceIndex:
+        """Index ``evidence``; a repeated id keeps its first position and text."""
+        ids = tuple(item.semantic_id for item in evidence)
+        position: dict[str, int] = {}
+        for i, semantic_id in enumerate(ids):
+            position.setdefault(semantic_id, i)
+        return cls(
+            ids=ids,
+            texts=tuple(item.text for item in evidence),
+            position=position,
+            max_id_length=max((len(i) for i in ids), default=0),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """One bracketed citation token in an answer and what it resolved to.
+
+    ``ids`` are resolved semantic ids in the order written; ``invalid`` are parts that name no
+    evidence item (an unknown id, or a position/range outside the evidence, as written);
+    ``problem`` is non-empty when the token is malformed.
+    """
+
+    start: int
+    end: int
+    raw: str
+    ids: tuple[str, ...] = ()
+    invalid: tuple[str, ...] = ()
+    problem: str = ""
+
+
+_PAIR_RE = re.compile(r"\[([^\[\]\n]*)\]")
+_LINK_TARGET_RE = re.compile(r"\([^\s()]+\)")
+_DIGITS_RE = re.compile(r"[0-9]+")
+_RANGE_RE = re.compile(r"([0-9]+)\s*[-‐–—]\s*([0-9]+)")
+_ID_SHAPED_RE = re.compile(r"\S+")
+_ID_SUFFIX_RE = re.compile(r".*_[0-9]+")
+_HAS_ID_CHAR_RE = re.compile(r"[0-9_]")
+_SEPARATOR_RE = re.compile(r"([,;])")
+_ELLIPSES = frozenset({"...", "…", ". . ."})
+_MAX_CITATION_WORDS = 3
+
+
+def scan(answer: str, index: EvidenceIndex) -> list[Citation]:
+    """Every citation token in ``answer`` (valid, invalid or malformed), in order.
+
+    Bracketed text that is clearly not a citation attempt (``[Repealed]``, ``[sic]``, a
+    Markdown link text, a bracket or stray bracket quoted verbatim from the evidence) is left as
+    ordinary text.
+    """
+    citations: list[Citation] = []
+    paired: list[tuple[int, int]] = []
+    for match in _PAIR_RE.finditer(answer):
+        paired.append(match.span())
+        if _LINK_TARGET_RE.match(answer, match.end()):
+            continue
+        citation = _classify(match.group(0), match.group(1), match.start(), index)
+        if citation is not None:
+            citations.append(citation)
+    citations.extend(
+        c for c in _unmatched(answer, paired) if not any(c.raw in t for t in index.texts)
+    )
+    citations.sort(key=lambda c: c.start)
+    return citations
+
+
+def resolve_citations(answer: str, evidence: Sequence[EvidenceLike]) -> list[str]:
+    """Semantic ids cited by ``answer``, first-appearance order, each once; compact numbered
+    citations (``[1-3]``) come back as the ids they name. Unresolvable parts are left out."""
+    index = EvidenceIndex.build(evidence)
+    seen: dict[str, None] = {}
+    for citation in scan(answer, index):
+        for semantic_id in citation.ids:
+            seen.setdefault(semantic_id, None)
+    return list(seen)
+
+
+def _classify(raw: str, content: str, start: int, index: EvidenceIndex) -> Citation | None:
+    end = start + len(raw)
+    whole = content.strip()
+    if whole in index.position:
+        return Citation(start, end, raw, ids=(whole,))
+    if not whole.strip(",; \t"):
+        return Citation(start, end, raw, problem="empty citation")
+    if whole in _ELLIPSES:
+        return None
+    ids: list[str] = []
+    invalid: list[str] = []
+    problems: list[str] = []
+    prose: list[str] = []
+    for part in _parts(content, index):
+        if not part:
+            problems.append("empty citation part")
+        elif part in index.position:
+            ids.append(part)
+        elif _DIGITS_RE.fullmatch(part):
+            number = int(part)
+            if 1 <= number <= len(index.ids):
+                ids.append(index.ids[number - 1])
+            else:
+                invalid.append(part)
+        elif match := _RANGE_RE.fullmatch(part):
+            first, last = int(match.group(1)), int(match.group(2))
+            if first > last:
+                problems.append(f"descending range '{part}'")
+            elif first < 1 or last > len(index.ids):
+                invalid.append(part)
+            else:
+                ids.extend(index.ids[first - 1 : last])
+        elif _looks_like_id(part):
+            invalid.append(part)
+        elif _HAS_ID_CHAR_RE.search(part) and len(part.split()) <= _MAX_CITATION_WORDS:
+            problems.append(f"'{part}' is not an evidence id (ids contain no spaces)")
+        else:
+            prose.append(part)
+    if not (ids or invalid or problems):
+        return None  # editorial bracket such as [Repealed] or [emphasis added]
+    if (invalid or problems) and any(raw in text for text in index.texts):
+        return None  # a bracket quoted verbatim from the evidence, e.g. "[95% CI]"
+    problems.extend(f"'{p}' is not a citation" for p in prose)
+    return Citation(start, end, raw, tuple(ids), tuple(invalid), "; ".join(problems))
+
+
+def _parts(content: str, index: EvidenceIndex) -> list[str]:
+    """Split on ',' / ';' but keep together separated pieces that form an evidence id."""
+    pieces = _SEPARATOR_RE.split(content)
+    texts = pieces[0::2]
+    parts: list[str] = []
+    i = 0
+    while i < len(texts):
+        taken = 1
+        joined = texts[i]
+        for j in range(i + 1, len(texts)):
+            joined += pieces[2 * j - 1] + texts[j]
+            if len(joined.strip()) > index.max_id_length:
+                break
+            if joined.strip() in index.position:
+                taken = j - i + 1
+        parts.append("".join(pieces[2 * i : 2 * (i + taken) - 1]).strip())
+        i += taken
+    return parts
+
+
+def _looks_like_id(part: str) -> bool:
+    """An id-shaped token: one word with a digit or '_', an ALL-CAPS code, or '<name>_<n>'."""
+    if _ID_SUFFIX_RE.fullmatch(part):
+        return True
+    if not _ID_SHAPED_RE.fullmatch(part):
+        return False
+    letters = [c for c in part if c.isalpha()]
+    return bool(_HAS_ID_CHAR_RE.search(part)) or (
+        len(letters) >= 2 and all(c.isupper() for c in letters)
+    )
+
+
+def _unmatched(answer: str, paired: Sequence[tuple[int, int]]) -> list[Citation]:
+    """Stray '[' or ']' outside every bracket pair: always a malformed citation."""
+    found: list[Citation] = []
+    starts = iter(paired)
+    current = next(starts, None)
+    last_end = 0
+    for match in re.finditer(r"[\[\]]", answer):
+        position = match.start()
+        while current is not None and current[1] <= position:
+            last_end = max(last_end, current[1])
+            current = next(starts, None)
+        if current is not None and current[0] <= position < current[1]:
+            continue
+        if match.group() == "[":
+            end = position + 1
+            while end < len(answer) and not answer[end].isspace() and answer[end] not in "[]":
+                end += 1
+            while end > position + 1 and answer[end - 1] in ".,;:)":
+                end -= 1
+            problem = "unclosed '['"
+            start = position
+        else:
+            start = position
+            while start > last_end and not answer[start - 1].isspace() and answer[start - 1] != "]":
+                start -= 1
+            end = position + 1
+            problem = "']' without '['"
+        found.append(Citation(start, end, answer[start:end], problem=problem))
+        last_end = max(last_end, end)
+    return found

@@ -1,0 +1,136 @@
+"""Command line: check an answer file against a chunks file (exit 0 ok, 1 rejected, 2 bad input)."""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from services.validator.engine import validate
+from services.validator.report import ValidationReport
+
+EXIT_ACCEPTED = 0
+EXIT_REJECTED = 1
+EXIT_BAD_INPUT = 2
+
+
+@dataclass(frozen=True, slots=True)
+class _Evidence:
+    semantic_id: str
+    text: str
+
+
+class BadInputError(Exception):
+    """An input file is missing, unreadable or not in the expected format."""
+
+
+def load_chunks(path: Path) -> list[_Evidence]:
+    """Read ``{semantic_id, text}`` objects from a JSON list or JSON Lines file."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInputError(f"cannot read {path}: {exc}") from exc
+    try:
+        stripped = raw.lstrip()
+        if stripped.startswith("["):
+            records = json.loads(raw)
+        else:
+            records = [json.loads(line) for line in raw.splitlines() if line.strip()]
+    except json.JSONDecodeError as exc:
+        raise BadInputError(f"{path} is neither a JSON list nor JSON Lines: {exc}") from exc
+    if not isinstance(records, list):
+        raise BadInputError(f"{path}: expected a list of objects")
+    chunks: list[_Evidence] = []
+    for n, record in enumerate(records, start=1):
+        if not isinstance(record, dict):
+            raise BadInputError(f"{path}: item {n} is not an object")
+        semantic_id, text = record.get("semantic_id"), record.get("text")
+        if not isinstance(semantic_id, str) or not semantic_id or not isinstance(text, str):
+            raise BadInputError(f"{path}: item {n} needs a non-empty 'semantic_id' and a 'text'")
+        chunks.append(_Evidence(semantic_id, text))
+    return chunks
+
+
+def report_to_dict(report: ValidationReport) -> dict[str, Any]:
+    """The report as plain JSON-ready data (enums become their values)."""
+    data = asdict(report)
+    data["accepted"] = report.accepted
+    plain: dict[str, Any] = _plain(data)
+    return plain
+
+
+def render(report: ValidationReport) -> str:
+    """Human-readable verdict with one line per sentence."""
+    lines = [
+        f"verdict: {report.verdict.value} ({report.reason.value}), "
+        f"support {report.support_score:.2f}, accepted: {'yes' if report.accepted else 'no'}"
+    ]
+    for label, values in (
+        ("invalid citations", report.invalid_citations),
+        ("missing citations", report.missing_citations),
+        ("malformed citations", tuple(m.token for m in report.malformed_citations)),
+    ):
+        if values:
+            lines.append(f"{label}: {', '.join(values)}")
+    for s in report.sentences:
+        cited = ",".join(s.cited_ids) or "-"
+        lines.append(
+            f"  [{s.index}] {s.verdict.value:<11} {s.reason.value:<19} cov={s.coverage:.2f} "
+            f"cites={cited}  {_shorten(s.text)}"
+        )
+        if s.detail:
+            lines.append(f"        {s.detail}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the validator once; returns the exit code."""
+    parser = argparse.ArgumentParser(
+        prog="python -m services.validator.cli",
+        description="Validate an answer against evidence chunks.",
+    )
+    parser.add_argument("--answer-file", type=Path, required=True, help="UTF-8 answer text")
+    parser.add_argument(
+        "--chunks-file", type=Path, required=True, help="JSON list or JSONL of {semantic_id, text}"
+    )
+    parser.add_argument("--json", action="store_true", help="print the full report as JSON")
+    args = parser.parse_args(argv)
+    try:
+        try:
+            answer = args.answer_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadInputError(f"cannot read {args.answer_file}: {exc}") from exc
+        chunks = load_chunks(args.chunks_file)
+    except BadInputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    report = validate(answer, chunks)
+    if args.json:
+        print(json.dumps(report_to_dict(report), ensure_ascii=False, indent=2))
+    else:
+        print(render(report))
+    return EXIT_ACCEPTED if report.accepted else EXIT_REJECTED
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _shorten(text: str, width: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

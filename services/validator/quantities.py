@@ -1,0 +1,393 @@
+"""Numbers, amounts, dates and durations in text, normalised so "seven years" equals "7 years"."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from services.validator.text import word_list
+
+_SMALL: dict[str, int] = {
+    word: value
+    for value, word in enumerate(
+        word_list(
+            "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+            "fifteen sixteen seventeen eighteen nineteen"
+        )
+    )
+}
+_TENS: dict[str, int] = {
+    word: 10 * (i + 2)
+    for i, word in enumerate(word_list("twenty thirty forty fifty sixty seventy eighty ninety"))
+}
+_MULTIPLIERS: dict[str, int] = {
+    "hundred": 100,
+    "thousand": 1_000,
+    "lakh": 100_000,
+    "lakhs": 100_000,
+    "crore": 10_000_000,
+    "crores": 10_000_000,
+    "million": 1_000_000,
+    "billion": 1_000_000_000,
+}
+_NUMBER_WORDS = frozenset(_SMALL) | frozenset(_TENS) | frozenset(_MULTIPLIERS)
+_ORDINALS: dict[str, int] = {
+    word: i + 1
+    for i, word in enumerate(
+        word_list(
+            "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth"
+        )
+    )
+}
+_FRACTIONS: dict[str, int] = {
+    "half": 2,
+    "halves": 2,
+    "third": 3,
+    "thirds": 3,
+    "fourth": 4,
+    "fourths": 4,
+    "quarter": 4,
+    "quarters": 4,
+    "fifth": 5,
+    "fifths": 5,
+    "sixth": 6,
+    "eighth": 8,
+    "tenth": 10,
+}
+_MONTHS: dict[str, int] = {
+    word: i + 1
+    for i, word in enumerate(
+        word_list(
+            "january february march april may june july august september october november december"
+        )
+    )
+}
+_UNITS: dict[str, str] = {
+    **dict.fromkeys(("year", "years", "yr", "yrs"), "year"),
+    **dict.fromkeys(("month", "months"), "month"),
+    **dict.fromkeys(("week", "weeks"), "week"),
+    **dict.fromkeys(("day", "days"), "day"),
+    **dict.fromkeys(("hour", "hours", "hr", "hrs"), "hour"),
+    **dict.fromkeys(("minute", "minutes", "min", "mins"), "minute"),
+    **dict.fromkeys(("second", "seconds"), "second"),
+    **dict.fromkeys(("percent", "%"), "percent"),
+    **dict.fromkeys(("rupee", "rupees"), "rupee"),
+    **dict.fromkeys(("dollar", "dollars"), "dollar"),
+}
+_CURRENCY_PREFIX: dict[str, str] = {"rs": "rupee", "inr": "rupee", "₹": "rupee", "$": "dollar"}
+# Words after which a number names a provision rather than a quantity ("Section 420"); such a
+# number may also be matched by the number inside a cited evidence id.
+_REFERENCE_WORDS = frozenset(
+    word_list(
+        "section sections sec secs s ss article articles art arts chapter chapters clause clauses "
+        "rule rules order schedule act no nos para paragraph paragraphs §"
+    )
+)
+_LIST_JOINERS = frozenset({"and", "to", "or", "&"})
+# Units whose values must match exactly in kind: a month name is not the number 3, "third"
+# is not "three".
+STRICT_UNITS = frozenset({"calendar_month", "fraction", "ordinal"})
+# An evidence number displaces an equal claim number only when it shares at least this many
+# context terms with the claim number (one shared word is too weak a signal).
+MIN_RIVAL_FIT = 2
+
+_TOKEN_RE = re.compile(
+    r"(?P<ord>(?<![\w,])(?<![0-9][.])[0-9]+(?:st|nd|rd|th)(?!\w))"
+    r"|(?P<num>(?<![\w,])(?<![0-9][.])[0-9]+(?:[.,][0-9]+)*(?!\w))"
+    r"|(?P<word>[^\W\d_]+)"
+    r"|(?P<sym>[%₹$§])",
+    re.IGNORECASE,
+)
+# Cheap pre-check: text without a digit, a symbol or one of these words holds no quantity.
+_ANCHOR_CHARS_RE = re.compile(r"[0-9%₹$§]")
+_ANCHOR_WORDS = frozenset({*_NUMBER_WORDS, *_ORDINALS, *_MONTHS, *_FRACTIONS})
+_THOUSANDS_RE = re.compile(r"[0-9]{1,3}(?:,[0-9]{2,3})+(?:\.[0-9]+)?")
+
+
+@dataclass(frozen=True, slots=True)
+class Quantity:
+    """A number in text: value, unit ("" if none), offsets, and whether it names a provision."""
+
+    value: float
+    unit: str
+    start: int
+    end: int
+    reference: bool = False
+
+    @property
+    def term(self) -> str:
+        """Canonical spelling used as a content term ("7", "10000", "0.25")."""
+        return canonical(self.value)
+
+
+class _Tok(NamedTuple):
+    kind: str
+    text: str
+    start: int
+    end: int
+
+
+def canonical(value: float) -> str:
+    """One spelling per value: integers without a decimal point, others to 6 significant digits."""
+    if math.isfinite(value) and value == int(value) and abs(value) < 1e18:
+        return str(int(value))
+    return format(value, ".6g")
+
+
+def extract_quantities(
+    text: str, *, lenient_months: bool = False, words: Iterable[str] | None = None
+) -> tuple[Quantity, ...]:
+    """Every number, amount, date part and duration in ``text``, in order of appearance.
+
+    ``lenient_months`` (used for evidence) counts every month name; in claims a month name only
+    counts next to a number, because "may" and "march" are also ordinary words. ``words``, the
+    text's lower-cased words when the caller has them, only speeds up the pre-check.
+    """
+    if not _ANCHOR_CHARS_RE.search(text):
+        vocabulary = (
+            {w.casefold() for w in re.findall(r"[^\W\d_]+", text)} if words is None else words
+        )
+        if _ANCHOR_WORDS.isdisjoint(vocabulary):
+            return ()
+    toks = [
+        _Tok(m.lastgroup or "", m.group().casefold(), m.start(), m.end())
+        for m in _TOKEN_RE.finditer(text)
+    ]
+    found: list[Quantity] = []
+    reference_until = -1
+    i = 0
+    while i < len(toks):
+        tok = toks[i]
+        reference = _is_reference(text, toks, i, reference_until)
+        if tok.kind == "num":
+            values: list[float] = _parse_digits(tok.text)
+            j = i + 1
+            if (
+                len(values) == 1
+                and j < len(toks)
+                and toks[j].text in _MULTIPLIERS
+                and _gap(text, toks[i], toks[j], " \t")
+            ):
+                values = [values[0] * _MULTIPLIERS[toks[j].text]]
+                j += 1
+            unit, j = _unit_after(text, toks, j - 1)
+            unit = unit or _currency_before(text, toks, i)
+            for value in values:
+                found.append(Quantity(value, unit, tok.start, tok.end, reference))
+            if reference:
+                reference_until = j
+            i = j
+        elif tok.kind == "ord":
+            found.append(Quantity(float(tok.text[:-2]), "ordinal", tok.start, tok.end, reference))
+            i += 1
+        elif tok.kind == "word" and tok.text in _NUMBER_WORDS:
+            j = i
+            while j + 1 < len(toks) and _continues_number(text, toks, j):
+                j += 1
+            words = [t.text for t in toks[i : j + 1]]
+            fraction = _fraction_after(text, toks, j)
+            if fraction and len(words) == 1 and words[0] in _SMALL:
+                found.append(
+                    Quantity(_SMALL[words[0]] / fraction, "fraction", tok.start, toks[j + 1].end)
+                )
+                i = j + 2
+                continue
+            unit, k = _unit_after(text, toks, j)
+            unit = unit or _currency_before(text, toks, i)
+            values = [float(v) for v in _parse_words(words)]
+            # A bare "one" is a pronoun far more often than a quantity ("one of the", "any one").
+            if not (words == ["one"] and not unit):
+                for value in values:
+                    found.append(Quantity(float(value), unit, tok.start, toks[j].end, reference))
+            i = k if unit else j + 1
+        elif tok.kind == "word" and tok.text in _ORDINALS and not _ordinal_is_idiom(toks, i):
+            found.append(Quantity(float(_ORDINALS[tok.text]), "ordinal", tok.start, tok.end))
+            i += 1
+        elif tok.kind == "word" and tok.text in _MONTHS:
+            if lenient_months or _next_to_number(text, toks, i):
+                found.append(
+                    Quantity(float(_MONTHS[tok.text]), "calendar_month", tok.start, tok.end)
+                )
+            i += 1
+        else:
+            i += 1
+    return tuple(found)
+
+
+@dataclass(frozen=True, slots=True)
+class Mismatch:
+    """A claim quantity the evidence does not back, and the evidence value in its place if any."""
+
+    quantity: Quantity
+    instead: Quantity | None = None
+
+
+def unsupported(
+    claim: Sequence[tuple[Quantity, frozenset[str]]],
+    evidence: Sequence[tuple[Quantity, frozenset[str]]],
+    id_numbers: Iterable[str] = (),
+) -> list[Mismatch]:
+    """Claim quantities that the evidence does not back, each given with its context terms.
+
+    A claim quantity is backed when the evidence holds an equal value with a compatible unit
+    (equal, or either side without one) and, among the evidence quantities of its kind, none
+    whose context (nearby content terms) fits the claim quantity's context better than every
+    equal one does. So "group 6 were protected" fails against "six macaques in group 3 were
+    protected": the 3 sits where the claim put the 6. A number inside a cited evidence id
+    (``id_numbers``: "420" of ``IPC_420_0``) also backs an equal claim number.
+    """
+    ids = set(id_numbers)
+    missing: list[Mismatch] = []
+    for q, context in claim:
+        if q.term in ids:
+            continue
+        same = [len(context & c) for e, c in evidence if _matches(q, e)]
+        if not same:
+            missing.append(Mismatch(q))
+            continue
+        rivals = [(len(context & c), e) for e, c in evidence if _same_kind(q, e)]
+        best_fit, best = max(rivals, key=lambda r: r[0])
+        if best_fit >= MIN_RIVAL_FIT and best_fit > max(same):
+            missing.append(Mismatch(q, best))
+    return missing
+
+
+def _same_kind(claim: Quantity, evidence: Quantity) -> bool:
+    if claim.unit in STRICT_UNITS or evidence.unit in STRICT_UNITS:
+        return claim.unit == evidence.unit
+    return not claim.unit or not evidence.unit or claim.unit == evidence.unit
+
+
+def _matches(claim: Quantity, evidence: Quantity) -> bool:
+    if not math.isclose(claim.value, evidence.value, rel_tol=1e-9, abs_tol=1e-12):
+        return False
+    return _same_kind(claim, evidence)
+
+
+def _parse_digits(text: str) -> list[float]:
+    if "," in text:
+        if _THOUSANDS_RE.fullmatch(text):
+            return [float(text.replace(",", ""))]
+        return [v for part in text.split(",") for v in _parse_digits(part)]
+    if text.count(".") > 1:
+        return [float(part) for part in text.split(".") if part]
+    return [float(text)]
+
+
+def _parse_words(words: Sequence[str]) -> list[int]:
+    """Numbers spelled out in ``words``; a break in the grammar starts a new number."""
+    numbers: list[int] = []
+    total = current = 0
+    last = ""
+    started = False
+    for word in words:
+        if word == "and":
+            continue
+        if word in _SMALL:
+            if last in ("small", "small+") or (last == "tens" and current % 10):
+                numbers.append(total + current)
+                total = current = 0
+            current += _SMALL[word]
+            last = "small"
+        elif word in _TENS:
+            if last in ("small", "tens", "small+") and current % 100:
+                numbers.append(total + current)
+                total = current = 0
+            current += _TENS[word]
+            last = "tens"
+        elif word == "hundred":
+            current = (current or 1) * 100
+            last = "hundred"
+        else:
+            multiplier = _MULTIPLIERS[word]
+            total += (current or 1) * multiplier
+            current = 0
+            last = "mult"
+        started = True
+    if started:
+        numbers.append(total + current)
+    return numbers
+
+
+def _gap(text: str, left: _Tok, right: _Tok, allowed: str) -> bool:
+    between = text[left.end : right.start]
+    return len(between) <= 3 and all(c in allowed for c in between)
+
+
+def _continues_number(text: str, toks: Sequence[_Tok], j: int) -> bool:
+    nxt = toks[j + 1]
+    if not _gap(text, toks[j], nxt, " \t-‐–"):
+        return False
+    if nxt.text in _NUMBER_WORDS:
+        return True
+    # "and" joins only after hundred/thousand: "one hundred and twenty", not "two and three".
+    return (
+        nxt.text == "and"
+        and toks[j].text in _MULTIPLIERS
+        and j + 2 < len(toks)
+        and toks[j + 2].text in _NUMBER_WORDS
+        and toks[j + 2].text not in _MULTIPLIERS
+    )
+
+
+def _fraction_after(text: str, toks: Sequence[_Tok], j: int) -> int:
+    if (
+        j + 1 < len(toks)
+        and toks[j + 1].text in _FRACTIONS
+        and _gap(text, toks[j], toks[j + 1], " \t-‐–")
+    ):
+        return _FRACTIONS[toks[j + 1].text]
+    return 0
+
+
+def _unit_after(text: str, toks: Sequence[_Tok], j: int) -> tuple[str, int]:
+    """Unit right after token ``j`` and the index after it; ("", j + 1) when there is none."""
+    k = j + 1
+    if k < len(toks) and _gap(text, toks[j], toks[k], " \t-‐–"):
+        word = toks[k].text
+        if word == "per" and k + 1 < len(toks) and toks[k + 1].text == "cent":
+            return "percent", k + 2
+        if word in _UNITS:
+            return _UNITS[word], k + 1
+    return "", k
+
+
+def _currency_before(text: str, toks: Sequence[_Tok], i: int) -> str:
+    if i > 0 and toks[i - 1].text in _CURRENCY_PREFIX and _gap(text, toks[i - 1], toks[i], " \t."):
+        return _CURRENCY_PREFIX[toks[i - 1].text]
+    return ""
+
+
+def _is_reference(text: str, toks: Sequence[_Tok], i: int, reference_until: int) -> bool:
+    if i == 0:
+        return False
+    previous = toks[i - 1]
+    if previous.text in _REFERENCE_WORDS and _gap(text, previous, toks[i], " \t.()"):
+        return True
+    # Lists of provisions: "sections 415 and 420", "Sections 299 to 304".
+    if i <= reference_until + 1 and previous.text in _LIST_JOINERS:
+        return True
+    return i == reference_until and _gap(text, previous, toks[i], " \t,-–")
+
+
+def _ordinal_is_idiom(toks: Sequence[_Tok], i: int) -> bool:
+    """ "at first" and "first of all" are not ordinals; "second" after a number is time."""
+    word = toks[i].text
+    before = toks[i - 1].text if i else ""
+    after = toks[i + 1].text if i + 1 < len(toks) else ""
+    after2 = toks[i + 2].text if i + 2 < len(toks) else ""
+    if word == "first":
+        return before == "at" or (after == "of" and after2 == "all")
+    return word == "second" and (before.isdigit() or before in _NUMBER_WORDS)
+
+
+def _next_to_number(text: str, toks: Sequence[_Tok], i: int) -> bool:
+    before = toks[i - 1] if i else None
+    after = toks[i + 1] if i + 1 < len(toks) else None
+    return bool(
+        (before and before.kind in ("num", "ord") and _gap(text, before, toks[i], " \t"))
+        or (after and after.kind in ("num", "ord") and _gap(text, toks[i], after, " \t,"))
+    )

@@ -1,0 +1,405 @@
+"""Validator text handling: tokens, stop words, light stemming, meta phrases, sentence splitting."""
+
+from __future__ import annotations
+
+import bisect
+import re
+import sys
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import NamedTuple
+
+
+def word_list(text: str) -> list[str]:
+    """Whitespace-separated words of a literal (keeps long word lists readable)."""
+    return text.split()
+
+
+# Spelled-out numbers: not content words (the quantities module reads them as numbers).
+NUMBER_WORDS: frozenset[str] = frozenset(
+    word_list("""
+    zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen
+    fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty
+    ninety hundred thousand lakh lakhs crore crores million billion
+    """)
+)
+# A conventional English stop list (function words), plus modal verbs and the connective and
+# reference vocabulary of statutes and model answers: none of them carries a checkable fact.
+# Negation words are stop words here because the negation module checks them separately.
+STOP_WORDS: frozenset[str] = (
+    frozenset(
+        word_list("""
+    a about above after again against all am an and any are aren't as at be because been before
+    being below between both but by can can't cannot could couldn't did didn't do does doesn't
+    doing don't down during each few for from further had hadn't has hasn't have haven't having
+    he he'd he'll he's her here here's hers herself him himself his how how's i i'd i'll i'm i've
+    if in into is isn't it it's its itself let's me more most mustn't my myself no nor not of off
+    on once only or other ought our ours ourselves out over own same shan't she she'd she'll
+    she's should shouldn't so some such than that that's the their theirs them themselves then
+    there there's these they they'd they'll they're they've this those through to too under
+    until up very was wasn't we we'd we'll we're we've were weren't what what's when when's where
+    where's which while who who's whom why why's with won't would wouldn't you you'd you'll
+    you're you've your yours yourself yourselves
+    shall may might must will also either neither never nothing none nobody without whether
+    upon within whoever whosoever whatever whichever thereof therein thereby thereto therefor
+    hereby herein hereof hereunder hereinafter aforesaid said however therefore thus hence
+    moreover furthermore additionally namely viz etc e g ie eg i.e e.g unless yet just even
+    section sections sec secs article articles art clause clauses subsection sub per cent percent
+    """)
+    )
+    | NUMBER_WORDS
+)
+
+# Currency and unit spellings mapped to one term, so "Rs." and "rupees" count as the same word.
+_SYNONYMS: dict[str, str] = {
+    "rs": "rupee",
+    "inr": "rupee",
+    "₹": "rupee",
+    "rupees": "rupee",
+    "yrs": "year",
+    "yr": "year",
+    "percent": "percent",
+    "%": "percent",
+}
+
+# A word, or (group 1 empty) a punctuation mark that ends a clause.
+# ("4.0" and "10,000" do not end a clause).
+_TOKEN_RE = re.compile(r"([^\W_]+(?:['’][^\W_]+)*)|[;:!?()\[\]\n\"“”]|[.,](?![0-9])")
+
+# Ordered longest first; (suffix, replacement, minimum stem length left after removal).
+_SUFFIXES: tuple[tuple[str, str, int], ...] = (
+    ("ational", "ate", 3),
+    ("ization", "ize", 3),
+    ("fulness", "ful", 3),
+    ("iveness", "ive", 3),
+    ("ousness", "ous", 3),
+    ("ements", "", 4),
+    ("ments", "", 4),
+    ("ement", "", 4),
+    ("ment", "", 4),
+    ("ations", "", 4),
+    ("ation", "", 4),
+    ("itions", "", 4),
+    ("ition", "", 4),
+    ("ions", "", 4),
+    ("ion", "", 4),
+    ("ness", "", 4),
+    ("ancy", "", 4),
+    ("ency", "", 4),
+    ("ance", "", 4),
+    ("ence", "", 4),
+    ("ant", "", 4),
+    ("ent", "", 4),
+    ("ably", "", 4),
+    ("ibly", "", 4),
+    ("able", "", 4),
+    ("ible", "", 4),
+    ("ingly", "", 3),
+    ("edly", "", 3),
+    ("ings", "", 3),
+    ("ing", "", 3),
+    ("ities", "", 4),
+    ("ity", "", 4),
+    ("ively", "", 4),
+    ("ive", "", 4),
+    ("ies", "y", 3),
+    ("ied", "y", 3),
+    ("ly", "", 4),
+    ("ed", "", 3),
+    ("es", "", 4),
+    ("s", "", 3),
+)
+_VOWELS = frozenset("aeiouy")
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """Strip common English suffixes; the same word family maps to one stem (not a real lemma).
+
+    Both sides of every comparison go through this function, so consistency matters more than
+    linguistic accuracy: "punished", "punishment" and "punishable" all become "punish".
+    """
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    base = word if word.endswith(("ss", "us", "is")) else _strip_suffix(word, _SUFFIXES)
+    # A second pass catches stacked suffixes ("punishments" -> "punishment" -> "punish").
+    base = _strip_suffix(base, _SUFFIXES[:-1])
+    if len(base) >= 4 and base[-1] == base[-2] and base[-1] not in "lsz" and base[-1].isalpha():
+        base = base[:-1]  # committ -> commit
+    if len(base) > 4 and base.endswith("e"):
+        base = base[:-1]  # decrease/decreas(ed) agree
+    if len(base) > 5 and base.endswith("at"):
+        base = base[:-2]  # associat(e|ed) and associ(ation) agree
+    return base
+
+
+def _strip_suffix(word: str, rules: Sequence[tuple[str, str, int]]) -> str:
+    """Apply the first rule whose suffix matches and leaves a long enough stem with a vowel."""
+    for suffix, replacement, min_stem in rules:
+        if word.endswith(suffix):
+            root = word[: -len(suffix)]
+            if len(root) >= min_stem and _VOWELS.intersection(root):
+                return root + replacement
+    return word
+
+
+def normalise(word: str) -> str:
+    """Unicode-compatibility fold and casefold one word; curly apostrophes become straight."""
+    return unicodedata.normalize("NFKC", word).casefold().replace("’", "'")
+
+
+@lru_cache(maxsize=65536)
+def term_of(norm: str) -> str:
+    """Content term of a normalised word, or "" for stop words and bare numbers."""
+    if norm in _SYNONYMS:
+        return _SYNONYMS[norm]
+    if norm in STOP_WORDS or norm.endswith("n't") or norm.isdigit():
+        return ""
+    if len(norm) < 2 and not norm.isalnum():
+        return ""
+    if norm.endswith("'s"):
+        norm = norm[:-2]
+    return stem(norm)
+
+
+@dataclass(frozen=True, slots=True)
+class Clause:
+    """A clause of a text (between clause punctuation): offsets and its content terms.
+
+    ``negated`` terms lie in a negation scope there, ``positive`` ones occur outside any.
+    """
+
+    start: int
+    end: int
+    terms: frozenset[str]
+    negated: frozenset[str] = frozenset()
+    positive: frozenset[str] = frozenset()
+    position: float = 0.0  # relative place in its text, 0 (start) to 1 (end)
+
+
+class Token(NamedTuple):
+    """A word of a text: normalised form, content term ("" if none), offsets, clause number."""
+
+    norm: str
+    term: str
+    start: int
+    end: int
+    clause: int
+
+
+@lru_cache(maxsize=65536)
+def _word(raw: str) -> tuple[str, str]:
+    norm = raw.lower() if raw.isascii() else normalise(raw)
+    return norm, term_of(norm)
+
+
+def tokenize(text: str) -> tuple[Token, ...]:
+    """Split ``text`` into word tokens; a clause number increments at clause punctuation."""
+    tokens: list[Token] = []
+    clause = 0
+    pending = False
+    for match in _TOKEN_RE.finditer(text):
+        raw = match.group(1)
+        if raw is None:
+            pending = bool(tokens)
+            continue
+        if pending:
+            clause += 1
+            pending = False
+        norm, term = _word(raw)
+        tokens.append(Token(norm, term, match.start(), match.end(), clause))
+    return tuple(tokens)
+
+
+def id_terms(semantic_id: str) -> frozenset[str]:
+    """Terms carried by an evidence id (``IPC_420_0`` gives ``ipc``, ``420``, ``0``)."""
+    words = (normalise(w) for w in re.split(r"[\W_]+", semantic_id) if w)
+    return frozenset(w if w.isdigit() else term_of(w) for w in words) - {""}
+
+
+# Abbreviations whose period never ends a sentence, and those that do not end one before a digit
+# ("Rs. 10,000", "No. 45", "Sec. 420").
+_ABBREVIATIONS = frozenset(
+    word_list("""mr mrs ms dr prof sr jr vs v viz cf al approx hon'ble ors anr govt dept ltd inc co
+    jan feb mar apr jun jul aug sep sept oct nov dec""")
+)
+_ABBREVIATIONS_BEFORE_DIGIT = frozenset(
+    word_list("no nos rs sec secs s ss art arts cl para paras vol p pp fig figs ch sch r rule o")
+)
+_TERMINAL_RE = re.compile(r"[.!?…]+[\"'”’)\]]*")
+_WORD_BEFORE_RE = re.compile(r"([^\W\d_][\w']*)$")
+_BULLET_RE = re.compile(r"(?:[-*•·‣▪]|\d{1,3}[.)]|\(?[a-z]{1,3}\)|#{1,6})\s")
+_OPENERS = frozenset("\"'“‘([{*#-•")
+_FILLER = " \t\r\n.,;:"
+_BIG = sys.maxsize
+
+
+def list_marker_length(line: str) -> int:
+    """Length of a leading list marker ("- ", "1. ", "(a) ", "## "), 0 when there is none."""
+    match = _BULLET_RE.match(line)
+    return match.end() if match else 0
+
+
+def split_sentences(
+    text: str, transparent: Sequence[tuple[int, int]] = ()
+) -> list[tuple[int, int]]:
+    """Sentence spans of ``text``; ``transparent`` spans (citations) never split and stick left.
+
+    A citation right after a sentence's final period belongs to that sentence. Newlines end a
+    sentence unless the next line starts in lower case (a soft-wrapped line).
+    """
+    transparent = sorted(transparent)
+    skip = {start: end for start, end in transparent}
+    n = len(text)
+    boundaries: list[int] = []
+    for match in _TERMINAL_RE.finditer(text):
+        punct_start, end = match.span()
+        if _inside(punct_start, transparent):
+            continue
+        crossed = False
+        q = end
+        while q < n:
+            if text[q].isspace():
+                q += 1
+                crossed = True
+            elif q in skip:
+                end = q = skip[q]
+                crossed = True
+            else:
+                break
+        if q >= n:
+            boundaries.append(end)
+            continue
+        if not crossed:
+            continue
+        following = text[q]
+        if following.islower():
+            continue
+        if text[punct_start] == "." and _is_abbreviation(text, punct_start, following):
+            continue
+        if following.isupper() or following.isdigit() or following in _OPENERS or q in skip:
+            boundaries.append(end)
+    for match in re.finditer(r"\n", text):
+        nl = match.start()
+        if _inside(nl, transparent):
+            continue
+        q = nl + 1
+        while q < n and text[q] in " \t\r":
+            q += 1
+        if q < n and text[q].islower() and not list_marker_length(text[q:]):
+            continue
+        boundaries.append(nl)
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for boundary in [*sorted(set(boundaries)), n]:
+        if boundary <= start:
+            continue
+        span = _trim(text, start, boundary)
+        if span is not None:
+            spans.append(span)
+        start = boundary
+    return _merge_citation_only(text, spans, transparent)
+
+
+def _inside(position: int, spans: Sequence[tuple[int, int]]) -> bool:
+    """True when ``position`` lies in one of ``spans`` (sorted, non-overlapping)."""
+    i = bisect.bisect_right(spans, (position, _BIG)) - 1
+    return i >= 0 and spans[i][0] <= position < spans[i][1]
+
+
+def _is_abbreviation(text: str, period: int, following: str) -> bool:
+    match = _WORD_BEFORE_RE.search(text, max(0, period - 20), period)
+    if match is None:
+        return False
+    word = match.group(1).casefold()
+    if len(word) == 1 and word.isalpha():
+        return True  # initials and "i.e." / "e.g."
+    if word in _ABBREVIATIONS:
+        return True
+    return following.isdigit() and word in _ABBREVIATIONS_BEFORE_DIGIT
+
+
+def _trim(text: str, start: int, end: int) -> tuple[int, int] | None:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return (start, end) if end > start else None
+
+
+def _merge_citation_only(
+    text: str, spans: list[tuple[int, int]], transparent: Sequence[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """Fold a piece that holds only citations into the sentence before it (or after, if first)."""
+    merged: list[tuple[int, int]] = []
+    pending_start: int | None = None
+    for start, end in spans:
+        if _only_transparent(text, start, end, transparent):
+            if merged:
+                merged[-1] = (merged[-1][0], end)
+            elif pending_start is None:
+                pending_start = start
+            continue
+        if pending_start is not None:
+            start, pending_start = pending_start, None
+        merged.append((start, end))
+    if pending_start is not None:
+        merged.append((pending_start, spans[-1][1]))
+    return merged
+
+
+def _only_transparent(
+    text: str, start: int, end: int, transparent: Sequence[tuple[int, int]]
+) -> bool:
+    """True when ``text[start:end]`` is citations separated by whitespace or stray punctuation."""
+    lo = bisect.bisect_left(transparent, (start, -1))
+    position = start
+    found = False
+    for s, e in transparent[lo:]:
+        if s >= end:
+            break
+        if text[position:s].strip(_FILLER):
+            return False
+        position = e
+        found = True
+    return found and not text[position:end].strip(_FILLER)
+
+
+_SOURCE_NOUN = (
+    r"(?:evidence|documents?|context|sources?|texts?|information|passages?|excerpts?|materials?"
+    r"|records?|chunks?|provisions?|sections?|extracts?)"
+)
+_SOURCE_ADJ = (
+    r"(?:(?:provided|given|available|above|cited|retrieved|supplied|relevant|following)\s+)"
+)
+_META_RE = re.compile(
+    "|".join(
+        (
+            # "Based on the provided documents,", "According to the evidence", "As per the text"
+            rf"\b(?:based\s+(?:solely\s+|only\s+)?on|according\s+to|as\s+per|as\s+"
+            rf"(?:stated|described|mentioned|shown|given|indicated|noted|explained|set\s+out|"
+            rf"provided)\s+in)\s+(?:the\s+)?{_SOURCE_ADJ}*{_SOURCE_NOUN}\b",
+            # "From the provided evidence", "In the given context"
+            rf"\b(?:from|in)\s+the\s+{_SOURCE_ADJ}+{_SOURCE_NOUN}\b",
+            # "The evidence states that", "These provisions indicate"
+            rf"\b(?:the|these|this)\s+{_SOURCE_ADJ}*{_SOURCE_NOUN}\s+(?:clearly\s+)?"
+            r"(?:states?|shows?|says?|indicates?|suggests?|mentions?|notes?|explains?|describes?|"
+            r"specif(?:y|ies)|establish(?:es)?|reads?)(?:\s+that)?\b",
+            r"^\W*(?:in\s+summary|to\s+summari[sz]e|in\s+conclusion|in\s+short|in\s+brief|"
+            r"overall|to\s+conclude|in\s+other\s+words|summary|answer|short\s+answer)\b",
+            r"\bhere\s+(?:is|are)\s+(?:the|a|an)\s+(?:summary|answer|overview|details?)\b",
+            r"\b(?:is|are)\s+as\s+follows\b",
+        )
+    ),
+    re.IGNORECASE,
+)
+
+
+def blank_meta(text: str) -> str:
+    """``text`` with meta phrasing ("Based on the provided documents", "In summary") blanked.
+
+    Offsets are preserved (phrases become spaces), so spans computed afterwards still fit.
+    """
+    return _META_RE.sub(lambda m: " " * len(m.group()), text)
