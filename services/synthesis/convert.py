@@ -1,0 +1,125 @@
+"""Synthesis proto ⇄ domain conversion."""
+
+from __future__ import annotations
+
+from grounded.synthesis.v1 import synthesis_service_pb2 as pb
+from grounded.type.v1 import evidence_pb2
+
+from services.common.errors import Violations
+from services.common.passages import INTENT_TO_PROTO, scored_to_proto, timings_to_proto
+from services.synthesis.generation import Turn
+from services.synthesis.pipeline import SynthesisRequest, SynthesisResult, SynthesisStatus
+from services.validator.convert import report_to_proto
+
+MAX_QUESTION_CHARS = 2000
+MAX_TOP_K = 100
+MAX_HISTORY_TURNS = 50
+MAX_TURN_CHARS = 8000
+
+_STATUS = {
+    SynthesisStatus.ANSWERED: pb.ANSWER_STATUS_ANSWERED,
+    SynthesisStatus.REFUSED_INSUFFICIENT_EVIDENCE: pb.ANSWER_STATUS_REFUSED_INSUFFICIENT_EVIDENCE,
+    SynthesisStatus.REFUSED_VALIDATION_FAILED: pb.ANSWER_STATUS_REFUSED_VALIDATION_FAILED,
+    SynthesisStatus.REFUSED_GENERATION_FAILED: pb.ANSWER_STATUS_REFUSED_GENERATION_FAILED,
+}
+_ROLES = {pb.TURN_ROLE_USER: "user", pb.TURN_ROLE_ASSISTANT: "assistant"}
+GENERATOR_NAMES = {
+    pb.GENERATOR_KIND_UNSPECIFIED: None,
+    pb.GENERATOR_KIND_EXTRACTIVE: "extractive",
+    pb.GENERATOR_KIND_OPENAI: "openai",
+}
+
+
+def request_from_proto(
+    request: pb.SynthesizeAnswerRequest, *, default_top_k: int
+) -> SynthesisRequest:
+    """Validate every field at once (limits are documented in the proto), then convert."""
+    violations = Violations()
+    violations.check(bool(request.question.strip()), "question", "must not be empty")
+    violations.check(
+        len(request.question) <= MAX_QUESTION_CHARS,
+        "question",
+        f"must be at most {MAX_QUESTION_CHARS} characters (got {len(request.question)})",
+    )
+    violations.check(
+        0 <= request.top_k <= MAX_TOP_K,
+        "top_k",
+        f"must be between 1 and {MAX_TOP_K}, or 0 for the default (got {request.top_k})",
+    )
+    violations.check(
+        request.generator in GENERATOR_NAMES, "generator", f"unknown generator {request.generator}"
+    )
+    violations.check(
+        len(request.history) <= MAX_HISTORY_TURNS,
+        "history",
+        f"must hold at most {MAX_HISTORY_TURNS} turns (got {len(request.history)})",
+    )
+    for i, turn in enumerate(request.history[:MAX_HISTORY_TURNS]):
+        violations.check(turn.role in _ROLES, f"history[{i}].role", "must be USER or ASSISTANT")
+        violations.check(
+            len(turn.text) <= MAX_TURN_CHARS,
+            f"history[{i}].text",
+            f"must be at most {MAX_TURN_CHARS} characters",
+        )
+    violations.check(len(request.model) <= 200, "model", "must be at most 200 characters")
+    violations.raise_if_any()
+    return SynthesisRequest(
+        question=request.question.strip(),
+        top_k=request.top_k or default_top_k,
+        acts=tuple(request.filters.acts),
+        doc_ids=tuple(request.filters.doc_ids),
+        history=tuple(Turn(_ROLES[t.role], t.text) for t in request.history),
+        generator=GENERATOR_NAMES[request.generator],
+    )
+
+
+def result_to_proto(result: SynthesisResult) -> pb.SynthesizeAnswerResponse:
+    decision = result.sufficiency
+    response = pb.SynthesizeAnswerResponse(
+        status=_STATUS[result.status],
+        answer=result.answer,
+        refusal_reason=f"{result.refusal_code}: {result.refusal_reason}"
+        if result.refusal_code
+        else "",
+        citations=[
+            pb.DocumentCitations(
+                doc_id=doc.doc_id,
+                title=doc.title,
+                section=doc.section,
+                source=evidence_pb2.SourceMetadata(act=doc.act, act_name=doc.act_name, url=doc.url),
+                citations=[
+                    pb.Citation(
+                        semantic_id=c.semantic_id,
+                        sentence=c.text,
+                        snippet=c.snippet,
+                        sentence_index=c.sentence_index,
+                        score=c.score,
+                    )
+                    for c in doc.citations
+                ],
+            )
+            for doc in result.citations
+        ],
+        sufficiency=pb.SufficiencyReport(
+            sufficient=decision.sufficient,
+            intent=INTENT_TO_PROTO[decision.intent],
+            requirement=", ".join(r.value for r in decision.requirements),
+            failure=decision.reason,
+            supporting_ids=decision.supporting_ids,
+        ),
+        timings=timings_to_proto((stage, True, ms) for stage, ms in result.timings_ms.items()),
+        synthesis_mode=result.synthesis_mode,
+        source_doc_count=result.source_doc_count,
+        evidence=[scored_to_proto(s) for s in result.evidence],
+    )
+    if result.validation is not None:
+        response.validation.CopyFrom(report_to_proto(result.validation))
+    if result.usage is not None:
+        response.usage.CopyFrom(
+            pb.TokenUsage(
+                prompt_tokens=result.usage.prompt_tokens,
+                completion_tokens=result.usage.completion_tokens,
+                model=result.model,
+            )
+        )
+    return response

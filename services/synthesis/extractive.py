@@ -1,0 +1,245 @@
+"""Extractive generator: deterministic offline answers quoted sentence by sentence from evidence."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from services.common.evidence import ScoredChunk
+from services.common.intent import Intent
+from services.synthesis.generation import GenerationRequest, GenerationResult
+from services.synthesis.sufficiency import (
+    STOP_WORDS,
+    KeyTerms,
+    chunk_section,
+    chunk_stems,
+    extract_key_terms,
+    has_intent_language,
+    text_stems,
+)
+from services.validator.report import REFUSAL
+
+# A sentence ends at . ! ? followed by space and a capital, digit, quote or bracket.
+_BOUNDARY = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9“\"‘'(\[])")
+# A period after these is an abbreviation ("s. 302", "Rs. 500"), not a sentence end.
+_ABBREVIATIONS = frozenset(
+    {"s", "ss", "sec", "secs", "no", "nos", "rs", "cl", "art", "arts", "viz", "i.e", "e.g"}
+    | {"etc", "mr", "mrs", "ms", "dr", "st", "co", "ltd", "vol", "p", "pp", "para", "sub", "ch"}
+)
+_TRAILING = re.compile(r"[\s.;:,—–-]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractiveOptions:
+    """Selection knobs; the defaults give 1-3 focused sentences (4 in synthesis mode)."""
+
+    max_sentences: int = 3
+    synthesis_max_sentences: int = 4
+    # A sentence is kept only if it scores at least this share of the best sentence's score.
+    relative_threshold: float = 0.85
+    # Synthesis mode accepts weaker sentences so that several documents can be drawn on.
+    synthesis_relative_threshold: float = 0.7
+    # MMR trade-off between relevance (1.0) and novelty against already chosen sentences.
+    mmr_lambda: float = 0.7
+    duplicate_similarity: float = 0.8
+    # In synthesis mode, a sentence from a document already quoted loses this much.
+    repeat_document_penalty: float = 0.15
+    weight_terms: float = 0.45
+    weight_intent: float = 0.25
+    weight_title: float = 0.15
+    weight_retrieval: float = 0.15
+    # Long sentences lose up to this much, so a focused provision beats a long proviso.
+    max_length_penalty: float = 0.05
+    long_sentence_words: int = 60
+    min_content_words: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    position: int  # index of the chunk in the evidence list
+    piece: int  # index of the sentence inside the chunk's text
+    sentence_index: int  # the chunk's position in its document
+    text: str
+    semantic_id: str
+    doc_id: str
+    stems: frozenset[str]
+    score: float
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split a chunk's text at newlines and sentence ends, keeping abbreviations intact."""
+    pieces: list[str] = []
+    for line in text.splitlines():
+        start = 0
+        for match in _BOUNDARY.finditer(line):
+            before = line[start : match.start()].rstrip(".!?").split()
+            if before and before[-1].lower().rstrip(".") in _ABBREVIATIONS:
+                continue
+            pieces.append(line[start : match.start()].strip())
+            start = match.end()
+        pieces.append(line[start:].strip())
+    return [" ".join(p.split()) for p in pieces if p.strip()]
+
+
+class ExtractiveGenerator:
+    """Query-focused sentence selection: key terms, intent cue, title, retrieval score; MMR.
+
+    Every answer sentence is an evidence sentence quoted verbatim (trailing punctuation
+    replaced by its ``[semantic_id]`` citation), so it passes the validator's overlap, number
+    and negation checks. With nothing relevant to quote it returns the refusal sentence.
+    """
+
+    def __init__(self, options: ExtractiveOptions | None = None) -> None:
+        self._options = options or ExtractiveOptions()
+
+    @property
+    def name(self) -> str:
+        """The generator's name in requests and results."""
+        return "extractive"
+
+    async def generate(self, request: GenerationRequest, *, timeout_s: float) -> GenerationResult:
+        """Compose the answer (pure CPU, a few milliseconds; ``timeout_s`` is not needed)."""
+        return GenerationResult(text=self.compose(request), generator=self.name, model=self.name)
+
+    def compose(self, request: GenerationRequest) -> str:
+        """The answer text for ``request``; deterministic for equal inputs."""
+        key_terms = extract_key_terms(request.question)
+        if not (key_terms.effective or key_terms.sections) and request.focus_question:
+            key_terms = extract_key_terms(request.focus_question)
+        units = self._units(request.evidence, request.intent, key_terms)
+        if not units:
+            return REFUSAL
+        chosen = self._select(units, request.synthesis_mode)
+        return " ".join(_cite(unit) for unit in _reading_order(chosen))
+
+    def _units(
+        self, evidence: tuple[ScoredChunk, ...], intent: Intent, key_terms: KeyTerms
+    ) -> list[_Unit]:
+        opts = self._options
+        scores = [scored.score for scored in evidence]
+        low, high = min(scores, default=0.0), max(scores, default=0.0)
+        seen_ids: set[str] = set()
+        units: list[_Unit] = []
+        for position, scored in enumerate(evidence):
+            chunk = scored.chunk
+            if chunk.semantic_id in seen_ids:
+                continue
+            seen_ids.add(chunk.semantic_id)
+            if key_terms.sections and chunk_section(chunk) not in key_terms.sections:
+                continue
+            title = text_stems(chunk.title)
+            context = title | chunk_stems(chunk) | {chunk_section(chunk)}
+            title_signal = _title_signal(intent, key_terms, title)
+            retrieval = 1.0 if high <= low else (scored.score - low) / (high - low)
+            for piece, text in enumerate(split_sentences(chunk.text)):
+                stems = text_stems(text)
+                if len(stems - STOP_WORDS) < opts.min_content_words:
+                    continue  # "In this section,-" and similar fragments say nothing
+                coverage = _coverage(key_terms, stems | context)
+                if coverage <= 0.0:
+                    continue
+                cue = 1.0 if has_intent_language(intent, text, key_terms) else 0.0
+                if intent is Intent.GENERAL:
+                    cue = 0.0
+                words = len(text.split())
+                overflow = max(0, words - opts.long_sentence_words) / opts.long_sentence_words
+                score = (
+                    opts.weight_terms * coverage
+                    + opts.weight_intent * cue
+                    + opts.weight_title * title_signal
+                    + opts.weight_retrieval * retrieval
+                    - opts.max_length_penalty * min(1.0, overflow)
+                )
+                if text.rstrip().endswith(":"):
+                    score *= 0.8  # a list introduction reads as an unfinished sentence
+                units.append(
+                    _Unit(
+                        position=position,
+                        piece=piece,
+                        sentence_index=chunk.sentence_index,
+                        text=text,
+                        semantic_id=chunk.semantic_id,
+                        doc_id=chunk.doc_id,
+                        stems=stems,
+                        score=score,
+                    )
+                )
+        return units
+
+    def _select(self, units: list[_Unit], synthesis_mode: bool) -> list[_Unit]:
+        opts = self._options
+        limit = opts.synthesis_max_sentences if synthesis_mode else opts.max_sentences
+        share = opts.synthesis_relative_threshold if synthesis_mode else opts.relative_threshold
+        top = max(unit.score for unit in units)
+        remaining = sorted(
+            (unit for unit in units if unit.score >= share * top),
+            key=lambda u: (-u.score, u.position, u.piece),
+        )
+        chosen: list[_Unit] = []
+        while remaining and len(chosen) < limit:
+            best_value = float("-inf")
+            best: _Unit | None = None
+            for unit in remaining:
+                similarity = max((_jaccard(unit.stems, c.stems) for c in chosen), default=0.0)
+                value = opts.mmr_lambda * unit.score - (1 - opts.mmr_lambda) * similarity
+                if synthesis_mode and any(c.doc_id == unit.doc_id for c in chosen):
+                    value -= opts.repeat_document_penalty
+                if value > best_value:
+                    best_value, best = value, unit
+            if best is None:
+                break
+            remaining.remove(best)
+            if any(_jaccard(best.stems, c.stems) >= opts.duplicate_similarity for c in chosen):
+                continue
+            chosen.append(best)
+        return chosen
+
+
+_TITLE_CUES: dict[Intent, frozenset[str]] = {
+    Intent.PUNISHMENT: frozenset({"punish", "penalty", "penalti"}),
+    Intent.DEFINITION: frozenset({"definition", "meaning"}),
+    Intent.SCOPE: frozenset({"extent", "application", "jurisdiction", "operation"}),
+    Intent.PROCEDURE: frozenset({"procedure", "manner", "application"}),
+}
+
+
+def _title_signal(intent: Intent, key_terms: KeyTerms, title: frozenset[str]) -> float:
+    """How well a section title says "this provision answers the question" (0..1).
+
+    Statute titles are strong signals: "Punishment for theft", "Definition of criminal
+    conspiracy", and a title that is just the defined term ("Theft", "Public servant").
+    """
+    if not title:
+        return 0.0
+    coverage = _coverage(key_terms, title)
+    if intent is Intent.GENERAL:
+        return coverage
+    cue = bool(title & _TITLE_CUES.get(intent, frozenset()))
+    if intent is Intent.DEFINITION and key_terms.terms and title <= set(key_terms.terms):
+        cue = True
+    return (coverage + 1.0) / 2 if cue else coverage / 2
+
+
+def _coverage(key_terms: KeyTerms, stems: frozenset[str]) -> float:
+    wanted = key_terms.effective
+    if not wanted:
+        # Only a section was named and the chunk is from it (checked by the caller).
+        return 1.0 if key_terms.sections else 0.0
+    return sum(1 for term in wanted if term in stems) / len(wanted)
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    union = len(a | b)
+    return len(a & b) / union if union else 0.0
+
+
+def _reading_order(chosen: list[_Unit]) -> list[_Unit]:
+    """Best sentence first; sentences of one document stay together, in document order."""
+    first_rank: dict[str, int] = {}
+    for rank, unit in enumerate(chosen):
+        first_rank.setdefault(unit.doc_id, rank)
+    return sorted(chosen, key=lambda u: (first_rank[u.doc_id], u.sentence_index, u.piece))
+
+
+def _cite(unit: _Unit) -> str:
+    return f"{_TRAILING.sub('', unit.text)} [{unit.semantic_id}]."

@@ -1,0 +1,225 @@
+"""Generator for OpenAI-compatible endpoints (OpenAI, vLLM, llama.cpp, Ollama); imports openai."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
+
+from services.synthesis.generation import (
+    GenerationError,
+    GenerationFailure,
+    GenerationRequest,
+    GenerationResult,
+    TokenUsage,
+)
+from services.synthesis.prompt import Prompt, build_prompt
+
+logger = logging.getLogger(__name__)
+
+_MAX_ERROR_DETAIL = 200
+
+
+@dataclass(frozen=True, slots=True)
+class OpenAISettings:
+    """Endpoint and sampling settings; temperature is always 0 (not configurable on purpose).
+
+    ``api_key`` is excluded from ``repr``; use a placeholder such as ``"none"`` for local
+    servers that ignore it. ``seed`` None sends no seed (some servers reject the field).
+    """
+
+    base_url: str
+    model: str
+    api_key: str = field(default="none", repr=False)
+    timeout_s: float = 30.0
+    max_tokens: int = 512
+    seed: int | None = 0
+    stream: bool = False
+    max_history_turns: int = 4
+
+    def __post_init__(self) -> None:
+        if not self.base_url or not self.model:
+            raise ValueError("base_url and model are required")
+        if self.timeout_s <= 0 or self.max_tokens <= 0:
+            raise ValueError("timeout_s and max_tokens must be positive")
+
+
+class OpenAIGenerator:
+    """Drafts answers with ``chat.completions`` at temperature 0, no retries, bounded time.
+
+    Every failure becomes ``GenerationError`` with a reason code and a message that never
+    contains the API key (messages are redacted and the library exception is not chained,
+    because its request object carries the ``Authorization`` header).
+    """
+
+    def __init__(
+        self, settings: OpenAISettings, *, client: openai.AsyncOpenAI | None = None
+    ) -> None:
+        self._settings = settings
+        self._secret = settings.api_key
+        self._client = client or openai.AsyncOpenAI(
+            base_url=settings.base_url,
+            api_key=settings.api_key,
+            timeout=settings.timeout_s,
+            max_retries=0,
+        )
+
+    def __repr__(self) -> str:
+        s = self._settings
+        return f"OpenAIGenerator(base_url={s.base_url!r}, model={s.model!r}, stream={s.stream})"
+
+    @property
+    def name(self) -> str:
+        """The generator's name in requests and results."""
+        return "openai"
+
+    @property
+    def model(self) -> str:
+        """The model name sent to the endpoint."""
+        return self._settings.model
+
+    async def aclose(self) -> None:
+        """Close the HTTP connection pool."""
+        await self._client.close()
+
+    def prompt_for(self, request: GenerationRequest) -> Prompt:
+        """The prompt this generator sends for ``request``."""
+        return build_prompt(
+            request.question,
+            [scored.chunk for scored in request.evidence],
+            history=request.history,
+            max_history_turns=self._settings.max_history_turns,
+            synthesis_mode=request.synthesis_mode,
+        )
+
+    async def generate(self, request: GenerationRequest, *, timeout_s: float) -> GenerationResult:
+        """One completion within ``min(timeout_s, settings.timeout_s)``; no retry."""
+        timeout = min(timeout_s, self._settings.timeout_s)
+        if timeout <= 0:
+            raise GenerationError(GenerationFailure.LLM_TIMEOUT, "no time left for generation")
+        messages: list[ChatCompletionMessageParam] = [
+            {"role": m.role, "content": m.content}  # type: ignore[misc]
+            for m in self.prompt_for(request).messages
+        ]
+        try:
+            # The client timeout bounds each read; this bounds the whole call, streams included.
+            async with asyncio.timeout(timeout):
+                if self._settings.stream:
+                    return await self._streamed(messages, timeout)
+                return await self._single(messages, timeout)
+        except GenerationError:
+            raise
+        # `from None`: the library's exception holds the request, Authorization header included.
+        except (TimeoutError, openai.APITimeoutError):
+            timed_out = f"no answer within {timeout:.2f}s"
+            raise self._fail(GenerationFailure.LLM_TIMEOUT, timed_out) from None
+        except openai.APIStatusError as exc:
+            status = f"HTTP {exc.status_code}: {exc.message}"
+            raise self._fail(GenerationFailure.LLM_HTTP_ERROR, status) from None
+        except openai.APIConnectionError as exc:
+            raise self._fail(GenerationFailure.LLM_UNREACHABLE, str(exc)) from None
+        except (openai.OpenAIError, ValueError) as exc:
+            # JSON that does not parse (ValueError) or a body that fails response validation.
+            malformed = type(exc).__name__
+            raise self._fail(GenerationFailure.LLM_MALFORMED_OUTPUT, malformed) from None
+
+    def _base_args(self, messages: list[ChatCompletionMessageParam], budget_s: float) -> Any:
+        args: dict[str, Any] = {
+            "model": self._settings.model,
+            "messages": messages,
+            "temperature": 0,
+            "max_tokens": self._settings.max_tokens,
+            "timeout": budget_s,
+        }
+        if self._settings.seed is not None:
+            args["seed"] = self._settings.seed
+        return args
+
+    async def _single(
+        self, messages: list[ChatCompletionMessageParam], budget_s: float
+    ) -> GenerationResult:
+        completion: ChatCompletion = await self._client.chat.completions.create(
+            **self._base_args(messages, budget_s)
+        )
+        choices = getattr(completion, "choices", None)
+        if not choices:
+            raise self._fail(GenerationFailure.LLM_MALFORMED_OUTPUT, "response has no choices")
+        choice = choices[0]
+        content = choice.message.content if choice.message is not None else None
+        usage = None
+        if completion.usage is not None:
+            usage = TokenUsage(
+                prompt_tokens=completion.usage.prompt_tokens,
+                completion_tokens=completion.usage.completion_tokens,
+                total_tokens=completion.usage.total_tokens,
+            )
+        return self._result(content, choice.finish_reason, usage)
+
+    async def _streamed(
+        self, messages: list[ChatCompletionMessageParam], budget_s: float
+    ) -> GenerationResult:
+        stream = await self._client.chat.completions.create(
+            **self._base_args(messages, budget_s), stream=True
+        )
+        parts: list[str] = []
+        finish_reason: str | None = None
+        usage: TokenUsage | None = None
+        try:
+            async for chunk in stream:
+                if chunk.usage is not None:
+                    usage = TokenUsage(
+                        prompt_tokens=chunk.usage.prompt_tokens,
+                        completion_tokens=chunk.usage.completion_tokens,
+                        total_tokens=chunk.usage.total_tokens,
+                    )
+                if not chunk.choices:
+                    continue
+                choice = chunk.choices[0]
+                if choice.delta is not None and choice.delta.content:
+                    parts.append(choice.delta.content)
+                if choice.finish_reason is not None:
+                    finish_reason = choice.finish_reason
+        except openai.APIConnectionError as exc:
+            if isinstance(exc, openai.APITimeoutError):
+                raise
+            broke = f"stream broke after {sum(map(len, parts))} characters"
+            raise self._fail(GenerationFailure.LLM_STREAM_INTERRUPTED, broke) from None
+        if finish_reason is None:
+            raise self._fail(
+                GenerationFailure.LLM_STREAM_INTERRUPTED, "stream ended without a finish reason"
+            )
+        return self._result("".join(parts), finish_reason, usage)
+
+    def _result(
+        self, content: str | None, finish_reason: str | None, usage: TokenUsage | None
+    ) -> GenerationResult:
+        if finish_reason == "length":
+            # A draft cut at max_tokens ends mid-sentence; refusing beats delivering half a rule.
+            raise self._fail(GenerationFailure.LLM_TRUNCATED, "answer hit max_tokens")
+        if finish_reason in ("content_filter", "tool_calls", "function_call"):
+            raise self._fail(
+                GenerationFailure.LLM_MALFORMED_OUTPUT, f"finish_reason {finish_reason!r}"
+            )
+        if content is None or not content.strip():
+            raise self._fail(GenerationFailure.LLM_MALFORMED_OUTPUT, "empty answer")
+        return GenerationResult(
+            text=content.strip(),
+            generator=self.name,
+            model=self._settings.model,
+            usage=usage,
+            finish_reason=finish_reason or "stop",
+        )
+
+    def _fail(self, failure: GenerationFailure, detail: str) -> GenerationError:
+        message = self._redact(detail)[:_MAX_ERROR_DETAIL]
+        logger.warning("generation failed: %s: %s", failure.value, message)
+        return GenerationError(failure, message)
+
+    def _redact(self, text: str) -> str:
+        if self._secret and len(self._secret) >= 4:
+            return text.replace(self._secret, "[REDACTED]")
+        return text

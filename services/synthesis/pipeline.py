@@ -1,0 +1,638 @@
+"""Synthesis pipeline: retrieve, check sufficiency, generate, validate; only validated text leaves.
+
+    request -> retrieve -> sufficiency -> generate (temperature 0) -> resolve [1-3] -> validate
+                 |              |                |                                     |
+      errors propagate     insufficient:   GenerationError:                      rejected:
+      (UNAVAILABLE /       REFUSAL, the    REFUSAL,                              REFUSAL + report,
+      DEADLINE_EXCEEDED)   generator is    REFUSED_GENERATION_FAILED             REFUSED_VALIDATION_
+                           never called                                          FAILED
+
+The answer is always either text the validator accepted, byte for byte, or exactly ``REFUSAL``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
+
+from services.common.errors import (
+    DeadlineExceededError,
+    DependencyTimeoutError,
+    Violations,
+)
+from services.common.evidence import Chunk, ScoredChunk
+from services.common.intent import Intent, classify_intent
+from services.synthesis.generation import (
+    GenerationError,
+    GenerationFailure,
+    GenerationRequest,
+    GenerationResult,
+    Generator,
+    TokenUsage,
+    Turn,
+)
+from services.synthesis.prompt import group_by_document, is_synthesis_mode, source_documents
+from services.synthesis.sufficiency import (
+    SufficiencyDecision,
+    SufficiencyOptions,
+    assess_sufficiency,
+    extract_key_terms,
+)
+from services.validator.report import REFUSAL, ValidationReport, Verdict
+
+logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+SNIPPET_CHARS = 200
+
+
+class SynthesisStatus(enum.Enum):
+    """Outcome of one request; every status but ANSWERED carries exactly ``REFUSAL``."""
+
+    ANSWERED = "ANSWERED"
+    REFUSED_INSUFFICIENT_EVIDENCE = "REFUSED_INSUFFICIENT_EVIDENCE"
+    REFUSED_VALIDATION_FAILED = "REFUSED_VALIDATION_FAILED"
+    REFUSED_GENERATION_FAILED = "REFUSED_GENERATION_FAILED"
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievedEvidence:
+    """What the retrieval service returned: ranked chunks, its intent, cache use, stage timings."""
+
+    chunks: Sequence[ScoredChunk]
+    intent: Intent | None = None
+    cache_hit: bool = False
+    timings_ms: Mapping[str, float] = field(default_factory=dict)
+
+
+class EvidenceRetriever(Protocol):
+    """Retrieval client. Raises DependencyUnavailableError / DependencyTimeoutError on failure."""
+
+    async def retrieve(
+        self,
+        query: str,
+        *,
+        top_k: int,
+        acts: Sequence[str],
+        doc_ids: Sequence[str],
+        timeout_s: float,
+    ) -> RetrievedEvidence:
+        """The ``top_k`` best chunks for ``query``, optionally restricted to acts / documents."""
+        ...
+
+
+class AnswerValidator(Protocol):
+    """Validator client. Raises DependencyUnavailableError / DependencyTimeoutError on failure."""
+
+    async def validate(
+        self, answer: str, evidence: Sequence[Chunk], *, timeout_s: float
+    ) -> ValidationReport:
+        """The validator's verdict on ``answer`` against ``evidence``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class SynthesisRequest:
+    """One question. ``history`` holds earlier turns (oldest first); ``generator`` picks one by
+    name (None = the default generator)."""
+
+    question: str
+    top_k: int = 5
+    acts: tuple[str, ...] = ()
+    doc_ids: tuple[str, ...] = ()
+    history: tuple[Turn, ...] = ()
+    generator: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineSettings:
+    """Per-stage time limits (each call gets ``min(remaining deadline, limit)``) and knobs."""
+
+    retrieval_timeout_s: float = 2.0
+    generation_timeout_s: float = 30.0
+    validation_timeout_s: float = 2.0
+    max_top_k: int = 50
+    max_question_chars: int = 2000
+    history_turns: int = 4
+    sufficiency: SufficiencyOptions = field(default_factory=SufficiencyOptions)
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """One cited evidence sentence with its provenance.
+
+    ``text`` is the exact evidence sentence, ``snippet`` at most 200 characters of it, and
+    ``answer_sentences`` the 0-based indices of the answer sentences that cite it.
+    """
+
+    semantic_id: str
+    doc_id: str
+    text: str
+    snippet: str
+    act: str
+    section: str
+    sentence_index: int
+    url: str
+    score: float
+    answer_sentences: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentCitations:
+    """The citations of one source document, in order of first citation."""
+
+    doc_id: str
+    title: str
+    act: str
+    act_name: str
+    section: str
+    url: str
+    citations: tuple[Citation, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SynthesisResult:
+    """The pipeline's answer. ``answer`` is validated text or exactly ``REFUSAL``.
+
+    ``refusal_code`` is a stable UPPER_SNAKE code (``INSUFFICIENT_EVIDENCE``, ``LLM_TIMEOUT``,
+    ``VALIDATION_FAILED`` ...) and ``refusal_reason`` a sentence; both are "" when answered.
+    ``validation`` is None when validation did not run; ``evidence`` is the list the generator
+    saw (compact citation ``[n]`` is ``evidence[n-1]``).
+    """
+
+    status: SynthesisStatus
+    answer: str
+    refusal_code: str
+    refusal_reason: str
+    sufficiency: SufficiencyDecision
+    intent: Intent
+    evidence: tuple[ScoredChunk, ...]
+    citations: tuple[DocumentCitations, ...] = ()
+    validation: ValidationReport | None = None
+    timings_ms: Mapping[str, float] = field(default_factory=dict)
+    usage: TokenUsage | None = None
+    synthesis_mode: bool = False
+    source_doc_count: int = 0
+    generator: str = ""
+    model: str = ""
+    retrieval_query: str = ""
+    cache_hit: bool = False
+
+    @property
+    def answered(self) -> bool:
+        """True when ``answer`` is a validated answer rather than the refusal."""
+        return self.status is SynthesisStatus.ANSWERED
+
+
+# --- compact citations ---------------------------------------------------------------------
+
+_BRACKET = re.compile(r"\[([^\[\]\n]{1,200})\]")
+_ITEM_SEPARATOR = re.compile(r"\s*[,;]\s*")
+_NUMBER = re.compile(r"\d+")
+_RANGE = re.compile(r"(\d+)\s*[-‐–—]\s*(\d+)")
+
+
+def resolve_compact_citations(text: str, evidence_ids: Sequence[str]) -> str:
+    """Rewrite ``[2]``, ``[1-3]``, ``[1, 4]`` as ``[ID_a][ID_b]...`` (1-based evidence positions).
+
+    Same rules as the validator (services/validator/citations.py): an item equal to an evidence
+    id is that id, otherwise digits are positions. Only brackets holding a number are touched.
+    A bracket with a number out of range, a reversed range or an unknown item is left exactly
+    as written, so the validator reports it as a malformed or invalid citation instead of the
+    draft being silently repaired.
+    """
+    known = set(evidence_ids)
+    count = len(evidence_ids)
+
+    def rewrite(match: re.Match[str]) -> str:
+        items = [item for item in _ITEM_SEPARATOR.split(match.group(1).strip()) if item]
+        if not any(_NUMBER.fullmatch(i) or _RANGE.fullmatch(i) for i in items):
+            return match.group(0)
+        ids: list[str] = []
+        for item in items:
+            if item in known:
+                ids.append(item)  # an all-digit evidence id is that id, not a position
+            elif _NUMBER.fullmatch(item):
+                number = int(item)
+                if not 1 <= number <= count:
+                    return match.group(0)
+                ids.append(evidence_ids[number - 1])
+            elif span := _RANGE.fullmatch(item):
+                first, last = int(span.group(1)), int(span.group(2))
+                if not 1 <= first <= last <= count:
+                    return match.group(0)
+                ids.extend(evidence_ids[first - 1 : last])
+            else:
+                return match.group(0)
+        return "".join(f"[{semantic_id}]" for semantic_id in dict.fromkeys(ids))
+
+    return _BRACKET.sub(rewrite, text)
+
+
+# --- follow-up questions -------------------------------------------------------------------
+
+_CONTINUATION = re.compile(
+    r"^\s*(and|but|also|so|then|what about|how about|what if|same)\b", re.IGNORECASE
+)
+_ANAPHORA = re.compile(
+    r"\b(it|its|this|these|those|they|them|their|such|the same|the above|said)\b", re.IGNORECASE
+)
+
+
+def previous_user_question(history: Sequence[Turn], max_turns: int) -> str | None:
+    """The last user turn among the last ``max_turns`` turns, if any."""
+    recent = list(history)[-max_turns:] if max_turns > 0 else []
+    for turn in reversed(recent):
+        if turn.role == "user" and turn.text.strip():
+            return turn.text.strip()
+    return None
+
+
+def is_follow_up(question: str) -> bool:
+    """Elliptical follow-up: starts with a continuation, points back, or names nothing itself."""
+    terms = extract_key_terms(question)
+    return bool(
+        _CONTINUATION.search(question)
+        or _ANAPHORA.search(question)
+        or not (terms.terms or terms.sections)
+    )
+
+
+# --- pipeline ------------------------------------------------------------------------------
+
+
+class SynthesisPipeline:
+    """request → retrieve → sufficiency → generate → resolve citations → validate → result.
+
+    Fails closed: retrieval and validation errors propagate (never an unvalidated answer);
+    generator failures, insufficient evidence and rejected drafts become the refusal.
+    ``generators`` adds generators a request may select by name besides ``generator``.
+    """
+
+    def __init__(
+        self,
+        retriever: EvidenceRetriever,
+        validator: AnswerValidator,
+        generator: Generator,
+        settings: PipelineSettings | None = None,
+        *,
+        generators: Sequence[Generator] = (),
+    ) -> None:
+        self._retriever = retriever
+        self._validator = validator
+        self._default = generator
+        self._generators: dict[str, Generator] = {g.name: g for g in (generator, *generators)}
+        self._settings = settings or PipelineSettings()
+
+    @property
+    def generator_names(self) -> tuple[str, ...]:
+        """Names a request's ``generator`` field may use."""
+        return tuple(self._generators)
+
+    async def answer(
+        self, request: SynthesisRequest, *, deadline: float | None = None
+    ) -> SynthesisResult:
+        """Answer ``request`` by ``deadline`` (a ``time.monotonic()`` value; None = no deadline).
+
+        Raises InvalidInputError for a bad request, DeadlineExceededError when the deadline runs
+        out, and lets the retriever's / validator's DependencyError through.
+        """
+        started = time.perf_counter()
+        generator = self._check(request)
+        settings = self._settings
+        timings: dict[str, float] = {}
+        question = request.question.strip()
+
+        previous = previous_user_question(request.history, settings.history_turns)
+        follow_up = previous is not None and is_follow_up(question)
+        retrieval_query = f"{previous} {question}" if follow_up else question
+        intent = classify_intent(question)
+        if follow_up and intent is Intent.GENERAL:
+            intent = classify_intent(retrieval_query)
+        terms = extract_key_terms(question)
+        focus = question if (terms.terms or terms.sections) else retrieval_query
+
+        mark = time.perf_counter()
+        retrieved = await self._bounded(
+            "retrieval",
+            deadline,
+            settings.retrieval_timeout_s,
+            lambda timeout_s: self._retriever.retrieve(
+                retrieval_query,
+                top_k=request.top_k,
+                acts=request.acts,
+                doc_ids=request.doc_ids,
+                timeout_s=timeout_s,
+            ),
+        )
+        timings["retrieval"] = _ms_since(mark)
+        for stage, ms in retrieved.timings_ms.items():
+            timings[f"retrieval.{stage}"] = ms
+
+        evidence = _dedupe(retrieved.chunks)[: request.top_k]
+        mark = time.perf_counter()
+        decision = assess_sufficiency(focus, intent, evidence, settings.sufficiency)
+        timings["sufficiency"] = _ms_since(mark)
+
+        synthesis = is_synthesis_mode([s.chunk for s in evidence])
+        if synthesis:
+            evidence = group_by_document(evidence)
+        base = _Base(
+            sufficiency=decision,
+            intent=intent,
+            evidence=tuple(evidence),
+            synthesis_mode=synthesis,
+            source_doc_count=len(source_documents([s.chunk for s in evidence])),
+            generator=generator.name,
+            retrieval_query=retrieval_query,
+            cache_hit=retrieved.cache_hit,
+            timings=timings,
+            started=started,
+        )
+        if not decision.sufficient:
+            return base.refuse(
+                SynthesisStatus.REFUSED_INSUFFICIENT_EVIDENCE,
+                "INSUFFICIENT_EVIDENCE",
+                f"{decision.reason} ({decision.failed.value if decision.failed else ''})",
+            )
+
+        generation = GenerationRequest(
+            question=question,
+            evidence=tuple(evidence),
+            intent=intent,
+            focus_question=focus,
+            history=tuple(request.history)[-settings.history_turns :]
+            if settings.history_turns > 0
+            else (),
+            synthesis_mode=synthesis,
+        )
+        mark = time.perf_counter()
+        try:
+            draft = await self._generate(generator, generation, deadline)
+        except GenerationError as error:
+            timings["generation"] = _ms_since(mark)
+            return base.refuse(
+                SynthesisStatus.REFUSED_GENERATION_FAILED, error.reason, error.message
+            )
+        timings["generation"] = _ms_since(mark)
+        base.usage, base.model = draft.usage, draft.model
+
+        text = resolve_compact_citations(
+            draft.text.strip(), [s.chunk.semantic_id for s in evidence]
+        )
+        if _is_refusal(text):
+            return base.refuse(
+                SynthesisStatus.REFUSED_INSUFFICIENT_EVIDENCE,
+                "GENERATOR_DECLINED",
+                "the generator found that the evidence does not answer the question",
+            )
+
+        mark = time.perf_counter()
+        report = await self._bounded(
+            "validator",
+            deadline,
+            settings.validation_timeout_s,
+            lambda timeout_s: self._validator.validate(
+                text, [s.chunk for s in evidence], timeout_s=timeout_s
+            ),
+        )
+        timings["validation"] = _ms_since(mark)
+        if report.verdict is Verdict.GROUNDED:
+            return base.answered(text, report)
+        if report.verdict is Verdict.REFUSAL:
+            return base.refuse(
+                SynthesisStatus.REFUSED_INSUFFICIENT_EVIDENCE,
+                "GENERATOR_DECLINED",
+                "the generator found that the evidence does not answer the question",
+                report,
+            )
+        return base.refuse(
+            SynthesisStatus.REFUSED_VALIDATION_FAILED,
+            "VALIDATION_FAILED",
+            f"the draft failed validation: {report.reason.value}",
+            report,
+        )
+
+    def _check(self, request: SynthesisRequest) -> Generator:
+        settings = self._settings
+        violations = Violations()
+        question = request.question.strip()
+        violations.check(bool(question), "question", "must not be empty")
+        violations.check(
+            len(question) <= settings.max_question_chars,
+            "question",
+            f"must be at most {settings.max_question_chars} characters",
+        )
+        violations.check(
+            1 <= request.top_k <= settings.max_top_k,
+            "top_k",
+            f"must be between 1 and {settings.max_top_k}",
+        )
+        for index, turn in enumerate(request.history):
+            violations.check(
+                turn.role in ("user", "assistant"),
+                f"history[{index}].role",
+                "must be 'user' or 'assistant'",
+            )
+        name = request.generator or self._default.name
+        violations.check(
+            name in self._generators,
+            "generator",
+            f"unknown generator {name!r}; available: {', '.join(self._generators)}",
+        )
+        violations.raise_if_any()
+        return self._generators[name]
+
+    async def _bounded(
+        self,
+        dependency: str,
+        deadline: float | None,
+        limit_s: float,
+        call: Callable[[float], Awaitable[_T]],
+    ) -> _T:
+        """Run a dependency call with ``min(remaining, limit)``; enforce it even if it hangs."""
+        budget = _budget(deadline, limit_s, dependency)
+        try:
+            async with asyncio.timeout(budget):
+                return await call(budget)
+        except TimeoutError:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise DeadlineExceededError(f"deadline exceeded during {dependency}") from None
+            raise DependencyTimeoutError(dependency, f"no answer within {budget:.3f}s") from None
+
+    async def _generate(
+        self, generator: Generator, request: GenerationRequest, deadline: float | None
+    ) -> GenerationResult:
+        budget = _budget(deadline, self._settings.generation_timeout_s, "generation")
+        try:
+            async with asyncio.timeout(budget):
+                return await generator.generate(request, timeout_s=budget)
+        except (TimeoutError, GenerationError) as error:
+            # A caller that is gone gets DEADLINE_EXCEEDED, not a refusal it cannot read.
+            if deadline is not None and time.monotonic() >= deadline:
+                raise DeadlineExceededError("deadline exceeded during generation") from None
+            if isinstance(error, GenerationError):
+                raise
+            late = f"no draft within {budget:.3f}s"
+            raise GenerationError(GenerationFailure.LLM_TIMEOUT, late) from None
+
+
+def _budget(deadline: float | None, limit_s: float, stage: str) -> float:
+    if deadline is None:
+        return limit_s
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise DeadlineExceededError(f"deadline exceeded before {stage}")
+    return min(remaining, limit_s)
+
+
+def _ms_since(mark: float) -> float:
+    return (time.perf_counter() - mark) * 1000.0
+
+
+def _dedupe(chunks: Sequence[ScoredChunk]) -> list[ScoredChunk]:
+    seen: set[str] = set()
+    unique: list[ScoredChunk] = []
+    for scored in chunks:
+        if scored.chunk.semantic_id not in seen:
+            seen.add(scored.chunk.semantic_id)
+            unique.append(scored)
+    return unique
+
+
+def _is_refusal(text: str) -> bool:
+    """The draft is the refusal sentence (ignoring case, spacing and final punctuation)."""
+
+    def norm(value: str) -> str:
+        return " ".join(value.casefold().rstrip(" .").split())
+
+    return norm(text) == norm(REFUSAL)
+
+
+def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
+    """``text`` shortened to at most ``limit`` characters at a word boundary, with an ellipsis."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    if " " in cut:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def build_citations(
+    report: ValidationReport, evidence: Sequence[ScoredChunk]
+) -> tuple[DocumentCitations, ...]:
+    """Citations grouped by document, from the ids the validator found in each sentence."""
+    by_id = {scored.chunk.semantic_id: scored for scored in evidence}
+    sentences: dict[str, list[int]] = {}
+    for sentence in report.sentences:
+        for semantic_id in sentence.cited_ids:
+            sentences.setdefault(semantic_id, []).append(sentence.index)
+    for semantic_id in report.cited_ids:
+        sentences.setdefault(semantic_id, [])
+    groups: dict[str, list[Citation]] = {}
+    for semantic_id, indices in sentences.items():
+        scored = by_id.get(semantic_id)
+        if scored is None:
+            continue  # an accepted report only cites evidence; skip anything else defensively
+        chunk = scored.chunk
+        groups.setdefault(chunk.doc_id, []).append(
+            Citation(
+                semantic_id=semantic_id,
+                doc_id=chunk.doc_id,
+                text=chunk.text,
+                snippet=snippet(chunk.text),
+                act=chunk.act,
+                section=chunk.section,
+                sentence_index=chunk.sentence_index,
+                url=chunk.url,
+                score=scored.score,
+                answer_sentences=tuple(dict.fromkeys(indices)),
+            )
+        )
+    documents: list[DocumentCitations] = []
+    for doc_id, citations in groups.items():
+        first = by_id[citations[0].semantic_id].chunk
+        documents.append(
+            DocumentCitations(
+                doc_id=doc_id,
+                title=first.title,
+                act=first.act,
+                act_name=first.act_name,
+                section=first.section,
+                url=first.url,
+                citations=tuple(citations),
+            )
+        )
+    return tuple(documents)
+
+
+@dataclass(slots=True)
+class _Base:
+    """Fields every result of one request shares; builds the final results."""
+
+    sufficiency: SufficiencyDecision
+    intent: Intent
+    evidence: tuple[ScoredChunk, ...]
+    synthesis_mode: bool
+    source_doc_count: int
+    generator: str
+    retrieval_query: str
+    cache_hit: bool
+    timings: dict[str, float]
+    started: float
+    usage: TokenUsage | None = None
+    model: str = ""
+
+    def refuse(
+        self,
+        status: SynthesisStatus,
+        code: str,
+        reason: str,
+        report: ValidationReport | None = None,
+    ) -> SynthesisResult:
+        logger.info("refused: status=%s code=%s reason=%s", status.value, code, reason)
+        return self._result(status, REFUSAL, code, reason, report, ())
+
+    def answered(self, text: str, report: ValidationReport) -> SynthesisResult:
+        logger.info("answered: %d cited ids", len(report.cited_ids))
+        citations = build_citations(report, self.evidence)
+        return self._result(SynthesisStatus.ANSWERED, text, "", "", report, citations)
+
+    def _result(
+        self,
+        status: SynthesisStatus,
+        answer: str,
+        code: str,
+        reason: str,
+        report: ValidationReport | None,
+        citations: tuple[DocumentCitations, ...],
+    ) -> SynthesisResult:
+        self.timings["total"] = _ms_since(self.started)
+        return SynthesisResult(
+            status=status,
+            answer=answer,
+            refusal_code=code,
+            refusal_reason=reason,
+            sufficiency=self.sufficiency,
+            intent=self.intent,
+            evidence=self.evidence,
+            citations=citations,
+            validation=report,
+            timings_ms=dict(self.timings),
+            usage=self.usage,
+            synthesis_mode=self.synthesis_mode,
+            source_doc_count=self.source_doc_count,
+            generator=self.generator,
+            model=self.model,
+            retrieval_query=self.retrieval_query,
+            cache_hit=self.cache_hit,
+        )

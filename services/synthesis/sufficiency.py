@@ -1,0 +1,453 @@
+"""Evidence sufficiency: decide, before any generation, whether retrieved evidence can answer."""
+
+from __future__ import annotations
+
+import enum
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from services.common.evidence import Chunk, ScoredChunk
+from services.common.intent import Intent
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Function words carry no topic; question words say what kind of answer is wanted, not about what.
+STOP_WORDS = _words(
+    """
+    a about above after again against all also am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each either else
+    ever every few for from further had has have having he her here hers herself him himself his
+    how however i if in into is it its itself just me might more most must my myself no nor not
+    now of off on once only or other ought our ours ourselves out over own per same shall she
+    should so some such than that the their theirs them themselves then there these they this
+    those through thus to too under until up upon us very via was we were what whatever when
+    where whether which while who whom whose why will with within without would yet you your
+    yours yourself
+    according anything detail details describe explain give kind list please regarding say says
+    something tell type way ways
+    someone somebody anyone anybody consider considered context text provide provides provided
+    state states stated concern concerns pertain pertains cover covers covered describes
+    described entail entails scenario situation consequence consequences possible related
+    relate relates refer refers referred mention mentioned mentions deal deals talk discuss
+    discusses address addresses specify specifies specified found content contents
+    """
+)
+
+# Words that only name the kind of answer wanted; the intent rule checks for them instead.
+CUE_WORDS = _words(
+    """
+    define defined definition definitions meaning meanings mean means denote denotes
+    punishment punishments punish punished punishable penalty penalties sentence sentences
+    procedure procedures process steps step
+    extent scope applicability applicable apply applies
+    """
+)
+
+# Words naming the corpus itself; they only count when a question has nothing more specific.
+GENERIC_WORDS = _words(
+    """
+    act acts code codes law laws legal provision provisions statute statutes section sections
+    chapter chapters clause clauses article articles ipc crpc cpc iea nia mva indian penal india
+    offence offences offense offenses
+    """
+)
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+_SECTION_NUMBER = r"\d+(?:-?[a-z])?"
+# "section 420", "sections 378 and 379", "s. 302", "law 420", "article 21", "IPC 498A".
+_SECTION_REF = re.compile(
+    r"(?:\bsections?|\bsecs?\.?|\bss?\.|\blaws?|\barticles?|\barts?\.|§+"
+    r"|\b(?:ipc|crpc|cpc|iea|nia|mva)(?:\s+(?:section|s\.))?)"
+    rf"\s*({_SECTION_NUMBER}(?:\s*(?:,|and|or|&)\s*{_SECTION_NUMBER})*)\b",
+    re.I,
+)
+_NUMBER_IN_REF = re.compile(_SECTION_NUMBER, re.I)
+
+
+def stem(word: str) -> str:
+    """A light suffix stripper so ``cheats``/``cheating``/``cheated`` and ``punishable`` match.
+
+    Deliberately conservative (plural, -ing, -ed, -ment, -able, -ly, final e): it is applied to
+    both question and evidence, so it only has to be consistent, not linguistically exact.
+    """
+    w = word.lower()
+    if len(w) <= 3 or w.isdigit():
+        return w
+    if w.endswith("ies") and len(w) > 4:
+        w = w[:-3] + "y"
+    elif w.endswith("sses"):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    for suffix in ("ments", "ment", "able", "ible", "ing", "ed", "ly"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            w = w[: -len(suffix)]
+            # "committed" -> "committ" -> "commit"; keep "ll"/"ss" (e.g. "killed" -> "kill").
+            if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "lsz" and w[-1] not in "aeiou":
+                w = w[:-1]
+            break
+    if w.endswith("e") and len(w) > 3:
+        w = w[:-1]
+    return w
+
+
+def normalise_section(section: str) -> str:
+    """``"498-A"`` and ``"498 a"`` both become ``"498a"``."""
+    return re.sub(r"[\s\-]", "", section).lower()
+
+
+@dataclass(frozen=True, slots=True)
+class KeyTerms:
+    """What a question is about: stemmed content terms, corpus words and section references.
+
+    ``terms`` are specific content words; ``generic`` are corpus words (``IPC``, ``code``) used
+    only when ``terms`` is empty; ``sections`` are normalised section numbers (``"420"``).
+    """
+
+    terms: tuple[str, ...]
+    generic: tuple[str, ...]
+    sections: tuple[str, ...]
+
+    @property
+    def effective(self) -> tuple[str, ...]:
+        """The terms a chunk must match: specific ones when present, else generic ones (unless
+        a section is named: "section 379 ... in law" needs no chunk saying "law")."""
+        if self.terms or self.sections:
+            return self.terms
+        return self.generic
+
+    @property
+    def is_empty(self) -> bool:
+        """True when the question names nothing a chunk could match."""
+        return not (self.terms or self.generic or self.sections)
+
+
+def extract_key_terms(question: str) -> KeyTerms:
+    """Drop stop, question and cue words; keep section references as their own key terms."""
+    text = question.lower()
+    sections: list[str] = []
+    for match in _SECTION_REF.finditer(text):
+        sections.extend(normalise_section(n) for n in _NUMBER_IN_REF.findall(match.group(1)))
+    remainder = _SECTION_REF.sub(" ", text)
+    terms: list[str] = []
+    generic: list[str] = []
+    for token in _TOKEN.findall(remainder):
+        if token in STOP_WORDS or token in CUE_WORDS:
+            continue
+        if token in GENERIC_WORDS:
+            _append_unique(generic, stem(token))
+        elif len(token) > 1 or token.isdigit():
+            _append_unique(terms, stem(token))
+    return KeyTerms(tuple(terms), tuple(generic), tuple(dict.fromkeys(sections)))
+
+
+def _append_unique(items: list[str], item: str) -> None:
+    if item not in items:
+        items.append(item)
+
+
+def text_stems(text: str) -> frozenset[str]:
+    """The stems of every word in ``text``."""
+    return frozenset(stem(token) for token in _TOKEN.findall(text.lower()))
+
+
+def chunk_stems(chunk: Chunk) -> frozenset[str]:
+    """Stems of a chunk's text and title, plus its act's acronym where the text names the act.
+
+    The acronym lets "the IPC" match a sentence saying "the Indian Penal Code" without making
+    every IPC sentence match a question that merely mentions the IPC.
+    """
+    words = f"{chunk.text} {chunk.title}".lower()
+    stems = text_stems(words)
+    act_name = re.sub(r",?\s*\d{4}$", "", chunk.act_name).lower()  # "Indian Penal Code, 1860"
+    if chunk.act and act_name and act_name in words:
+        stems |= {stem(chunk.act.lower())}
+    return stems
+
+
+def chunk_section(chunk: Chunk) -> str:
+    """The chunk's normalised section, falling back to the ``<ACT>_<SECTION>`` doc id."""
+    if chunk.section:
+        return normalise_section(chunk.section)
+    match = re.search(r"_([0-9]+[A-Za-z]?)$", chunk.doc_id)
+    return match.group(1).lower() if match else ""
+
+
+def term_coverage(key_terms: KeyTerms, chunk: Chunk) -> float:
+    """Share of the question's effective terms found in the chunk (0..1).
+
+    When the question names sections, a chunk from another section covers nothing. Bare numbers
+    also match the chunk's section. With only a section reference, a matching section covers all.
+    """
+    section = chunk_section(chunk)
+    if key_terms.sections and section not in key_terms.sections:
+        return 0.0
+    wanted = key_terms.effective
+    if not wanted:
+        return 1.0 if key_terms.sections else 0.0
+    stems = chunk_stems(chunk)
+    hits = sum(1 for term in wanted if term in stems or (term[0].isdigit() and term == section))
+    return hits / len(wanted)
+
+
+def required_hits(key_terms: KeyTerms, options: SufficiencyOptions) -> int:
+    """How many of the effective key terms a chunk must contain to be relevant.
+
+    ``ceil(min_term_coverage * n)``, capped at ``max_required_terms``: long, wordy questions
+    ("What is the possible sentence for someone who knowingly spreads a disease?") name many
+    words a provision need not repeat.
+    """
+    wanted = len(key_terms.effective)
+    if wanted == 0:
+        return 0
+    return max(1, min(math.ceil(options.min_term_coverage * wanted), options.max_required_terms))
+
+
+def is_relevant(key_terms: KeyTerms, chunk: Chunk, options: SufficiencyOptions) -> bool:
+    """The chunk is from a named section (if any) and holds enough of the key terms."""
+    coverage = term_coverage(key_terms, chunk)
+    if coverage <= 0.0:
+        return False
+    wanted = len(key_terms.effective)
+    if wanted == 0:
+        return True  # only sections were named, and the chunk is from one of them
+    return round(coverage * wanted) >= required_hits(key_terms, options)
+
+
+def _cue(*alternatives: str) -> re.Pattern[str]:
+    return re.compile("|".join(rf"\b(?:{a})\b" for a in alternatives), re.I)
+
+
+# Language that shows a chunk actually answers each kind of question (matched on chunk text).
+INTENT_LANGUAGE: dict[Intent, re.Pattern[str]] = {
+    Intent.DEFINITION: _cue(
+        # "means" as a verb, not the noun in "by means of", "by unlawful means".
+        r"(?<!by\s)(?<!any\s)(?<!unlawful\s)(?<!illegal\s)(?<!lawful\s)means?(?!\s+of\b)",
+        r"meaning",
+        r"defined(?:\s+as)?",
+        r"definition",
+        r"includes?",
+        r"(?:is|are)\s+said\s+to",
+        r"denotes?",
+        r"deemed",
+        r"commits?\s+the\s+offen[cs]e\s+of",
+        r"designated",
+        r"(?:is|are|be)\s+called",
+        r"known\s+as",
+        r"refers?\s+to",
+        r"amounts?\s+to",
+        r"constitutes?",
+    ),
+    Intent.PUNISHMENT: _cue(
+        r"punish(?:ed|able)\s+(?:with|by|as|under|in)",
+        r"imprison(?:ment|ed)",
+        r"fined?",
+        r"sentence\s+of\s+death",
+        r"(?:with|by)\s+death",
+        r"death\s+(?:penalty|sentence)",
+        r"penalty",
+        r"penalties",
+        r"forfeit\w*",
+    ),
+    Intent.PROCEDURE: _cue(
+        r"shall\s+(?:be\s+)?(?:\w+\s+)?(?:made|filed|submitted|presented|produced|recorded"
+        r"|reduced\s+to\s+writing|entered|signed|registered|forwarded|sent|issued|served|lodged"
+        r"|delivered|file|submit|present|produce|record|register|forward|send|issue|serve"
+        r"|lodge|deliver|inform|report|apply)",
+        r"may\s+(?:\w+\s+)?(?:apply|file|present|make\s+an\s+application|appeal|move)",
+        r"application",
+        r"procedure",
+        r"petition",
+        r"complaint",
+        r"appeal",
+        r"in\s+the\s+manner",
+        r"prescribed",
+        r"within\s+\w+\s+(?:days|weeks|months|hours)",
+        r"steps?",
+    ),
+    Intent.SCOPE: _cue(
+        r"extends?",
+        r"extended",
+        r"extent",
+        r"appl(?:y|ies|ied|icable|ication)",
+        r"whole\s+of\s+india",
+        r"jurisdiction",
+        r"(?:within|beyond|outside)\s+india",
+        r"territor\w*",
+        r"in\s+force",
+        r"citizens?",
+        r"shall\s+not\s+affect",
+    ),
+}
+
+
+def has_intent_language(intent: Intent, text: str, key_terms: KeyTerms | None = None) -> bool:
+    """True when ``text`` carries the language an answer of this intent needs.
+
+    GENERAL needs none. For definitions, "<...> is <term>" (``culpable homicide is murder``)
+    also counts when ``<term>`` is one of the question's key terms.
+    """
+    pattern = INTENT_LANGUAGE.get(intent)
+    if pattern is None:
+        return True
+    if pattern.search(text):
+        return True
+    if intent is Intent.DEFINITION and key_terms is not None:
+        lowered = text.lower()
+        for term in key_terms.terms:
+            if re.search(
+                rf"\b(?:is|are)\s+(?:(?:a|an|the)\s+)?[\"“‘']?{re.escape(term)}\w*\b", lowered
+            ):
+                return True
+    return False
+
+
+class Requirement(enum.Enum):
+    """One sufficiency requirement; a refusal names the first one that failed."""
+
+    EVIDENCE_PRESENT = "EVIDENCE_PRESENT"
+    QUESTION_HAS_KEY_TERMS = "QUESTION_HAS_KEY_TERMS"
+    MIN_SCORE = "MIN_SCORE"
+    SECTION_MATCH = "SECTION_MATCH"
+    KEY_TERM_MATCH = "KEY_TERM_MATCH"
+    DEFINITIONAL_LANGUAGE = "DEFINITIONAL_LANGUAGE"
+    PENALTY_LANGUAGE = "PENALTY_LANGUAGE"
+    PROCEDURAL_LANGUAGE = "PROCEDURAL_LANGUAGE"
+    SCOPE_LANGUAGE = "SCOPE_LANGUAGE"
+
+
+_INTENT_REQUIREMENT: dict[Intent, Requirement] = {
+    Intent.DEFINITION: Requirement.DEFINITIONAL_LANGUAGE,
+    Intent.PUNISHMENT: Requirement.PENALTY_LANGUAGE,
+    Intent.PROCEDURE: Requirement.PROCEDURAL_LANGUAGE,
+    Intent.SCOPE: Requirement.SCOPE_LANGUAGE,
+}
+
+_DESCRIPTIONS: dict[Requirement, str] = {
+    Requirement.EVIDENCE_PRESENT: "retrieval returned no evidence",
+    Requirement.QUESTION_HAS_KEY_TERMS: "the question names nothing the evidence could match",
+    Requirement.MIN_SCORE: "no evidence reached the minimum relevance score",
+    Requirement.SECTION_MATCH: "no evidence comes from the section(s) the question names",
+    Requirement.KEY_TERM_MATCH: "no evidence contains the question's key terms",
+    Requirement.DEFINITIONAL_LANGUAGE: "no relevant evidence contains definitional language",
+    Requirement.PENALTY_LANGUAGE: "no relevant evidence states a penalty",
+    Requirement.PROCEDURAL_LANGUAGE: "no relevant evidence describes a procedure",
+    Requirement.SCOPE_LANGUAGE: "no relevant evidence states an extent or applicability",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SufficiencyOptions:
+    """Thresholds. ``min_score`` is on retrieval's final score scale (set it to match)."""
+
+    min_score: float = 0.0
+    # With two key terms both must match ("capital" alone must not make an IPC chunk relevant
+    # to "What is the capital of France?"); with five, three; never more than three.
+    min_term_coverage: float = 0.6
+    max_required_terms: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class SufficiencyDecision:
+    """Whether the evidence can answer, and if not, the first requirement that failed.
+
+    ``relevant_ids`` passed the score and key-term checks; ``supporting_ids`` also carry the
+    intent's language. ``requirements`` lists every requirement checked, in order.
+    """
+
+    sufficient: bool
+    intent: Intent
+    key_terms: KeyTerms
+    requirements: tuple[Requirement, ...]
+    failed: Requirement | None = None
+    relevant_ids: tuple[str, ...] = ()
+    supporting_ids: tuple[str, ...] = ()
+    best_score: float = 0.0
+
+    @property
+    def reason(self) -> str:
+        """A sentence saying why the evidence is insufficient ("" when sufficient)."""
+        return "" if self.failed is None else _DESCRIPTIONS[self.failed]
+
+
+def assess_sufficiency(
+    question: str,
+    intent: Intent,
+    evidence: Sequence[ScoredChunk],
+    options: SufficiencyOptions | None = None,
+) -> SufficiencyDecision:
+    """Apply the checks in order; the first one that fails makes the evidence insufficient.
+
+    1. there is evidence; 2. the question has key terms; 3. some chunk reaches ``min_score``;
+    4. if the question names sections, some such chunk is from one of them; 5. some such chunk
+    holds ``required_hits`` of the key terms (it is *relevant*); 6. some relevant chunk carries
+    the intent's language (definitional, penalty, procedural, scope; none for general
+    questions), or, for a definition, is the provision titled with the asked term.
+    """
+    opts = options or SufficiencyOptions()
+    key_terms = extract_key_terms(question)
+    checked: list[Requirement] = []
+    best = max((scored.score for scored in evidence), default=0.0)
+
+    def decide(
+        failed: Requirement | None,
+        relevant: Iterable[ScoredChunk] = (),
+        supporting: Iterable[ScoredChunk] = (),
+    ) -> SufficiencyDecision:
+        return SufficiencyDecision(
+            sufficient=failed is None,
+            intent=intent,
+            key_terms=key_terms,
+            requirements=tuple(checked),
+            failed=failed,
+            relevant_ids=tuple(s.chunk.semantic_id for s in relevant),
+            supporting_ids=tuple(s.chunk.semantic_id for s in supporting),
+            best_score=best,
+        )
+
+    checked.append(Requirement.EVIDENCE_PRESENT)
+    if not evidence:
+        return decide(Requirement.EVIDENCE_PRESENT)
+    checked.append(Requirement.QUESTION_HAS_KEY_TERMS)
+    if key_terms.is_empty:
+        return decide(Requirement.QUESTION_HAS_KEY_TERMS)
+    checked.append(Requirement.MIN_SCORE)
+    scored = [s for s in evidence if s.score >= opts.min_score]
+    if not scored:
+        return decide(Requirement.MIN_SCORE)
+    if key_terms.sections:
+        checked.append(Requirement.SECTION_MATCH)
+        scored = [s for s in scored if chunk_section(s.chunk) in key_terms.sections]
+        if not scored:
+            return decide(Requirement.SECTION_MATCH)
+    checked.append(Requirement.KEY_TERM_MATCH)
+    relevant = [s for s in scored if is_relevant(key_terms, s.chunk, opts)]
+    if not relevant:
+        return decide(Requirement.KEY_TERM_MATCH)
+    requirement = _INTENT_REQUIREMENT.get(intent)
+    if requirement is None:
+        return decide(None, relevant, relevant)
+    checked.append(requirement)
+    supporting = [s for s in relevant if _supports(intent, s.chunk, key_terms)]
+    if not supporting:
+        return decide(requirement, relevant)
+    return decide(None, relevant, supporting)
+
+
+def _supports(intent: Intent, chunk: Chunk, key_terms: KeyTerms) -> bool:
+    """The chunk carries the intent's language; for a definition, a provision whose title is
+    exactly what the question asks about ("assault ... to deter public servant ...") also
+    describes it."""
+    if has_intent_language(intent, chunk.text, key_terms):
+        return True
+    if intent is Intent.DEFINITION and key_terms.terms:
+        # The title names exactly the asked term: "Murder" for "What is murder?", but not
+        # "Punishment for murder".
+        title = {stem(w) for w in _TOKEN.findall(chunk.title.lower()) if w not in STOP_WORDS}
+        return bool(title) and title == set(key_terms.terms)
+    return False

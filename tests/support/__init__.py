@@ -1,0 +1,1 @@
+"""Test support code shared across test packages (fake servers, builders)."""

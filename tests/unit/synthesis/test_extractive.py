@@ -1,0 +1,168 @@
+"""Extractive generator: focused, quoted, cited and deterministic answers from real IPC text."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import pytest
+
+from services.common.evidence import Chunk, ScoredChunk
+from services.common.intent import classify_intent
+from services.synthesis.extractive import ExtractiveGenerator, split_sentences
+from services.synthesis.generation import GenerationRequest
+from services.validator.report import REFUSAL, Verdict
+from tests.unit.synthesis.fakes import RuleValidator, chunk, scored
+
+KIDNAPPING = (
+    "Kidnapping is of two kinds: kidnapping from India, and kidnapping from lawful guardianship."
+)
+_CITED_SENTENCE = re.compile(r"(.+?) \[([A-Za-z0-9_]+)\]\.(?: |$)")
+
+CASES = [
+    (
+        "What is the punishment for cheating under section 420?",
+        ("IPC_420_0", "IPC_415_0", "IPC_417_0", "IPC_418_0"),
+    ),
+    ("What is theft?", ("IPC_379_0", "IPC_378_0", "IPC_380_0")),
+    ("What is the punishment for murder?", ("IPC_300_0", "IPC_302_0", "IPC_304_0")),
+    ("What does dishonestly mean?", ("IPC_24_0", "IPC_25_0", "IPC_23_0")),
+    ("What is the extent of the Indian Penal Code?", ("IPC_2_0", "IPC_1_0", "IPC_3_0")),
+]
+
+
+def request(
+    question: str, evidence: tuple[ScoredChunk, ...], *, synthesis_mode: bool = False
+) -> GenerationRequest:
+    return GenerationRequest(
+        question=question,
+        evidence=evidence,
+        intent=classify_intent(question),
+        synthesis_mode=synthesis_mode,
+    )
+
+
+async def compose(question: str, evidence: tuple[ScoredChunk, ...]) -> str:
+    result = await ExtractiveGenerator().generate(request(question, evidence), timeout_s=1.0)
+    return result.text
+
+
+class TestExtractiveGenerator:
+    async def test_generate_states_the_section_420_penalty(self, ipc: Mapping[str, Chunk]) -> None:
+        question, ids = CASES[0]
+
+        answer = await compose(question, scored(ipc, *ids))
+
+        assert answer.startswith("Whoever cheats and thereby dishonestly induces")
+        assert "seven years" in answer
+        assert answer.endswith("[IPC_420_0].")
+
+    async def test_generate_prefers_the_penalty_provision_over_the_definition(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        answer = await compose(
+            "What is the punishment for murder?", scored(ipc, "IPC_300_0", "IPC_302_0")
+        )
+
+        assert answer.startswith("Whoever commits murder shall be punished with death")
+
+    async def test_generate_prefers_the_definition_for_a_definition_question(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        answer = await compose("What is theft?", scored(ipc, "IPC_379_0", "IPC_378_0"))
+
+        assert answer.startswith("Whoever, intending to take dishonestly")
+        assert "[IPC_378_0]" in answer
+
+    @pytest.mark.parametrize(("question", "ids"), CASES)
+    async def test_generate_quotes_evidence_and_cites_every_sentence(
+        self, ipc: Mapping[str, Chunk], question: str, ids: tuple[str, ...]
+    ) -> None:
+        answer = await compose(question, scored(ipc, *ids))
+
+        sentences = _CITED_SENTENCE.findall(answer)
+        assert sentences, answer
+        assert "".join(f"{text} [{sid}]. " for text, sid in sentences).strip() == answer
+        for text, semantic_id in sentences:
+            assert semantic_id in ids
+            assert text in " ".join(ipc[semantic_id].text.split())
+
+    @pytest.mark.parametrize(("question", "ids"), CASES)
+    async def test_generate_passes_an_honest_validator(
+        self, ipc: Mapping[str, Chunk], question: str, ids: tuple[str, ...]
+    ) -> None:
+        evidence = scored(ipc, *ids)
+
+        report = await RuleValidator().validate(
+            await compose(question, evidence), [s.chunk for s in evidence], timeout_s=1.0
+        )
+
+        assert report.verdict is Verdict.GROUNDED
+
+    async def test_generate_is_deterministic(self, ipc: Mapping[str, Chunk]) -> None:
+        evidence = scored(ipc, "IPC_378_0", "IPC_379_0", "IPC_380_0", "IPC_381_0")
+        question = "What is the punishment for theft?"
+
+        answers = {await compose(question, evidence) for _ in range(3)}
+
+        assert len(answers) == 1
+
+    async def test_generate_limits_the_answer_to_a_few_sentences(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        ids = ("IPC_379_0", "IPC_380_0", "IPC_381_0", "IPC_382_0", "IPC_356_0", "IPC_378_0")
+
+        answer = await compose("What is the punishment for theft?", scored(ipc, *ids))
+
+        assert 1 <= answer.count("[IPC_") <= 3
+        assert answer.startswith("Whoever commits theft shall be punished")
+
+    async def test_generate_refuses_when_nothing_is_relevant(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        answer = await compose("What is the capital of France?", scored(ipc, "IPC_1_0"))
+
+        assert answer == REFUSAL
+
+    async def test_generate_skips_fragments_without_content(self) -> None:
+        evidence = (
+            ScoredChunk(chunk("IPC_363A_3", "In this section,-", title="Kidnapping"), 0.9),
+            ScoredChunk(chunk("IPC_359_0", KIDNAPPING, title="Kinds of kidnapping"), 0.8),
+        )
+
+        answer = await compose("What is kidnapping?", evidence)
+
+        assert answer == f"{KIDNAPPING.rstrip('.')} [IPC_359_0]."
+
+    async def test_generate_in_synthesis_mode_draws_on_several_documents(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        evidence = scored(ipc, "IPC_23_0", "IPC_23_1", "IPC_24_0", "IPC_25_0", "IPC_23_2")
+        question = "What are wrongful gain and wrongful loss?"
+        generator = ExtractiveGenerator()
+
+        result = await generator.generate(
+            request(question, evidence, synthesis_mode=True), timeout_s=1.0
+        )
+
+        cited_docs = {sid.rsplit("_", 1)[0] for _, sid in _CITED_SENTENCE.findall(result.text)}
+        assert cited_docs == {"IPC_23", "IPC_24"}
+
+
+class TestSplitSentences:
+    def test_split_sentences_splits_lines_and_sentence_ends(self) -> None:
+        text = "Wrongful gain is gain. Wrongful loss is loss.\nA person is said to gain."
+
+        assert split_sentences(text) == [
+            "Wrongful gain is gain.",
+            "Wrongful loss is loss.",
+            "A person is said to gain.",
+        ]
+
+    def test_split_sentences_keeps_abbreviations_inside_a_sentence(self) -> None:
+        text = "It is punishable under s. 302 of the Code. A fine of Rs. 500 applies."
+
+        assert split_sentences(text) == [
+            "It is punishable under s. 302 of the Code.",
+            "A fine of Rs. 500 applies.",
+        ]

@@ -1,0 +1,216 @@
+"""OpenAI generator against a real loopback server: request shape, failures, secret hygiene."""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import AsyncIterator, Mapping
+
+import pytest
+
+from services.common.evidence import Chunk
+from services.common.intent import Intent
+from services.synthesis.generation import GenerationError, GenerationFailure, GenerationRequest
+from services.synthesis.openai_generator import OpenAIGenerator, OpenAISettings
+from tests.support.fake_openai import (
+    Behaviour,
+    Delay,
+    EmptyChoices,
+    FakeOpenAIServer,
+    HttpError,
+    MalformedJson,
+    Reply,
+    StreamCut,
+    cite_first_evidence,
+)
+from tests.unit.synthesis.fakes import scored
+
+API_KEY = "sk-test-9f3c1e7b2a4d"
+MODEL = "fake-legal-7b"
+
+
+def settings(base_url: str, **overrides: object) -> OpenAISettings:
+    values: dict[str, object] = {
+        "base_url": base_url,
+        "model": MODEL,
+        "api_key": API_KEY,
+        "timeout_s": 2.0,
+        "max_tokens": 256,
+        "seed": 7,
+    }
+    values.update(overrides)
+    return OpenAISettings(**values)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+async def generator(fake_llm: FakeOpenAIServer) -> AsyncIterator[OpenAIGenerator]:
+    gen = OpenAIGenerator(settings(fake_llm.base_url))
+    yield gen
+    await gen.aclose()
+
+
+@pytest.fixture
+def cheating(ipc: Mapping[str, Chunk]) -> GenerationRequest:
+    return GenerationRequest(
+        question="What is the punishment for cheating under section 420?",
+        evidence=scored(ipc, "IPC_420_0", "IPC_415_0"),
+        intent=Intent.PUNISHMENT,
+    )
+
+
+class TestOpenAIGenerator:
+    async def test_generate_returns_the_model_answer_with_usage(
+        self,
+        fake_llm: FakeOpenAIServer,
+        generator: OpenAIGenerator,
+        cheating: GenerationRequest,
+    ) -> None:
+        fake_llm.script(Reply(cite_first_evidence))
+
+        result = await generator.generate(cheating, timeout_s=5.0)
+
+        assert result.text.endswith("liable to fine [IPC_420_0].")
+        assert (result.generator, result.model) == ("openai", MODEL)
+        assert result.usage is not None and result.usage.total_tokens > 0
+
+    async def test_generate_sends_temperature_zero_model_seed_and_key(
+        self,
+        fake_llm: FakeOpenAIServer,
+        generator: OpenAIGenerator,
+        cheating: GenerationRequest,
+    ) -> None:
+        fake_llm.script(Reply(cite_first_evidence))
+
+        await generator.generate(cheating, timeout_s=5.0)
+
+        (sent,) = fake_llm.requests
+        assert sent.path == "/v1/chat/completions"
+        assert sent.body["temperature"] == 0
+        assert sent.body["model"] == MODEL
+        assert sent.body["seed"] == 7
+        assert sent.body["max_tokens"] == 256
+        assert sent.headers["authorization"] == f"Bearer {API_KEY}"
+        assert [m["role"] for m in sent.messages] == ["system", "user"]
+        assert 'id="IPC_420_0"' in sent.messages[-1]["content"]
+
+    async def test_generate_streams_when_configured(
+        self, fake_llm: FakeOpenAIServer, cheating: GenerationRequest
+    ) -> None:
+        fake_llm.script(Reply(cite_first_evidence))
+        gen = OpenAIGenerator(settings(fake_llm.base_url, stream=True))
+
+        try:
+            result = await gen.generate(cheating, timeout_s=5.0)
+        finally:
+            await gen.aclose()
+
+        assert result.text.endswith("[IPC_420_0].")
+        assert fake_llm.requests[0].body["stream"] is True
+
+    @pytest.mark.parametrize(
+        ("behaviour", "failure"),
+        [
+            (HttpError(500), GenerationFailure.LLM_HTTP_ERROR),
+            (HttpError(429, "rate limited"), GenerationFailure.LLM_HTTP_ERROR),
+            (Delay(5.0), GenerationFailure.LLM_TIMEOUT),
+            (MalformedJson(), GenerationFailure.LLM_MALFORMED_OUTPUT),
+            (EmptyChoices(), GenerationFailure.LLM_MALFORMED_OUTPUT),
+            (Reply("   "), GenerationFailure.LLM_MALFORMED_OUTPUT),
+            (
+                Reply("Whoever cheats shall", finish_reason="length"),
+                GenerationFailure.LLM_TRUNCATED,
+            ),
+        ],
+    )
+    async def test_generate_maps_endpoint_failures_to_reason_codes(
+        self,
+        fake_llm: FakeOpenAIServer,
+        cheating: GenerationRequest,
+        behaviour: Behaviour,
+        failure: GenerationFailure,
+    ) -> None:
+        fake_llm.script(behaviour)
+        gen = OpenAIGenerator(settings(fake_llm.base_url, timeout_s=0.2))
+
+        try:
+            with pytest.raises(GenerationError) as caught:
+                await gen.generate(cheating, timeout_s=5.0)
+        finally:
+            await gen.aclose()
+
+        assert caught.value.failure is failure
+        assert len(fake_llm.requests) == 1  # no silent retry
+
+    async def test_generate_reports_a_stream_cut_mid_answer(
+        self, fake_llm: FakeOpenAIServer, cheating: GenerationRequest
+    ) -> None:
+        fake_llm.script(StreamCut(cite_first_evidence, after_chars=40))
+        gen = OpenAIGenerator(settings(fake_llm.base_url, stream=True))
+
+        try:
+            with pytest.raises(GenerationError) as caught:
+                await gen.generate(cheating, timeout_s=5.0)
+        finally:
+            await gen.aclose()
+
+        assert caught.value.failure is GenerationFailure.LLM_STREAM_INTERRUPTED
+
+    async def test_generate_reports_an_unreachable_endpoint(
+        self, cheating: GenerationRequest
+    ) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]  # bound but not listening: connection refused
+            gen = OpenAIGenerator(settings(f"http://127.0.0.1:{port}/v1"))
+            try:
+                with pytest.raises(GenerationError) as caught:
+                    await gen.generate(cheating, timeout_s=5.0)
+            finally:
+                await gen.aclose()
+
+        assert caught.value.failure is GenerationFailure.LLM_UNREACHABLE
+
+    async def test_generate_uses_the_smaller_of_call_and_configured_timeout(
+        self, fake_llm: FakeOpenAIServer, generator: OpenAIGenerator, cheating: GenerationRequest
+    ) -> None:
+        fake_llm.script(Delay(5.0))
+
+        with pytest.raises(GenerationError) as caught:
+            await generator.generate(cheating, timeout_s=0.1)
+
+        assert caught.value.failure is GenerationFailure.LLM_TIMEOUT
+
+
+class TestSecretHygiene:
+    async def test_api_key_never_reaches_logs_errors_or_repr(
+        self,
+        fake_llm: FakeOpenAIServer,
+        cheating: GenerationRequest,
+        caplog: pytest.LogCaptureFixture,
+    ) -> None:
+        caplog.set_level(logging.DEBUG)
+        # The endpoint echoes the key in its error body, as some proxies do.
+        fake_llm.script(HttpError(401, f"invalid api key {API_KEY}"), Delay(5.0), MalformedJson())
+        config = settings(fake_llm.base_url, timeout_s=0.2)
+        gen = OpenAIGenerator(config)
+        errors: list[GenerationError] = []
+        try:
+            for _ in range(3):
+                with pytest.raises(GenerationError) as caught:
+                    await gen.generate(cheating, timeout_s=5.0)
+                errors.append(caught.value)
+        finally:
+            await gen.aclose()
+
+        assert fake_llm.requests[0].headers["authorization"] == f"Bearer {API_KEY}"
+        assert "[REDACTED]" in str(errors[0])
+        for error in errors:
+            assert API_KEY not in str(error)
+            assert error.__cause__ is None and error.__suppress_context__
+        assert API_KEY not in caplog.text
+        assert API_KEY not in repr(gen)
+        assert API_KEY not in repr(config)
+
+    def test_settings_reject_missing_endpoint(self) -> None:
+        with pytest.raises(ValueError, match="base_url and model"):
+            OpenAISettings(base_url="", model=MODEL)

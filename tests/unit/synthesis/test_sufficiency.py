@@ -1,0 +1,275 @@
+"""Evidence sufficiency: key terms, per-intent requirements and the seed cases."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+
+from services.common.evidence import Chunk, ScoredChunk
+from services.common.intent import Intent, classify_intent
+from services.synthesis.sufficiency import (
+    Requirement,
+    SufficiencyDecision,
+    SufficiencyOptions,
+    assess_sufficiency,
+    extract_key_terms,
+    has_intent_language,
+    stem,
+)
+from tests.unit.synthesis.fakes import chunk, scored
+
+CRPC_154 = chunk(
+    "CRPC_154_0",
+    "Every information relating to the commission of a cognizable offence, if given orally to "
+    "an officer in charge of a police station, shall be reduced to writing by him or under his "
+    "direction, and be read over to the informant.",
+    title="Information in cognizable cases",
+    act="CRPC",
+)
+
+
+def assess(
+    question: str, evidence: tuple[ScoredChunk, ...], *, min_score: float = 0.0
+) -> SufficiencyDecision:
+    options = SufficiencyOptions(min_score=min_score)
+    return assess_sufficiency(question, classify_intent(question), evidence, options)
+
+
+class TestKeyTerms:
+    def test_extract_key_terms_drops_stop_question_and_cue_words(self) -> None:
+        terms = extract_key_terms("What is the punishment for cheating under section 420?")
+
+        assert terms.terms == ("cheat",)
+        assert terms.sections == ("420",)
+
+    @pytest.mark.parametrize(
+        ("question", "sections"),
+        [
+            ("What does s. 302 say?", ("302",)),
+            ("Punishment under sections 378 and 379", ("378", "379")),
+            ("What is IPC 498A?", ("498a",)),
+            ("What is law 420 about?", ("420",)),
+            ("Explain section 498-A", ("498a",)),
+        ],
+    )
+    def test_extract_key_terms_reads_section_references(
+        self, question: str, sections: tuple[str, ...]
+    ) -> None:
+        assert extract_key_terms(question).sections == sections
+
+    def test_extract_key_terms_keeps_corpus_words_only_as_fallback(self) -> None:
+        specific = extract_key_terms("What is theft under the Indian Penal Code?")
+        only_generic = extract_key_terms("What is the extent of the Indian Penal Code?")
+
+        assert specific.effective == ("theft",)
+        assert only_generic.effective == ("indian", "penal", "cod")
+
+    def test_stem_maps_one_word_family_to_one_stem(self) -> None:
+        assert {stem(w) for w in ("cheat", "cheats", "cheating", "cheated")} == {"cheat"}
+        assert stem("punishable") == stem("punishment") == stem("punished")
+
+
+class TestIntentLanguage:
+    def test_has_intent_language_rejects_obligation_as_definition(self) -> None:
+        seed = "The employer must pay minimum wages."
+
+        assert not has_intent_language(Intent.DEFINITION, seed)
+
+    def test_has_intent_language_rejects_subject_statement_as_penalty(self) -> None:
+        seed = "Section 420 deals with cheating."
+
+        assert not has_intent_language(Intent.PUNISHMENT, seed)
+
+    def test_has_intent_language_ignores_means_as_a_noun(self) -> None:
+        text = "Whoever obtains property by means of deception commits a wrong."
+
+        assert not has_intent_language(Intent.DEFINITION, text)
+
+    @pytest.mark.parametrize(
+        ("intent", "text"),
+        [
+            (Intent.DEFINITION, "The words “public servant” denote a person so described."),
+            (Intent.DEFINITION, "Whoever moves that property is said to commit theft."),
+            (Intent.PUNISHMENT, "Whoever commits murder shall be punished with death."),
+            (Intent.PROCEDURE, "The information shall be reduced to writing by the officer."),
+            (Intent.SCOPE, "This Act shall extend to the whole of India."),
+        ],
+    )
+    def test_has_intent_language_accepts_statute_phrasing(self, intent: Intent, text: str) -> None:
+        assert has_intent_language(intent, text)
+
+
+class TestAssessSufficiency:
+    # Each intent: one sufficient and one insufficient case, over real or realistic sentences.
+    def test_definition_with_definitional_language_is_sufficient(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        decision = assess("What is theft?", scored(ipc, "IPC_378_0", "IPC_379_0"))
+
+        assert decision.sufficient
+        assert decision.supporting_ids == ("IPC_378_0",)
+
+    def test_definition_without_definitional_language_is_insufficient(self) -> None:
+        wages = chunk("MWA_12_0", "The employer must pay minimum wages.", act="MWA")
+
+        decision = assess_sufficiency(
+            "What are minimum wages?", Intent.DEFINITION, (ScoredChunk(wages, 0.9),)
+        )
+
+        assert not decision.sufficient
+        assert decision.failed is Requirement.DEFINITIONAL_LANGUAGE
+        assert decision.relevant_ids == ("MWA_12_0",)
+
+    def test_punishment_with_penalty_sentence_is_sufficient(self, ipc: Mapping[str, Chunk]) -> None:
+        question = "What is the punishment for cheating under section 420?"
+
+        decision = assess(question, scored(ipc, "IPC_420_0", "IPC_415_0"))
+
+        assert decision.sufficient
+        assert decision.supporting_ids == ("IPC_420_0",)
+
+    def test_punishment_without_penalty_language_is_insufficient(self) -> None:
+        seed = chunk("IPC_420_0", "Section 420 deals with cheating.")
+        question = "What is the punishment for cheating under section 420?"
+
+        decision = assess_sufficiency(question, Intent.PUNISHMENT, (ScoredChunk(seed, 0.9),))
+
+        assert decision.failed is Requirement.PENALTY_LANGUAGE
+        assert decision.reason == "no relevant evidence states a penalty"
+
+    def test_procedure_with_procedural_language_is_sufficient(self) -> None:
+        question = "How to give information about a cognizable offence to the police?"
+
+        decision = assess(question, (ScoredChunk(CRPC_154, 0.8),))
+
+        assert classify_intent(question) is Intent.PROCEDURE
+        assert decision.sufficient
+
+    def test_procedure_without_procedural_language_is_insufficient(self) -> None:
+        remark = chunk(
+            "CRPC_1_0", "Information about a cognizable offence is valuable to the police."
+        )
+        question = "How to give information about a cognizable offence to the police?"
+
+        decision = assess(question, (ScoredChunk(remark, 0.8),))
+
+        assert decision.failed is Requirement.PROCEDURAL_LANGUAGE
+
+    def test_scope_with_extent_clause_is_sufficient(self, ipc: Mapping[str, Chunk]) -> None:
+        decision = assess(
+            "What is the extent of the Indian Penal Code?", scored(ipc, "IPC_1_0", "IPC_5_0")
+        )
+
+        assert decision.sufficient
+        assert "IPC_1_0" in decision.supporting_ids
+
+    def test_scope_without_extent_language_is_insufficient(self) -> None:
+        title_only = chunk("IPC_1_0", "This Act may be called the Indian Penal Code.")
+
+        decision = assess(
+            "What is the extent of the Indian Penal Code?", (ScoredChunk(title_only, 0.9),)
+        )
+
+        assert decision.failed is Requirement.SCOPE_LANGUAGE
+
+    def test_general_with_key_terms_is_sufficient(self, ipc: Mapping[str, Chunk]) -> None:
+        decision = assess("What does section 302 say?", scored(ipc, "IPC_302_0", "IPC_300_0"))
+
+        assert decision.intent is Intent.GENERAL
+        assert decision.sufficient
+        assert decision.relevant_ids == ("IPC_302_0",)
+
+    def test_general_without_key_terms_in_evidence_is_insufficient(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        decision = assess(
+            "Tell me about elephants in Kerala", scored(ipc, "IPC_378_0", "IPC_420_0")
+        )
+
+        assert decision.failed is Requirement.KEY_TERM_MATCH
+
+    def test_capital_of_france_against_the_ipc_is_insufficient(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        # IPC_194_0 says "an offence which is capital": one key term is not enough.
+        evidence = scored(ipc, "IPC_194_0", "IPC_1_0", "IPC_2_0", "IPC_121_0")
+
+        decision = assess("What is the capital of France?", evidence)
+
+        assert not decision.sufficient
+        assert decision.failed is Requirement.KEY_TERM_MATCH
+
+    def test_named_section_missing_from_evidence_is_insufficient(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        decision = assess(
+            "What is the punishment under section 379?", scored(ipc, "IPC_378_0", "IPC_420_0")
+        )
+
+        assert decision.failed is Requirement.SECTION_MATCH
+
+    def test_scores_below_minimum_are_insufficient(self, ipc: Mapping[str, Chunk]) -> None:
+        decision = assess("What is theft?", scored(ipc, "IPC_378_0", top=0.2), min_score=0.5)
+
+        assert decision.failed is Requirement.MIN_SCORE
+
+    def test_no_evidence_is_insufficient(self) -> None:
+        decision = assess("What is theft?", ())
+
+        assert decision.failed is Requirement.EVIDENCE_PRESENT
+
+    def test_question_without_key_terms_is_insufficient(self, ipc: Mapping[str, Chunk]) -> None:
+        decision = assess("What is it?", scored(ipc, "IPC_378_0"))
+
+        assert decision.failed is Requirement.QUESTION_HAS_KEY_TERMS
+
+    def test_long_question_needs_at_most_three_matching_terms(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        question = (
+            "What is the punishment for someone who is guilty of knowingly doing a malignant act "
+            "likely to spread infection of a disease dangerous to life in a village?"
+        )
+
+        decision = assess(question, scored(ipc, "IPC_270_0"))
+
+        assert decision.sufficient
+
+    def test_requirements_lists_checks_in_order(self, ipc: Mapping[str, Chunk]) -> None:
+        decision = assess("What is theft?", scored(ipc, "IPC_378_0"))
+
+        assert decision.requirements == (
+            Requirement.EVIDENCE_PRESENT,
+            Requirement.QUESTION_HAS_KEY_TERMS,
+            Requirement.MIN_SCORE,
+            Requirement.KEY_TERM_MATCH,
+            Requirement.DEFINITIONAL_LANGUAGE,
+        )
+
+
+class TestClassifyIntent:
+    @pytest.mark.parametrize(
+        ("question", "intent"),
+        [
+            ("What is the punishment for cheating under section 420?", Intent.PUNISHMENT),
+            ("What is the penalty for theft?", Intent.PUNISHMENT),
+            ("What is theft?", Intent.DEFINITION),
+            ("Define criminal conspiracy", Intent.DEFINITION),
+            ("How is cheating defined?", Intent.DEFINITION),
+            ("What does dishonestly mean?", Intent.DEFINITION),
+            ("How to file an FIR?", Intent.PROCEDURE),
+            ("What are the steps to file a complaint?", Intent.PROCEDURE),
+            ("What is the extent of the IPC?", Intent.SCOPE),
+            ("Does the IPC apply to offences committed outside India?", Intent.SCOPE),
+            ("What is law 420 about?", Intent.GENERAL),
+            ("What does section 302 say?", Intent.GENERAL),
+            ("What does section 75 refer to?", Intent.GENERAL),
+            (
+                "What is considered an escape from lawful custody for a State prisoner?",
+                Intent.GENERAL,
+            ),
+        ],
+    )
+    def test_classify_intent_reads_question_cues(self, question: str, intent: Intent) -> None:
+        assert classify_intent(question) is intent
