@@ -1,0 +1,1 @@
+"""Offline evaluation: golden data, dataset adapters, metrics with bootstrap CIs, and reports."""

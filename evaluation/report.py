@@ -1,0 +1,293 @@
+"""Writes an evaluation Report as JSON, Markdown and PNG plots; keeps the docs summary current."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from evaluation.metrics import HEADLINE, Metric, Report
+
+REPORT_ROOT = Path("reports/eval")
+SUMMARY_START = "<!-- eval-summary:start -->"
+SUMMARY_END = "<!-- eval-summary:end -->"
+_ROW = re.compile(r"^<!-- eval-row (?P<json>\{.*\}) -->$")
+
+# Columns of the docs summary table: (header, metric names joined with " / ").
+_SUMMARY_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("citation precision", ("citation_precision",)),
+    ("citation recall", ("citation_recall",)),
+    ("correct refusal", ("correct_refusal_rate",)),
+    ("false refusal", ("false_refusal_rate",)),
+    ("answer contains", ("answer_containment",)),
+    ("EM / F1", ("answer_em", "answer_f1")),
+    ("doc recall@10", ("retrieval_doc_recall@10",)),
+    ("errors", ("error_rate",)),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ReportFiles:
+    """Paths of everything ``write_report`` wrote."""
+
+    directory: Path
+    json: Path
+    markdown: Path
+    plots: tuple[Path, ...]
+
+
+def format_metric(metric: Metric | None, *, with_ci: bool = True) -> str:
+    """``0.812 (0.774–0.850)``; ``n/a`` when nothing was measured."""
+    if metric is None or metric.value is None:
+        return "n/a"
+    digits = 1 if metric.unit == "outcomes" else 3
+    text = f"{metric.value:.{digits}f}"
+    if with_ci and metric.ci_low is not None and metric.ci_high is not None:
+        text += f" ({metric.ci_low:.{digits}f}–{metric.ci_high:.{digits}f})"
+    return text
+
+
+def _dataset(report: Report) -> str:
+    return report.run.dataset if report.run else "run"
+
+
+def _metrics_table(metrics: dict[str, Metric], names: Sequence[str]) -> list[str]:
+    lines = ["| metric | value (95 % CI) | n | items |", "| --- | --- | --- | --- |"]
+    for name in names:
+        metric = metrics.get(name)
+        if metric is not None:
+            lines.append(
+                f"| {name} | {format_metric(metric)} | {metric.n} {metric.unit} | "
+                f"{metric.n_items} |"
+            )
+    return lines
+
+
+def render_markdown(report: Report, plots: Sequence[Path] = ()) -> str:
+    """The Markdown report: provenance (data files, checksums, n, command), then the figures."""
+    run = report.run
+    lines = [f"# Evaluation report: {_dataset(report)}", ""]
+    if run is not None:
+        limit = "none" if run.limit is None else str(run.limit)
+        lines += [
+            f"- Data: `{run.data_path}`",
+            f"- Items scored: {report.n_items} of {run.n_total} (LIMIT: {limit})",
+            f"- Corpus checksum (sha256): `{run.corpus_checksum}`",
+            f"- Started: {run.started_at}",
+            f"- Command: `{run.command}`",
+            "",
+            "| input file | sha256 | bytes |",
+            "| --- | --- | --- |",
+            *(f"| `{f.path}` | `{f.sha256}` | {f.size_bytes} |" for f in run.inputs),
+        ]
+        if run.config:
+            lines += ["", "| setting | value |", "| --- | --- |"]
+            lines += [f"| {key} | `{value}` |" for key, value in sorted(run.config.items())]
+    else:
+        lines.append(f"- Items scored: {report.n_items}")
+    boot = report.bootstrap
+    lines += [
+        "",
+        f"Confidence intervals: percentile bootstrap over items, {boot.resamples} resamples, "
+        f"seed {boot.seed}, {boot.confidence:.0%}. Definitions: docs/EVALUATION.md.",
+        "",
+        "## Headline",
+        "",
+        *_metrics_table(report.metrics, HEADLINE),
+        "",
+        "## All metrics",
+        "",
+        *_metrics_table(report.metrics, sorted(report.metrics)),
+    ]
+    for subset, metrics in report.subsets.items():
+        lines += ["", f"## Subset: {subset}", "", *_metrics_table(metrics, HEADLINE)]
+    lines += ["", "## Errors", ""]
+    if report.errors:
+        lines += ["| count | error |", "| --- | --- |"]
+        lines += [f"| {count} | {message} |" for message, count in report.errors.items()]
+    else:
+        lines.append("None.")
+    if plots:
+        lines += ["", "## Plots", ""]
+        lines += [f"![{p.stem}]({p.name})" for p in plots]
+    return "\n".join(lines) + "\n"
+
+
+def _new_figure(width: float, height: float) -> Figure:
+    figure = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(figure)  # Agg renders to files without a display
+    return figure
+
+
+def _whisker(metric: Metric) -> tuple[float, float]:
+    """Distances from the value down to the CI's low end and up to its high end (never negative)."""
+    value = metric.value or 0.0
+    low = metric.ci_low if metric.ci_low is not None else value
+    high = metric.ci_high if metric.ci_high is not None else value
+    return max(value - low, 0.0), max(high - value, 0.0)
+
+
+def plot_metrics(report: Report, path: Path) -> Path:
+    """Horizontal bars of the headline rates with 95 % CI whiskers."""
+    shown = [report.metrics[n] for n in HEADLINE if n in report.metrics]
+    shown = [m for m in shown if m.value is not None]
+    figure = _new_figure(8, 0.45 * max(len(shown), 2) + 1.2)
+    axes = figure.add_subplot()
+    if shown:
+        values = [m.value or 0.0 for m in shown]
+        whiskers = [_whisker(m) for m in shown]
+        low, high = [w[0] for w in whiskers], [w[1] for w in whiskers]
+        positions = list(range(len(shown)))
+        axes.barh(positions, values, xerr=[low, high], capsize=3, color="#4C72B0")
+        for position, value in zip(positions, values, strict=True):
+            axes.annotate(
+                f"{value:.3f}", (value, position), xytext=(4, 4), textcoords="offset points"
+            )
+        axes.set_yticks(positions, [f"{m.name} (n={m.n})" for m in shown])
+        axes.invert_yaxis()
+    else:
+        axes.text(0.5, 0.5, "no metrics measured", ha="center", va="center")
+    axes.set_xlim(0, 1)
+    axes.set_xlabel("value (95 % bootstrap CI)")
+    axes.set_title(f"{_dataset(report)}: headline metrics (n = {report.n_items} items)")
+    figure.savefig(path, dpi=110)
+    return path
+
+
+def plot_latency(report: Report, path: Path) -> Path:
+    """Histogram of per-stage latency in milliseconds."""
+    stages: dict[str, list[float]] = {}
+    for item in report.items:
+        for stage, value in item.latency_ms.items():
+            stages.setdefault(stage, []).append(value)
+    figure = _new_figure(8, 4.5)
+    axes = figure.add_subplot()
+    if stages:
+        # Shared bin edges so that stages are comparable bar for bar.
+        edges = np.histogram_bin_edges([v for vs in stages.values() for v in vs], bins=40)
+        for stage, values in sorted(stages.items()):
+            axes.hist(values, bins=edges.tolist(), alpha=0.55, label=f"{stage} (n={len(values)})")
+        axes.legend()
+    else:
+        axes.text(0.5, 0.5, "no latency recorded", ha="center", va="center")
+    axes.set_xlabel("latency (ms)")
+    axes.set_ylabel("outcomes")
+    axes.set_title(f"{_dataset(report)}: latency per stage")
+    figure.savefig(path, dpi=110)
+    return path
+
+
+def write_report(
+    report: Report,
+    root: Path = REPORT_ROOT,
+    *,
+    now: datetime | None = None,
+    plots: bool = True,
+) -> ReportFiles:
+    """Write report.json, report.md and (with ``plots``) metrics.png and latency.png.
+
+    The files go to a new directory ``root/<UTC time>-<dataset>/``.
+    """
+    moment = now or datetime.now(UTC)
+    base = root / f"{moment:%Y%m%dT%H%M%SZ}-{_dataset(report)}"
+    directory, suffix = base, 1
+    while directory.exists():
+        suffix += 1
+        directory = base.with_name(f"{base.name}-{suffix}")
+    directory.mkdir(parents=True)
+    images: tuple[Path, ...] = ()
+    if plots:
+        images = (
+            plot_metrics(report, directory / "metrics.png"),
+            plot_latency(report, directory / "latency.png"),
+        )
+    json_path = directory / "report.json"
+    json_path.write_text(
+        json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    markdown = directory / "report.md"
+    markdown.write_text(render_markdown(report, images), encoding="utf-8")
+    return ReportFiles(directory, json_path, markdown, images)
+
+
+# ---------------------------------------------------------------------------- docs summary
+
+
+def _summary_row(report: Report) -> dict[str, Any]:
+    run = report.run
+    cells = {
+        header: " / ".join(
+            format_metric(report.metrics.get(name), with_ci=len(names) == 1) for name in names
+        )
+        for header, names in _SUMMARY_COLUMNS
+    }
+    latency = [report.metrics.get(f"latency_total_p{q}_ms") for q in (50, 95)]
+    return {
+        "dataset": _dataset(report),
+        "n": report.n_items,
+        "cells": cells,
+        "latency": " / ".join(format_metric(m, with_ci=False) for m in latency),
+        "data": run.data_path if run else "",
+        "checksum": run.corpus_checksum[:16] if run else "",
+        "date": run.started_at if run else "",
+        "command": run.command if run else "",
+    }
+
+
+def _render_summary(rows: list[dict[str, Any]]) -> list[str]:
+    headers = ["dataset", "n", *(h for h, _ in _SUMMARY_COLUMNS), "latency p50 / p95 (ms)"]
+    lines = [
+        "Latest run per dataset (value and 95 % bootstrap CI; written by `update_summary`).",
+        "",
+        "| " + " | ".join(headers) + " |",
+        "|" + " --- |" * len(headers),
+    ]
+    for row in rows:
+        cells = [row["dataset"], str(row["n"]), *row["cells"].values(), row["latency"]]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    for row in rows:
+        lines.append(
+            f"- {row['dataset']}: `{row['command']}` on `{row['data']}` "
+            f"(corpus {row['checksum']}, {row['date']})"
+        )
+    lines.append("")
+    # ">" is escaped so that no value can close the HTML comment early.
+    lines += [f"<!-- eval-row {_row_json(row)} -->" for row in rows]
+    return lines
+
+
+def update_summary(docs_path: Path, report: Report) -> None:
+    """Rewrite the marked summary block of ``docs_path`` with this report's row (others are kept).
+
+    Raises ValueError when the file lacks the ``eval-summary`` start and end markers.
+    """
+    text = docs_path.read_text(encoding="utf-8")
+    start, end = text.find(SUMMARY_START), text.find(SUMMARY_END)
+    if start < 0 or end < start:
+        raise ValueError(f"{docs_path}: no {SUMMARY_START} ... {SUMMARY_END} block")
+    block = text[start + len(SUMMARY_START) : end]
+    rows: dict[str, dict[str, Any]] = {}
+    for line in block.splitlines():
+        match = _ROW.match(line.strip())
+        if match:
+            row = json.loads(match.group("json"))
+            rows[str(row["dataset"])] = row
+    new = _summary_row(report)
+    rows[new["dataset"]] = new
+    body = "\n".join(_render_summary([rows[k] for k in sorted(rows)]))
+    docs_path.write_text(
+        text[: start + len(SUMMARY_START)] + "\n" + body + "\n" + text[end:], encoding="utf-8"
+    )
+
+
+def _row_json(row: dict[str, Any]) -> str:
+    return json.dumps(row, ensure_ascii=False).replace(">", "\\u003e")

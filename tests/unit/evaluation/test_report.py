@@ -1,0 +1,135 @@
+"""Report writing (JSON, Markdown, PNG) and the docs summary block."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from evaluation.metrics import BootstrapConfig, Report, score_run
+from evaluation.records import Citation, EvalItem, GoldEvidence, InputFile, Outcome, RunInfo
+from evaluation.report import (
+    SUMMARY_END,
+    SUMMARY_START,
+    ReportFiles,
+    update_summary,
+    write_report,
+)
+from services.validator.report import REFUSAL
+
+ROOT = Path(__file__).resolve().parents[3]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+NOW = datetime(2026, 11, 22, 12, 30, 0, tzinfo=UTC)
+SENTENCE = "Whoever commits theft shall be punished with imprisonment for three years."
+
+
+def _report(dataset: str = "ipc", command: str = "make eval DATASET=ipc LIMIT=2") -> Report:
+    items = [
+        EvalItem("ipc-001", "q", True, gold=(GoldEvidence("IPC_379", SENTENCE),), subset="p"),
+        EvalItem("ipc-002", "q", False, subset="g"),
+    ]
+    outcomes = [
+        Outcome.from_answer(
+            "ipc-001",
+            f"{SENTENCE} [IPC_379_0]",
+            citations=(Citation("IPC_379_0", SENTENCE),),
+            latency_ms={"total": 40.0, "retrieve": 8.0},
+        ),
+        Outcome.from_answer("ipc-002", REFUSAL, latency_ms={"total": 25.0}),
+    ]
+    run = RunInfo(
+        dataset=dataset,
+        data_path="data/golden/ipc_golden_v1.jsonl",
+        inputs=(InputFile("data/golden/ipc_golden_v1.jsonl", "ab" * 32, 123),),
+        corpus_checksum="cd" * 32,
+        n_total=112,
+        limit=2,
+        command=command,
+        started_at=NOW.isoformat(),
+        config={"top_k": "8"},
+    )
+    return score_run(items, outcomes, bootstrap=BootstrapConfig(resamples=200), run=run)
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> ReportFiles:
+    # Rendering PNGs is the slow part, so the module renders them once.
+    return write_report(_report(), tmp_path_factory.mktemp("reports"), now=NOW)
+
+
+class TestWriteReport:
+    def test_write_report_produces_json_markdown_and_pngs(self, written: ReportFiles) -> None:
+        files = written
+        assert files.directory.name == "20261122T123000Z-ipc"
+        decoded = json.loads(files.json.read_text())
+        assert decoded["metrics"]["citation_precision"]["value"] == 1.0
+        assert decoded["run"]["corpus_checksum"] == "cd" * 32
+        assert [p.name for p in files.plots] == ["metrics.png", "latency.png"]
+        for plot in files.plots:
+            assert plot.read_bytes().startswith(PNG_MAGIC)
+
+    def test_write_report_markdown_names_data_checksum_n_and_command(
+        self, written: ReportFiles
+    ) -> None:
+        markdown = written.markdown.read_text()
+        assert "`data/golden/ipc_golden_v1.jsonl`" in markdown
+        assert "cd" * 32 in markdown and "ab" * 32 in markdown
+        assert "Items scored: 2 of 112 (LIMIT: 2)" in markdown
+        assert "`make eval DATASET=ipc LIMIT=2`" in markdown
+        assert "| citation_precision | 1.000 (1.000–1.000) | 1 citations | 1 |" in markdown
+        assert "## Subset: p" in markdown
+        assert "![metrics](metrics.png)" in markdown
+
+    def test_write_report_same_second_gets_new_directory(self, tmp_path: Path) -> None:
+        first = write_report(_report(), tmp_path, now=NOW, plots=False)
+        second = write_report(_report(), tmp_path, now=NOW, plots=False)
+        assert first.directory != second.directory
+        assert second.directory.name == "20261122T123000Z-ipc-2"
+        assert second.plots == () and "## Plots" not in second.markdown.read_text()
+
+
+class TestUpdateSummary:
+    def _doc(self, tmp_path: Path) -> Path:
+        path = tmp_path / "EVALUATION.md"
+        path.write_text(f"# Eval\n\n{SUMMARY_START}\nnot yet run\n{SUMMARY_END}\n\nTail.\n")
+        return path
+
+    def test_update_summary_replaces_block_and_keeps_the_rest(self, tmp_path: Path) -> None:
+        path = self._doc(tmp_path)
+        update_summary(path, _report())
+        text = path.read_text()
+        assert "not yet run" not in text
+        assert text.startswith("# Eval\n") and text.endswith("\n\nTail.\n")
+        assert "| ipc | 2 | 1.000 (1.000–1.000) |" in text
+        assert "`make eval DATASET=ipc LIMIT=2`" in text
+
+    def test_update_summary_keeps_rows_of_other_datasets(self, tmp_path: Path) -> None:
+        path = self._doc(tmp_path)
+        update_summary(path, _report())
+        update_summary(path, _report("squad2", "make eval DATASET=squad2"))
+        update_summary(path, _report("ipc", "make eval DATASET=ipc"))
+        text = path.read_text()
+        assert "| ipc | 2 |" in text and "| squad2 | 2 |" in text
+        assert "LIMIT=2" not in text  # the ipc row was replaced, not duplicated
+        assert text.count(SUMMARY_START) == 1 and text.count(SUMMARY_END) == 1
+
+    def test_update_summary_value_cannot_close_the_comment(self, tmp_path: Path) -> None:
+        path = self._doc(tmp_path)
+        update_summary(path, _report(command="make eval --> oops"))
+        update_summary(path, _report("squad2"))
+        assert "| ipc | 2 |" in path.read_text()
+
+    def test_update_summary_without_markers_raises(self, tmp_path: Path) -> None:
+        path = tmp_path / "plain.md"
+        path.write_text("# nothing here\n")
+        with pytest.raises(ValueError, match="eval-summary"):
+            update_summary(path, _report())
+
+    def test_update_summary_shipped_docs_have_the_block(self, tmp_path: Path) -> None:
+        copy = tmp_path / "EVALUATION.md"
+        copy.write_text((ROOT / "docs/EVALUATION.md").read_text())
+        update_summary(copy, dataclasses.replace(_report(), run=None))
+        assert "| run | 2 |" in copy.read_text()
