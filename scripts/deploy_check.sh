@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Renders every kustomize target, validates it offline against Kubernetes schemas, and lints deploy/.
+#
+# Usage: scripts/deploy_check.sh            (from anywhere; works on the repo it lives in)
+# Env:   K8S_VERSION  Kubernetes version to validate against (default 1.32.0, a version whose
+#                     schemas kubernetes-validate bundles; native grpc probes are GA since 1.27 and
+#                     the preStop sleep action is on by default since 1.30)
+#        VENV         virtualenv holding kubernetes-validate and yamllint (default .venv)
+#        KUBECTL      kubectl binary (default: kubectl on PATH)
+# Writes var/deploy/<target>.yaml for each target. Every check runs and reports; the exit status is 1
+# if any failed, 2 if a tool is missing.
+set -euo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo_root"
+
+K8S_VERSION="${K8S_VERSION:-1.32.0}"
+VENV="${VENV:-.venv}"
+KUBECTL="${KUBECTL:-kubectl}"
+out_dir="var/deploy"
+
+require() {
+  if ! command -v "$1" >/dev/null 2>&1; then
+    echo "deploy-check: $1 not found ($2)" >&2
+    exit 2
+  fi
+}
+require "$KUBECTL" "needed for 'kubectl kustomize'"
+require "$VENV/bin/kubernetes-validate" "install the dev dependencies: make install"
+require "$VENV/bin/yamllint" "install the dev dependencies: make install"
+
+# Every rendered combination: the base plus each overlay directory.
+targets=("base=deploy/base")
+for dir in deploy/overlays/*/; do
+  dir="${dir%/}"
+  targets+=("$(basename "$dir")=$dir")
+done
+
+mkdir -p "$out_dir"
+failures=0
+for target in "${targets[@]}"; do
+  name="${target%%=*}"
+  dir="${target#*=}"
+  rendered="$out_dir/$name.yaml"
+  if ! "$KUBECTL" kustomize "$dir" >"$rendered"; then
+    echo "FAIL render   $name ($dir)" >&2
+    failures=$((failures + 1))
+    continue
+  fi
+  if ! "$VENV/bin/kubernetes-validate" --strict --quiet \
+      --kubernetes-version "$K8S_VERSION" "$rendered"; then
+    echo "FAIL validate $name against Kubernetes $K8S_VERSION (strict)" >&2
+    failures=$((failures + 1))
+    continue
+  fi
+  count="$(grep -c '^kind:' "$rendered" || true)"
+  echo "ok   $name: $count resources, valid for Kubernetes $K8S_VERSION (strict) -> $rendered"
+done
+
+if "$VENV/bin/yamllint" --strict -c deploy/.yamllint deploy/; then
+  echo "ok   yamllint deploy/"
+else
+  echo "FAIL yamllint deploy/" >&2
+  failures=$((failures + 1))
+fi
+
+# hadolint is optional (not a project dependency); lint the Dockerfile when it is installed.
+hadolint="$(command -v "$VENV/bin/hadolint" hadolint 2>/dev/null | head -n 1 || true)"
+if [[ -n "$hadolint" ]]; then
+  if "$hadolint" Dockerfile; then
+    echo "ok   hadolint Dockerfile"
+  else
+    echo "FAIL hadolint Dockerfile" >&2
+    failures=$((failures + 1))
+  fi
+else
+  echo "skip hadolint Dockerfile (hadolint not installed)"
+fi
+
+if ((failures > 0)); then
+  echo "deploy-check: $failures check(s) failed" >&2
+  exit 1
+fi
+echo "deploy-check: all checks passed"

@@ -1,0 +1,604 @@
+"""Invariants of the rendered Kubernetes manifests: every kustomize target, parsed and checked."""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml  # type: ignore[import-untyped]
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+TARGETS: dict[str, Path] = {
+    "base": DEPLOY / "base",
+    **{
+        path.name: path
+        for path in sorted((DEPLOY / "overlays").iterdir())
+        if (path / "kustomization.yaml").is_file()
+    },
+}
+PROD_TARGETS = ("prod", "prod-openai")
+
+Manifest = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class App:
+    """What the manifests must agree with about one gRPC service (from its config and server)."""
+
+    name: str
+    health_name: str
+    env_prefix: str
+    grpc_port: int
+    metrics_port: int
+
+
+APPS = (
+    App("retrieval", "grounded.retrieval.v1.RetrievalService", "RETRIEVAL_", 50051, 9091),
+    App("synthesis", "grounded.synthesis.v1.SynthesisService", "SYNTHESIS_", 50052, 9092),
+    App("validator", "grounded.validator.v1.ValidatorService", "VALIDATOR_", 50053, 9093),
+)
+APP_UID = 10001
+DEFAULT_GRACE_S = 10.0  # ServerSettings' default for *_GRACE_S
+NAME_LABEL = "app.kubernetes.io/name"
+
+
+@functools.cache
+def render(target: str) -> tuple[Manifest, ...]:
+    """`kubectl kustomize` output of one target, parsed (rendered once per test session)."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed: it renders the kustomize targets offline")
+    result = subprocess.run(
+        [kubectl, "kustomize", str(TARGETS[target])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if result.returncode != 0:
+        pytest.fail(f"kubectl kustomize {target} failed:\n{result.stderr}")
+    return tuple(doc for doc in yaml.safe_load_all(result.stdout) if doc)
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """One rendered target with lookups by kind and name."""
+
+    target: str
+    docs: tuple[Manifest, ...]
+
+    def of_kind(self, kind: str) -> list[Manifest]:
+        return [doc for doc in self.docs if doc["kind"] == kind]
+
+    def get(self, kind: str, name: str) -> Manifest:
+        found = [doc for doc in self.of_kind(kind) if doc["metadata"]["name"] == name]
+        assert len(found) == 1, f"{self.target}: expected one {kind}/{name}, found {len(found)}"
+        return found[0]
+
+    def pod_spec(self, deployment: str) -> Manifest:
+        spec: Manifest = self.get("Deployment", deployment)["spec"]["template"]["spec"]
+        return spec
+
+    def container(self, deployment: str) -> Manifest:
+        containers: list[Manifest] = self.pod_spec(deployment)["containers"]
+        assert len(containers) == 1, f"{deployment} should run one container"
+        return containers[0]
+
+    def settings(self) -> dict[str, str]:
+        """The ConfigMap every app container reads with envFrom (name carries a hash suffix)."""
+        names = {
+            source["configMapRef"]["name"]
+            for app in APPS
+            for source in self.container(app.name).get("envFrom", [])
+            if "configMapRef" in source
+        }
+        assert len(names) == 1, f"apps should share one settings ConfigMap, found {names}"
+        data: dict[str, str] = self.get("ConfigMap", names.pop()).get("data", {})
+        return data
+
+
+@pytest.fixture(params=sorted(TARGETS))
+def rendered(request: pytest.FixtureRequest) -> Rendered:
+    target: str = request.param
+    return Rendered(target, render(target))
+
+
+@pytest.fixture(params=PROD_TARGETS)
+def prod(request: pytest.FixtureRequest) -> Rendered:
+    target: str = request.param
+    return Rendered(target, render(target))
+
+
+@pytest.fixture
+def openai() -> Rendered:
+    return Rendered("prod-openai", render("prod-openai"))
+
+
+def all_pod_specs(rendered: Rendered) -> Iterator[tuple[str, Manifest]]:
+    for deployment in rendered.of_kind("Deployment"):
+        yield deployment["metadata"]["name"], deployment["spec"]["template"]["spec"]
+
+
+def all_containers(rendered: Rendered) -> Iterator[tuple[str, Manifest]]:
+    for name, spec in all_pod_specs(rendered):
+        for container in [*spec.get("initContainers", []), *spec["containers"]]:
+            yield f"{name}/{container['name']}", container
+
+
+def named_port(container: Manifest, name: str) -> int:
+    ports = [p["containerPort"] for p in container["ports"] if p["name"] == name]
+    assert len(ports) == 1, f"container {container['name']} should name one port {name!r}"
+    port: int = ports[0]
+    return port
+
+
+_SUFFIXES = {
+    "m": 1e-3,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+}
+
+
+def quantity(value: str | int | float) -> float:
+    """A Kubernetes resource quantity ("500m", "1536Mi", "2") as a plain number."""
+    text = str(value)
+    for suffix in sorted(_SUFFIXES, key=len, reverse=True):
+        if text.endswith(suffix):
+            return float(text[: -len(suffix)]) * _SUFFIXES[suffix]
+    return float(text)
+
+
+class TestQuantity:
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [("500m", 0.5), ("2", 2.0), ("1536Mi", 1536 * 2**20), ("2Gi", 2 * 2**30), ("200M", 2e8)],
+    )
+    def test_quantity_parses_kubernetes_suffixes(self, text: str, expected: float) -> None:
+        assert quantity(text) == expected
+
+
+# --- A small NetworkPolicy evaluator: enough of the spec to check the call graph we wrote. ---
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One side of a connection: a pod (labels + its namespace's labels) or an outside address."""
+
+    labels: dict[str, str] = field(default_factory=dict)
+    namespace_labels: dict[str, str] = field(default_factory=dict)
+    ip: str | None = None
+
+
+def _selects(selector: Manifest | None, labels: dict[str, str]) -> bool:
+    if selector is None:
+        return True
+    assert "matchExpressions" not in selector, "evaluator handles matchLabels only"
+    wanted: dict[str, str] = selector.get("matchLabels", {})
+    return all(labels.get(key) == value for key, value in wanted.items())
+
+
+def _peer_matches(peer: Manifest, other: Endpoint, policy_namespace: dict[str, str]) -> bool:
+    if "ipBlock" in peer:
+        if other.ip is None:
+            return False
+        address = ipaddress.ip_address(other.ip)
+        block = peer["ipBlock"]
+        excluded = any(address in ipaddress.ip_network(cidr) for cidr in block.get("except", []))
+        return address in ipaddress.ip_network(block["cidr"]) and not excluded
+    if other.ip is not None:
+        return False
+    if "namespaceSelector" in peer:
+        namespace_ok = _selects(peer["namespaceSelector"], other.namespace_labels)
+    else:
+        namespace_ok = other.namespace_labels == policy_namespace
+    return namespace_ok and _selects(peer.get("podSelector"), other.labels)
+
+
+def _port_matches(rule: Manifest, port: int, protocol: str) -> bool:
+    ports: list[Manifest] = rule.get("ports", [])
+    if not ports:
+        return True
+    for spec in ports:
+        assert isinstance(spec.get("port", 0), int), "evaluator handles numeric ports only"
+        if spec.get("protocol", "TCP") == protocol and spec.get("port") in (None, port):
+            return True
+    return False
+
+
+def _direction_allows(
+    policies: list[Manifest],
+    pod: Endpoint,
+    other: Endpoint,
+    port: int,
+    protocol: str,
+    direction: str,
+) -> bool:
+    """Whether `pod` may send (Egress) to / receive (Ingress) from `other` on port/protocol."""
+    rules_key, peers_key = ("egress", "to") if direction == "Egress" else ("ingress", "from")
+    isolated = False
+    for policy in policies:
+        spec = policy["spec"]
+        default_types = ["Ingress", *(["Egress"] if "egress" in spec else [])]
+        if direction not in spec.get("policyTypes", default_types):
+            continue
+        if not _selects(spec["podSelector"], pod.labels):
+            continue
+        isolated = True
+        for rule in spec.get(rules_key, []):
+            peers: list[Manifest] = rule.get(peers_key, [])
+            peer_ok = not peers or any(
+                _peer_matches(peer, other, pod.namespace_labels) for peer in peers
+            )
+            if peer_ok and _port_matches(rule, port, protocol):
+                return True
+    return not isolated
+
+
+def connection_allowed(
+    policies: list[Manifest], src: Endpoint, dst: Endpoint, port: int, protocol: str = "TCP"
+) -> bool:
+    """Both the sender's egress and (for a pod in our namespace) the receiver's ingress allow it."""
+    egress = _direction_allows(policies, src, dst, port, protocol, "Egress")
+    ours = dst.ip is None and dst.namespace_labels == src.namespace_labels
+    ingress = not ours or _direction_allows(policies, dst, src, port, protocol, "Ingress")
+    return egress and ingress
+
+
+def pod(rendered: Rendered, app: str) -> Endpoint:
+    labels: dict[str, str] = rendered.get("Deployment", app)["spec"]["template"]["metadata"][
+        "labels"
+    ]
+    namespace = rendered.get("Deployment", app)["metadata"]["namespace"]
+    return Endpoint(labels, {"kubernetes.io/metadata.name": namespace})
+
+
+# --- The invariants. ---
+
+
+class TestRender:
+    def test_targets_cover_base_dev_prod_and_prod_openai(self) -> None:
+        assert {"base", "dev", "prod", "prod-openai"} <= set(TARGETS)
+
+    def test_render_includes_every_service_and_redis(self, rendered: Rendered) -> None:
+        for name in [*(app.name for app in APPS), "redis"]:
+            rendered.get("Deployment", name)
+            rendered.get("Service", name)
+            rendered.get("ServiceAccount", name)
+
+    def test_render_labels_every_resource_part_of_grounded_qa(self, rendered: Rendered) -> None:
+        for doc in rendered.docs:
+            labels = doc["metadata"].get("labels", {})
+            assert labels.get("app.kubernetes.io/part-of") == "grounded-qa", doc["metadata"]
+            if doc["kind"] in ("Deployment", "Service", "ServiceAccount"):
+                assert labels.get(NAME_LABEL) == doc["metadata"]["name"]
+
+
+class TestProbes:
+    @pytest.mark.parametrize("app", APPS, ids=lambda app: app.name)
+    def test_probes_use_native_grpc_on_the_grpc_port(self, rendered: Rendered, app: App) -> None:
+        container = rendered.container(app.name)
+        grpc_port = named_port(container, "grpc")
+        assert grpc_port == app.grpc_port
+        for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
+            assert container[kind]["grpc"]["port"] == grpc_port, kind
+
+    @pytest.mark.parametrize("app", APPS, ids=lambda app: app.name)
+    def test_readiness_and_startup_ask_for_the_service_name(
+        self, rendered: Rendered, app: App
+    ) -> None:
+        container = rendered.container(app.name)
+        assert container["readinessProbe"]["grpc"]["service"] == app.health_name
+        assert container["startupProbe"]["grpc"]["service"] == app.health_name
+
+    def test_retrieval_startup_budget_covers_model_and_index_load(self, rendered: Rendered) -> None:
+        # Warm-up is ~4 s of model load plus the index on an idle node; allow for a throttled one.
+        probe = rendered.container("retrieval")["startupProbe"]
+        assert probe["periodSeconds"] * probe["failureThreshold"] >= 120
+
+    def test_redis_has_readiness_and_liveness_probes(self, rendered: Rendered) -> None:
+        container = rendered.container("redis")
+        assert {"startupProbe", "readinessProbe", "livenessProbe"} <= set(container)
+
+
+class TestSecurityContext:
+    def test_pods_run_as_non_root_with_runtime_default_seccomp(self, rendered: Rendered) -> None:
+        for name, spec in all_pod_specs(rendered):
+            context = spec["securityContext"]
+            assert context["runAsNonRoot"] is True, name
+            assert context["seccompProfile"]["type"] == "RuntimeDefault", name
+
+    def test_containers_are_restricted(self, rendered: Rendered) -> None:
+        for name, container in all_containers(rendered):
+            context = container["securityContext"]
+            assert context["runAsNonRoot"] is True, name
+            assert context["readOnlyRootFilesystem"] is True, name
+            assert context["allowPrivilegeEscalation"] is False, name
+            assert context["capabilities"]["drop"] == ["ALL"], name
+            assert "add" not in context["capabilities"], name
+            assert context["seccompProfile"]["type"] == "RuntimeDefault", name
+
+    @pytest.mark.parametrize("app", APPS, ids=lambda app: app.name)
+    def test_app_runs_as_the_image_user(self, rendered: Rendered, app: App) -> None:
+        assert rendered.pod_spec(app.name)["securityContext"]["runAsUser"] == APP_UID
+        assert rendered.container(app.name)["securityContext"]["runAsUser"] == APP_UID
+
+    @pytest.mark.parametrize("app", APPS, ids=lambda app: app.name)
+    def test_app_writes_only_to_an_emptydir_tmp(self, rendered: Rendered, app: App) -> None:
+        spec = rendered.pod_spec(app.name)
+        mounts = {m["mountPath"]: m["name"] for m in rendered.container(app.name)["volumeMounts"]}
+        volumes = {v["name"]: v for v in spec["volumes"]}
+        assert set(mounts) == {"/tmp"}
+        assert "emptyDir" in volumes[mounts["/tmp"]]
+
+    def test_service_account_tokens_are_not_mounted(self, rendered: Rendered) -> None:
+        for name, spec in all_pod_specs(rendered):
+            account = rendered.get("ServiceAccount", spec["serviceAccountName"])
+            assert account["automountServiceAccountToken"] is False, name
+            assert spec["automountServiceAccountToken"] is False, name
+
+    def test_service_links_are_off(self, rendered: Rendered) -> None:
+        # Service links would inject RETRIEVAL_PORT=tcp://... and clash with our own settings.
+        for name, spec in all_pod_specs(rendered):
+            assert spec["enableServiceLinks"] is False, name
+
+
+class TestResources:
+    def test_every_container_sets_cpu_and_memory_requests_and_limits(
+        self, rendered: Rendered
+    ) -> None:
+        for name, container in all_containers(rendered):
+            resources = container["resources"]
+            for resource in ("cpu", "memory"):
+                request = quantity(resources["requests"][resource])
+                limit = quantity(resources["limits"][resource])
+                assert 0 < request <= limit, f"{name} {resource}"
+
+    def test_retrieval_memory_request_holds_model_and_index(self, rendered: Rendered) -> None:
+        # MiniLM (~820 MB RSS) plus the FAISS index and chunk text come to ~1.2 GiB.
+        requests = rendered.container("retrieval")["resources"]["requests"]
+        assert quantity(requests["memory"]) >= 1.2 * 2**30
+
+
+class TestServices:
+    @pytest.mark.parametrize("app", APPS, ids=lambda app: app.name)
+    def test_service_exposes_grpc_and_metrics_by_name(self, rendered: Rendered, app: App) -> None:
+        service = rendered.get("Service", app.name)
+        container = rendered.container(app.name)
+        ports = {port["name"]: port for port in service["spec"]["ports"]}
+        assert set(ports) == {"grpc", "metrics"}
+        for name, number in (("grpc", app.grpc_port), ("metrics", app.metrics_port)):
+            assert ports[name]["port"] == number
+            assert ports[name]["targetPort"] == name
+            assert named_port(container, name) == number
+
+    def test_service_selectors_match_their_pods(self, rendered: Rendered) -> None:
+        for service in rendered.of_kind("Service"):
+            name = service["metadata"]["name"]
+            labels = rendered.get("Deployment", name)["spec"]["template"]["metadata"]["labels"]
+            assert _selects({"matchLabels": service["spec"]["selector"]}, labels), name
+
+
+class TestSettings:
+    @pytest.mark.parametrize("app", APPS, ids=lambda app: app.name)
+    def test_settings_ports_match_container_ports(self, rendered: Rendered, app: App) -> None:
+        settings = rendered.settings()
+        container = rendered.container(app.name)
+        assert int(settings[f"{app.env_prefix}PORT"]) == named_port(container, "grpc")
+        assert int(settings[f"{app.env_prefix}METRICS_PORT"]) == named_port(container, "metrics")
+
+    @pytest.mark.parametrize("app", APPS, ids=lambda app: app.name)
+    def test_servers_listen_beyond_loopback(self, rendered: Rendered, app: App) -> None:
+        # The server default is 127.0.0.1, which kubelet probes and Services cannot reach.
+        assert rendered.settings()[f"{app.env_prefix}HOST"] in ("0.0.0.0", "[::]")
+
+    def test_synthesis_peers_are_the_in_cluster_services(self, rendered: Rendered) -> None:
+        settings = rendered.settings()
+        for app, key in (("retrieval", "RETRIEVAL_ADDR"), ("validator", "VALIDATOR_ADDR")):
+            host, port = settings[f"SYNTHESIS_{key}"].rsplit(":", 1)
+            ports = {p["name"]: p["port"] for p in rendered.get("Service", host)["spec"]["ports"]}
+            assert host == app
+            assert int(port) == ports["grpc"]
+
+    def test_retrieval_cache_is_the_redis_service(self, rendered: Rendered) -> None:
+        url = rendered.settings()["RETRIEVAL_REDIS_URL"]
+        service = rendered.get("Service", "redis")
+        assert url == f"redis://redis:{service['spec']['ports'][0]['port']}/0"
+
+
+class TestShutdown:
+    @pytest.mark.parametrize("app", APPS, ids=lambda app: app.name)
+    def test_grace_period_outlasts_prestop_and_drain(self, rendered: Rendered, app: App) -> None:
+        spec = rendered.pod_spec(app.name)
+        container = rendered.container(app.name)
+        pre_stop = container.get("lifecycle", {}).get("preStop", {}).get("sleep", {})
+        drain = float(rendered.settings().get(f"{app.env_prefix}GRACE_S", DEFAULT_GRACE_S))
+        assert spec["terminationGracePeriodSeconds"] > pre_stop.get("seconds", 0) + drain
+
+
+class TestImages:
+    def test_images_are_pinned_by_tag_or_digest(self, rendered: Rendered) -> None:
+        for name, container in all_containers(rendered):
+            image: str = container["image"]
+            if "@sha256:" in image:
+                assert len(image.split("@sha256:", 1)[1]) == 64, name
+                continue
+            last = image.rsplit("/", 1)[-1]
+            assert ":" in last, f"{name}: {image} has no tag"
+            assert last.split(":", 1)[1] not in ("", "latest"), f"{name}: {image}"
+
+    def test_redis_image_is_pinned_by_digest(self, rendered: Rendered) -> None:
+        assert "@sha256:" in rendered.container("redis")["image"]
+
+    def test_dev_uses_the_dev_tag(self) -> None:
+        dev = Rendered("dev", render("dev"))
+        for app in APPS:
+            assert dev.container(app.name)["image"].endswith(f"/{app.name}:dev")
+
+
+class TestDev:
+    def test_dev_logs_at_debug_with_one_replica_each(self) -> None:
+        dev = Rendered("dev", render("dev"))
+        assert dev.settings()["LOG_LEVEL"] == "DEBUG"
+        for app in APPS:
+            assert dev.get("Deployment", app.name)["spec"]["replicas"] == 1
+
+
+class TestProd:
+    def test_prod_denies_all_traffic_by_default(self, prod: Rendered) -> None:
+        deny_all = [
+            policy
+            for policy in prod.of_kind("NetworkPolicy")
+            if policy["spec"]["podSelector"] == {}
+            and set(policy["spec"]["policyTypes"]) == {"Ingress", "Egress"}
+            and not policy["spec"].get("ingress")
+            and not policy["spec"].get("egress")
+        ]
+        assert len(deny_all) == 1
+
+    @pytest.mark.parametrize(
+        ("src", "dst", "port", "allowed"),
+        [
+            ("synthesis", "retrieval", 50051, True),
+            ("synthesis", "validator", 50053, True),
+            ("retrieval", "redis", 6379, True),
+            ("synthesis", "redis", 6379, False),
+            ("validator", "retrieval", 50051, False),
+            ("validator", "redis", 6379, False),
+            ("retrieval", "validator", 50053, False),
+            ("redis", "retrieval", 50051, False),
+            ("synthesis", "retrieval", 9091, False),
+        ],
+    )
+    def test_prod_network_policies_allow_exactly_the_call_graph(
+        self, prod: Rendered, src: str, dst: str, port: int, allowed: bool
+    ) -> None:
+        policies = prod.of_kind("NetworkPolicy")
+        assert connection_allowed(policies, pod(prod, src), pod(prod, dst), port) is allowed
+
+    def test_prod_admits_clients_to_synthesis_grpc_only(self, prod: Rendered) -> None:
+        policies = prod.of_kind("NetworkPolicy")
+        client = Endpoint({"app": "client"}, {"kubernetes.io/metadata.name": "frontend"})
+        inbound = Endpoint({"app": "client"}, pod(prod, "synthesis").namespace_labels)
+        for app in APPS:
+            target = pod(prod, app.name)
+            # Egress of an outside client is not ours to judge: check ingress only.
+            admits = _direction_allows(policies, target, client, app.grpc_port, "TCP", "Ingress")
+            assert admits is (app.name == "synthesis"), app.name
+        assert not connection_allowed(policies, inbound, pod(prod, "redis"), 6379)
+
+    @pytest.mark.parametrize("app", APPS, ids=lambda app: app.name)
+    def test_prod_lets_the_monitoring_namespace_scrape_metrics(
+        self, prod: Rendered, app: App
+    ) -> None:
+        policies = prod.of_kind("NetworkPolicy")
+        target = pod(prod, app.name)
+        prometheus = Endpoint({"app": "prometheus"}, {"kubernetes.io/metadata.name": "monitoring"})
+        elsewhere = Endpoint({"app": "prometheus"}, {"kubernetes.io/metadata.name": "default"})
+        assert _direction_allows(policies, target, prometheus, app.metrics_port, "TCP", "Ingress")
+        assert not _direction_allows(
+            policies, target, elsewhere, app.metrics_port, "TCP", "Ingress"
+        )
+
+    @pytest.mark.parametrize("app", [*(app.name for app in APPS), "redis"])
+    def test_prod_allows_dns_egress(self, prod: Rendered, app: str) -> None:
+        policies = prod.of_kind("NetworkPolicy")
+        dns = Endpoint({"k8s-app": "kube-dns"}, {"kubernetes.io/metadata.name": "kube-system"})
+        for protocol in ("UDP", "TCP"):
+            assert connection_allowed(policies, pod(prod, app), dns, 53, protocol), protocol
+
+    def test_prod_autoscales_retrieval_and_synthesis_on_cpu(self, prod: Rendered) -> None:
+        hpas = {
+            hpa["spec"]["scaleTargetRef"]["name"]: hpa
+            for hpa in prod.of_kind("HorizontalPodAutoscaler")
+        }
+        assert set(hpas) == {"retrieval", "synthesis"}
+        for name, hpa in hpas.items():
+            assert hpa["apiVersion"] == "autoscaling/v2"
+            assert hpa["spec"]["scaleTargetRef"]["kind"] == "Deployment"
+            prod.get("Deployment", name)
+            assert hpa["spec"]["minReplicas"] >= 2
+            assert hpa["spec"]["maxReplicas"] > hpa["spec"]["minReplicas"]
+            metrics = [m["resource"]["name"] for m in hpa["spec"]["metrics"]]
+            assert metrics == ["cpu"]
+
+    def test_prod_leaves_replicas_of_autoscaled_deployments_to_the_hpa(
+        self, prod: Rendered
+    ) -> None:
+        for hpa in prod.of_kind("HorizontalPodAutoscaler"):
+            target = prod.get("Deployment", hpa["spec"]["scaleTargetRef"]["name"])
+            assert "replicas" not in target["spec"]
+
+    @pytest.mark.parametrize("app", APPS, ids=lambda app: app.name)
+    def test_prod_runs_two_or_more_replicas(self, prod: Rendered, app: App) -> None:
+        hpas = [
+            hpa
+            for hpa in prod.of_kind("HorizontalPodAutoscaler")
+            if hpa["spec"]["scaleTargetRef"]["name"] == app.name
+        ]
+        spec = prod.get("Deployment", app.name)["spec"]
+        floor = hpas[0]["spec"]["minReplicas"] if hpas else spec["replicas"]
+        assert floor >= 2
+
+    @pytest.mark.parametrize("app", APPS, ids=lambda app: app.name)
+    def test_prod_has_a_disruption_budget_per_service(self, prod: Rendered, app: App) -> None:
+        labels = prod.get("Deployment", app.name)["spec"]["template"]["metadata"]["labels"]
+        budgets = [
+            pdb
+            for pdb in prod.of_kind("PodDisruptionBudget")
+            if _selects(pdb["spec"]["selector"], labels)
+        ]
+        assert len(budgets) == 1
+        assert budgets[0]["apiVersion"] == "policy/v1"
+
+    def test_prod_namespace_enforces_restricted_pod_security(self, prod: Rendered) -> None:
+        namespaces = prod.of_kind("Namespace")
+        assert len(namespaces) == 1
+        labels = namespaces[0]["metadata"]["labels"]
+        assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+        for doc in prod.docs:
+            if doc["kind"] != "Namespace":
+                assert doc["metadata"]["namespace"] == namespaces[0]["metadata"]["name"]
+
+
+class TestOpenAI:
+    def test_openai_key_comes_from_a_secret_key_ref(self, openai: Rendered) -> None:
+        env = {item["name"]: item for item in openai.container("synthesis").get("env", [])}
+        key = env["SYNTHESIS_OPENAI_API_KEY"]
+        assert "value" not in key
+        assert key["valueFrom"]["secretKeyRef"]["name"]
+        assert key["valueFrom"]["secretKeyRef"]["key"]
+
+    def test_openai_overlay_selects_the_openai_generator(self, openai: Rendered) -> None:
+        settings = openai.settings()
+        assert settings["SYNTHESIS_GENERATOR"] == "openai"
+        assert settings["SYNTHESIS_OPENAI_BASE_URL"].startswith(("https://", "http://"))
+        assert settings["SYNTHESIS_OPENAI_MODEL"]
+
+    def test_openai_overlay_lets_only_synthesis_reach_https(self, openai: Rendered) -> None:
+        policies = openai.of_kind("NetworkPolicy")
+        endpoint = Endpoint(ip="203.0.113.10")
+        assert connection_allowed(policies, pod(openai, "synthesis"), endpoint, 443)
+        assert not connection_allowed(policies, pod(openai, "synthesis"), endpoint, 80)
+        for other in ("retrieval", "validator", "redis"):
+            assert not connection_allowed(policies, pod(openai, other), endpoint, 443), other
+
+    def test_no_target_carries_a_secret_literal(self, rendered: Rendered) -> None:
+        assert rendered.of_kind("Secret") == []
+        for config_map in rendered.of_kind("ConfigMap"):
+            assert not [key for key in config_map.get("data", {}) if "KEY" in key.upper()]
+        for name, container in all_containers(rendered):
+            for item in container.get("env", []):
+                if "KEY" in item["name"].upper() or "TOKEN" in item["name"].upper():
+                    assert "value" not in item, f"{name}: {item['name']}"
