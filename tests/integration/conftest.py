@@ -68,7 +68,11 @@ async def start_stack(
     await validator.start()
     retrieval = retrieval_server.create_app(
         RetrievalConfig.from_env(
-            {**_base_env("RETRIEVAL_"), "RETRIEVAL_INDEX_DIR": str(index_dir), "RETRIEVAL_REDIS_URL": redis_url}
+            {
+                **_base_env("RETRIEVAL_"),
+                "RETRIEVAL_INDEX_DIR": str(index_dir),
+                "RETRIEVAL_REDIS_URL": redis_url,
+            }
         )
     )
     await retrieval.start()

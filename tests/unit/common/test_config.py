@@ -48,6 +48,8 @@ class TestSecret:
 
 class TestServerSettings:
     def test_server_settings_defaults(self) -> None:
-        settings = ServerSettings.from_env(EnvReader("V_", {}), default_port=50053, default_metrics_port=9093)
+        settings = ServerSettings.from_env(
+            EnvReader("V_", {}), default_port=50053, default_metrics_port=9093
+        )
         assert (settings.host, settings.port, settings.grace_s) == ("127.0.0.1", 50053, 10.0)
         assert settings.tls.enabled is False

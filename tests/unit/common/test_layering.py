@@ -6,7 +6,16 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-FORBIDDEN = ("grpc", "grpc_health", "grpc_reflection", "grpc_status", "grounded", "openai", "redis", "google.rpc")
+FORBIDDEN = (
+    "grpc",
+    "grpc_health",
+    "grpc_reflection",
+    "grpc_status",
+    "grounded",
+    "openai",
+    "redis",
+    "google.rpc",
+)
 
 # Adapter and wiring modules: the only places allowed to touch outside libraries.
 ADAPTERS = {
@@ -42,7 +51,11 @@ def _imports(path: Path) -> set[str]:
 
 
 def _forbidden(name: str) -> bool:
-    return any(name == f or name.startswith(f + ".") for f in FORBIDDEN) or name.endswith("_pb2") or "_pb2" in name
+    return (
+        any(name == f or name.startswith(f + ".") for f in FORBIDDEN)
+        or name.endswith("_pb2")
+        or "_pb2" in name
+    )
 
 
 class TestLayering:

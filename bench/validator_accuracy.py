@@ -1,0 +1,571 @@
+"""Validator accuracy on labelled (sentence, cited chunks, label) cases built from the dev slices.
+
+    .venv/bin/python -m bench.validator_accuracy [--out reports/validator_accuracy.json]
+
+Cases come from data/eval/scifact (rationale sentences, SUPPORT and CONTRADICT claims),
+data/eval/hotpotqa (supporting facts) and the IPC statute text, plus deterministic
+perturbations (changed number, added/removed negation, swapped citation, sentence from another
+document). Every case is a one-sentence answer with its citations; "accepted" is the
+validator's ``report.accepted``. Writes JSON under reports/ and prints a Markdown table.
+Nothing under data/heldout is read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from services.validator.engine import validate
+from services.validator.report import ValidationOptions
+
+ROOT: Final = Path(__file__).resolve().parents[1]
+DATA: Final = ROOT / "data"
+REPORTS: Final = ROOT / "reports"
+SEED: Final = 20261122
+
+ACCEPT, REJECT = "accept", "reject"
+# Categories grouped for the headline figures.
+PARAPHRASES: Final = ("scifact_support_claim", "scifact_rewrite", "hotpot_rewrite", "ipc_rewrite")
+NUMBER_PERTURBATIONS: Final = ("number_changed",)
+NEGATION_PERTURBATIONS: Final = ("negation_added", "negation_removed")
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """Evidence item as the validator sees it."""
+
+    semantic_id: str
+    text: str
+
+
+@dataclass(slots=True)
+class Case:
+    """One labelled answer: ``expected`` is accept (supported) or reject."""
+
+    source: str
+    category: str
+    answer: str
+    evidence: list[Chunk]
+    expected: str
+    note: str = ""
+    outcome: dict[str, Any] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- text rewrites
+
+_LABEL_RE = re.compile(r"^(?:[A-Z]{3,}(?:\s+AND\s+[A-Z]{3,})?\s*:?\s+)+(?=[A-Z])")
+_GLUED_LABEL_RE = re.compile(r"^(Context|Background|Objective|Objectives|Importance)(?=[A-Z])")
+_PAREN_RE = re.compile(r"\s*\([^()]*\)")
+_SMALL_INT_RE = re.compile(r"(?<![\w.,\-/])([0-9]{1,2})(?![\w.,%/\-])")
+_AUX_RE = re.compile(
+    r"\b(is|are|was|were|has|have|had|can|could|may|might|will|would|should|shall|must|does|did)"
+    r"\b(?! not\b)"
+)
+_NEG_RE = re.compile(r"\b(not|no|never|without|cannot|nothing|none|neither|nor)\b|n't\b", re.I)
+_NUMBER_TOKEN_RE = re.compile(r"(?<![\w.,])([0-9]+(?:\.[0-9]+)?)(?![\w])")
+_ONES = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+_ONES += "fifteen sixteen seventeen eighteen nineteen"
+ONES: Final = _ONES.split()
+TENS: Final = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+NUMBER_WORD_SWAP: Final = {
+    "two": "three",
+    "three": "four",
+    "four": "five",
+    "five": "six",
+    "six": "eight",
+    "seven": "ten",
+    "ten": "fourteen",
+    "fourteen": "twenty",
+    "twenty": "thirty",
+    "thousand": "hundred",
+    "hundred": "thousand",
+}
+SYNONYMS: Final = (
+    ("was associated with", "was linked to"),
+    ("were associated with", "were linked to"),
+    ("demonstrated", "showed"),
+    ("significantly", "markedly"),
+    ("reduced", "lowered"),
+    ("In this study, ", ""),
+    ("We found that ", ""),
+    ("we found that ", ""),
+    ("Whoever", "Any person who"),
+    ("shall be punished with", "is punishable with"),
+)
+PREFIXES: Final = ("", "Notably, ", "The evidence shows that ", "According to the documents, ")
+
+
+def words_for(n: int) -> str:
+    """English words for 0..99 ("twenty-one")."""
+    if n < 20:
+        return ONES[n]
+    tens, ones = divmod(n, 10)
+    return TENS[tens - 2] + (f"-{ONES[ones]}" if ones else "")
+
+
+def clean_label(text: str) -> str:
+    """Drop structured-abstract section labels an answer would not repeat."""
+    text = _LABEL_RE.sub("", text.strip())
+    return _GLUED_LABEL_RE.sub("", text)
+
+
+def light_rewrite(text: str, rng: random.Random) -> str:
+    """A meaning-preserving rewrite: 1-3 of prefix, synonyms, numbers in words, no brackets."""
+    out = " ".join(clean_label(text).split()).rstrip(" .")
+    steps = rng.sample(["prefix", "synonyms", "numbers", "parens", "truncate"], k=rng.randint(1, 3))
+    if "parens" in steps:
+        out = _PAREN_RE.sub("", out)
+    if "synonyms" in steps:
+        for old, new in SYNONYMS:
+            out = out.replace(old, new)
+    if "numbers" in steps:
+        out = _SMALL_INT_RE.sub(lambda m: words_for(int(m.group(1))), out)
+    if "truncate" in steps:
+        commas = [m.start() for m in re.finditer(r",", out) if _depth(out[: m.start()]) == 0]
+        long_enough = [c for c in commas if len(out[:c].split()) >= 8]
+        if long_enough:
+            out = out[: long_enough[0]]
+    if "prefix" in steps:
+        prefix = rng.choice(PREFIXES)
+        if prefix:
+            out = prefix + out[0].lower() + out[1:] if out[:2].istitle() else prefix + out
+    return out
+
+
+def _depth(prefix: str) -> int:
+    """Bracket depth at the end of ``prefix`` (a cut inside brackets would break them)."""
+    return sum(prefix.count(o) - prefix.count(c) for o, c in ("()", "[]"))
+
+
+def change_number(text: str, evidence_text: str, rng: random.Random) -> str | None:
+    """Replace one number (digits or a number word) with a value absent from the evidence."""
+    digits = list(_NUMBER_TOKEN_RE.finditer(text))
+    present = set(re.findall(r"[0-9]+(?:\.[0-9]+)?", evidence_text.replace(",", "")))
+    if digits:
+        match = rng.choice(digits)
+        raw = match.group(1)
+        if "." in raw:
+            head, tail = raw.split(".")
+            candidates = [
+                f"{head}.{(int(tail) + k) % (10 ** len(tail)):0{len(tail)}d}" for k in (3, 7)
+            ]
+        else:
+            value = int(raw)
+            candidates = [str(value + k) for k in (3, 7, 11, 19)] + [str(value * 2 + 1)]
+        for candidate in candidates:
+            if candidate not in present and candidate != raw:
+                return text[: match.start(1)] + candidate + text[match.end(1) :]
+        return None
+    lowered = text.lower()
+    for word, swap in NUMBER_WORD_SWAP.items():
+        match = re.search(rf"\b{word}\b", lowered)
+        if match and swap not in evidence_text.lower():
+            return text[: match.start()] + swap + text[match.end() :]
+    return None
+
+
+def add_negation(text: str) -> str | None:
+    """Insert "not" after the first auxiliary verb, or turn "with" into "without"."""
+    if _NEG_RE.search(text):
+        return None
+    match = _AUX_RE.search(text)
+    if match:
+        return text[: match.end()] + " not" + text[match.end() :]
+    match = re.search(r"\bwith\b", text)
+    if match:
+        return text[: match.start()] + "without" + text[match.end() :]
+    return None
+
+
+def remove_negation(text: str) -> str | None:
+    """Delete the only negation cue of a sentence ("did not differ" -> "did differ")."""
+    cues = list(_NEG_RE.finditer(text))
+    if len(cues) != 1 or re.search(r"\bnot only\b", text):
+        return None  # "not only X but also Y" asserts X: removing "not" keeps the meaning
+    cue = cues[0]
+    word = cue.group().lower()
+    if word in ("not", "no", "never"):
+        return re.sub(r"\s{2,}", " ", text[: cue.start()] + text[cue.end() :])
+    if word == "without":
+        return text[: cue.start()] + "with" + text[cue.end() :]
+    if word == "cannot":
+        return text[: cue.start()] + "can" + text[cue.end() :]
+    if word == "n't":
+        return text[: cue.start()] + text[cue.end() :]
+    return None
+
+
+def answer_for(sentence: str, ids: Sequence[str], rng: random.Random) -> str:
+    """One-sentence answer; the citation goes before or after the final period (both allowed)."""
+    body = sentence.strip().rstrip(" .")
+    marks = "".join(f"[{i}]" for i in ids)
+    return f"{body} {marks}." if rng.random() < 0.5 else f"{body}. {marks}"
+
+
+# --------------------------------------------------------------------------- case builders
+
+
+def scifact_cases(rng: random.Random) -> Iterator[Case]:
+    """SciFact claims and rationale sentences, with perturbations."""
+    folder = DATA / "eval" / "scifact"
+    corpus = {
+        str(d["doc_id"]): d["abstract"]
+        for d in map(json.loads, (folder / "corpus.jsonl").read_text().splitlines())
+    }
+    claims = [json.loads(line) for line in (folder / "claims.jsonl").read_text().splitlines()]
+
+    def chunks(doc_id: str) -> list[Chunk]:
+        return [Chunk(f"{doc_id}_{i}", s) for i, s in enumerate(corpus[doc_id])]
+
+    rationale_pool: list[tuple[str, int]] = []
+    for claim in claims:
+        for doc_id, sets in claim["evidence"].items():
+            for rationale in sets:
+                rationale_pool.extend((doc_id, s) for s in rationale["sentences"])
+    for claim in claims:
+        for doc_id, sets in claim["evidence"].items():
+            evidence = chunks(doc_id)
+            used = {s for r in sets for s in r["sentences"]}
+            for rationale in sets:
+                ids = [f"{doc_id}_{s}" for s in rationale["sentences"]]
+                label = rationale["label"]
+                yield Case(
+                    "scifact",
+                    "scifact_support_claim" if label == "SUPPORT" else "scifact_contradict_claim",
+                    answer_for(claim["claim"], ids, rng),
+                    evidence,
+                    ACCEPT if label == "SUPPORT" else REJECT,
+                    note=f"claim {claim['id']}",
+                )
+            for s in sorted(used):
+                own = f"{doc_id}_{s}"
+                text = corpus[doc_id][s]
+                yield from _sentence_cases(
+                    "scifact",
+                    "scifact_rewrite",
+                    text,
+                    own,
+                    evidence,
+                    used_ids={f"{doc_id}_{u}" for u in used},
+                    rng=rng,
+                    note=f"claim {claim['id']} doc {doc_id}",
+                )
+                other_doc, other_s = rng.choice(rationale_pool)
+                if other_doc != doc_id:
+                    yield Case(
+                        "scifact",
+                        "other_document",
+                        answer_for(light_rewrite(text, rng), [f"{other_doc}_{other_s}"], rng),
+                        chunks(other_doc),
+                        REJECT,
+                        note=f"{own} cited as {other_doc}_{other_s}",
+                    )
+
+
+def hotpot_cases(rng: random.Random) -> Iterator[Case]:
+    """HotpotQA supporting facts: per-fact rewrites and perturbations, multi-citation answers."""
+    records = [
+        json.loads(line)
+        for line in (DATA / "eval" / "hotpotqa" / "dev.jsonl").read_text().splitlines()
+    ]
+    for record in records:
+        titles, paragraphs = record["context"]["title"], record["context"]["sentences"]
+        evidence = [
+            Chunk(f"{title}_{i}", sentence.strip())
+            for title, sentences in zip(titles, paragraphs, strict=True)
+            for i, sentence in enumerate(sentences)
+        ]
+        by_id = {c.semantic_id: c.text for c in evidence}
+        gold = [
+            f"{t}_{i}"
+            for t, i in zip(
+                record["supporting_facts"]["title"],
+                record["supporting_facts"]["sent_id"],
+                strict=True,
+            )
+        ]
+        gold = [g for g in dict.fromkeys(gold) if g in by_id]
+        statement = f"{record['question'].rstrip(' ?')}: {record['answer']}"
+        yield Case(
+            "hotpot",
+            "hotpot_qa_statement",
+            answer_for(statement, gold, rng),
+            evidence,
+            ACCEPT,
+            note=record["id"],
+        )
+        first_title = gold[0].rsplit("_", 1)[0]
+        partial = [g for g in gold if g.rsplit("_", 1)[0] == first_title]
+        yield Case(
+            "hotpot",
+            "hotpot_missing_paragraph",
+            answer_for(statement, partial, rng),
+            evidence,
+            REJECT,
+            note=f"{record['id']} cites only {first_title}",
+        )
+        for fact in gold:
+            yield from _sentence_cases(
+                "hotpot",
+                "hotpot_rewrite",
+                by_id[fact],
+                fact,
+                evidence,
+                used_ids=set(gold),
+                rng=rng,
+                note=record["id"],
+            )
+
+
+def ipc_cases(rng: random.Random) -> Iterator[Case]:
+    """IPC sections that state a punishment: rewrites and number/negation perturbations."""
+    sections = json.loads((DATA / "corpora" / "indian_law" / "ipc.json").read_text())
+    picked = [
+        s
+        for s in sections
+        if re.search(r"\b(years?|fine)\b", s["section_desc"]) and len(s["section_desc"]) < 700
+    ]
+    for section in picked[:120]:
+        number = str(section["Section"])
+        sentences = [t.strip() for t in re.split(r"(?<=\.)\s+(?=[A-Z])", section["section_desc"])]
+        evidence = [Chunk(f"IPC_{number}_{i}", t) for i, t in enumerate(sentences) if t]
+        target = next((c for c in evidence if re.search(r"\byears?\b", c.text)), evidence[0])
+        yield from _sentence_cases(
+            "ipc",
+            "ipc_rewrite",
+            target.text,
+            target.semantic_id,
+            evidence,
+            used_ids={target.semantic_id},
+            rng=rng,
+            note=f"IPC {number}",
+            prefix=f"Under Section {number} of the IPC, ",
+        )
+
+
+def _sentence_cases(
+    source: str,
+    category: str,
+    text: str,
+    own: str,
+    evidence: list[Chunk],
+    *,
+    used_ids: set[str],
+    rng: random.Random,
+    note: str,
+    prefix: str = "",
+) -> Iterator[Case]:
+    rewritten = (
+        prefix + light_rewrite(text, rng)
+        if not prefix
+        else prefix + _lower_first(light_rewrite(text, rng))
+    )
+    yield Case(source, category, answer_for(rewritten, [own], rng), evidence, ACCEPT, note=note)
+    base = " ".join(clean_label(text).split()).rstrip(" .")
+    if prefix:
+        base = prefix + _lower_first(base)
+    changed = change_number(base, text, rng)
+    if changed:
+        yield Case(
+            source, "number_changed", answer_for(changed, [own], rng), evidence, REJECT, note=note
+        )
+    swapped = _swap_inner_number(base, rng)
+    if swapped:
+        yield Case(
+            source,
+            "number_swapped_within_evidence",
+            answer_for(swapped, [own], rng),
+            evidence,
+            REJECT,
+            note=note,
+        )
+    added = add_negation(base)
+    if added:
+        yield Case(
+            source, "negation_added", answer_for(added, [own], rng), evidence, REJECT, note=note
+        )
+    removed = remove_negation(base)
+    if removed:
+        yield Case(
+            source, "negation_removed", answer_for(removed, [own], rng), evidence, REJECT, note=note
+        )
+    others = [c for c in evidence if c.semantic_id not in used_ids and len(c.text) > 40]
+    if others:
+        other = rng.choice(others)
+        yield Case(
+            source,
+            "swapped_citation",
+            answer_for(base, [other.semantic_id], rng),
+            evidence,
+            REJECT,
+            note=f"{note}: {own} cited as {other.semantic_id}",
+        )
+        without = [c for c in evidence if c.semantic_id != own]
+        yield Case(
+            source,
+            "swapped_citation_source_absent",
+            answer_for(base, [other.semantic_id], rng),
+            without,
+            REJECT,
+            note=f"{note}: {own} cited as {other.semantic_id}, {own} not in evidence",
+        )
+
+
+def _swap_inner_number(text: str, rng: random.Random) -> str | None:
+    """Exchange two different numbers of the sentence (both still occur in the evidence)."""
+    numbers = list(_NUMBER_TOKEN_RE.finditer(text))
+    pairs = [(a, b) for a in numbers for b in numbers if a.start() < b.start()]
+    pairs = [(a, b) for a, b in pairs if a.group(1) != b.group(1)]
+    if not pairs:
+        return None
+    a, b = rng.choice(pairs)
+    return (
+        text[: a.start(1)]
+        + b.group(1)
+        + text[a.end(1) : b.start(1)]
+        + a.group(1)
+        + text[b.end(1) :]
+    )
+
+
+def _lower_first(text: str) -> str:
+    return text[0].lower() + text[1:] if text[:2].istitle() else text
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+def run(cases: list[Case], options: ValidationOptions) -> None:
+    """Validate every case and record the outcome on it."""
+    for case in cases:
+        report = validate(case.answer, case.evidence, options)
+        case.outcome = {
+            "accepted": report.accepted,
+            "reason": report.reason.value,
+            "coverage": [round(s.coverage, 3) for s in report.sentences],
+            "correct": (report.accepted and case.expected == ACCEPT)
+            or (not report.accepted and case.expected == REJECT),
+        }
+
+
+def rate(cases: Sequence[Case], predicate: str) -> dict[str, Any]:
+    """Share of ``cases`` whose outcome is accepted (predicate "accept") or rejected."""
+    n = len(cases)
+    hits = sum(c.outcome["accepted"] == (predicate == ACCEPT) for c in cases)
+    return {"n": n, "count": hits, "rate": round(hits / n, 4) if n else None}
+
+
+def summarise(cases: list[Case]) -> dict[str, Any]:
+    """Headline figures, per-category table and reasons for wrong outcomes."""
+    by_category: dict[str, list[Case]] = defaultdict(list)
+    for case in cases:
+        by_category[case.category].append(case)
+    categories = {
+        name: {
+            "n": len(group),
+            "expected": group[0].expected,
+            "accuracy": round(sum(c.outcome["correct"] for c in group) / len(group), 4),
+            "accepted": sum(c.outcome["accepted"] for c in group),
+            "reasons": dict(Counter(c.outcome["reason"] for c in group).most_common()),
+        }
+        for name, group in sorted(by_category.items())
+    }
+
+    def pick(names: Sequence[str]) -> list[Case]:
+        return [c for c in cases if c.category in names]
+
+    return {
+        "overall_accuracy": {
+            "n": len(cases),
+            "rate": round(sum(c.outcome["correct"] for c in cases) / len(cases), 4),
+        },
+        "false_accept_number": rate(pick(NUMBER_PERTURBATIONS), ACCEPT),
+        "false_accept_negation": rate(pick(NEGATION_PERTURBATIONS), ACCEPT),
+        "false_reject_paraphrase": rate(pick(PARAPHRASES), REJECT),
+        "false_reject_scifact_support_claims": rate(pick(("scifact_support_claim",)), REJECT),
+        "false_reject_light_rewrites": rate(
+            pick(("scifact_rewrite", "hotpot_rewrite", "ipc_rewrite")), REJECT
+        ),
+        "categories": categories,
+    }
+
+
+def markdown(summary: dict[str, Any]) -> str:
+    """The summary as Markdown tables."""
+    head = summary["overall_accuracy"]
+    lines = [
+        "| figure | value | n |",
+        "| --- | --- | --- |",
+        f"| overall accuracy | {head['rate']:.1%} | {head['n']} |",
+    ]
+    for key, label in (
+        ("false_accept_number", "false-accept rate, changed number"),
+        ("false_accept_negation", "false-accept rate, added/removed negation"),
+        ("false_reject_paraphrase", "false-reject rate, supported paraphrases (all)"),
+        ("false_reject_scifact_support_claims", "  of which SciFact SUPPORT claims"),
+        ("false_reject_light_rewrites", "  of which light rewrites"),
+    ):
+        figure = summary[key]
+        lines.append(f"| {label} | {figure['rate']:.1%} ({figure['count']}) | {figure['n']} |")
+    lines += [
+        "",
+        "| category | expected | n | accuracy | top reasons |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name, row in summary["categories"].items():
+        reasons = ", ".join(f"{r} {k}" for r, k in list(row["reasons"].items())[:3])
+        lines.append(
+            f"| {name} | {row['expected']} | {row['n']} | {row['accuracy']:.1%} | {reasons} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Build the cases, validate them, write the JSON report and print the tables."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--out", type=Path, default=REPORTS / "validator_accuracy.json")
+    parser.add_argument("--failures", type=int, default=40, help="wrong cases kept in the JSON")
+    args = parser.parse_args(argv)
+    rng = random.Random(SEED)
+    cases = [*scifact_cases(rng), *hotpot_cases(rng), *ipc_cases(rng)]
+    options = ValidationOptions()
+    started = time.perf_counter()
+    run(cases, options)
+    elapsed = time.perf_counter() - started
+    summary = summarise(cases)
+    wrong = [c for c in cases if not c.outcome["correct"]]
+    sample = random.Random(SEED).sample(wrong, min(args.failures, len(wrong)))
+    report = {
+        "command": "python -m bench.validator_accuracy",
+        "seed": SEED,
+        "options": {k: getattr(options, k) for k in options.__slots__},
+        "seconds": round(elapsed, 2),
+        **summary,
+        "wrong_examples": [
+            {
+                "category": c.category,
+                "expected": c.expected,
+                "answer": c.answer,
+                "note": c.note,
+                **c.outcome,
+            }
+            for c in sample
+        ],
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    print(markdown(summary))
+    print(f"\n{len(cases)} cases validated in {elapsed:.1f} s; report: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
