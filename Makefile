@@ -70,6 +70,42 @@ stop: ## Stop the services and Redis started by make run.
 ask: ## Ask the running stack a question: make ask QUESTION="..."
 	$(PY) -m services.synthesis.cli ask "$(QUESTION)"
 
+# ---------------------------------------------------------------------------- measurement
+# Benchmarks and evaluation write JSON + Markdown reports (with the command and machine load) to
+# reports/ (gitignored); the summaries worth keeping are copied into docs/ with that command.
+DATASET ?= all
+DATA    ?=
+LIMIT   ?=
+
+.PHONY: bench-retrieval
+bench-retrieval: install ## Retrieval latency/throughput over gRPC vs echo and raw encode+FAISS; recall ablations.
+	$(PY) -m bench.retrieval_perf
+	$(PY) -m bench.retrieval_quality
+
+.PHONY: bench-validator
+bench-validator: install ## Validator latency in-process and over gRPC vs echo; accuracy on labelled cases.
+	$(PY) -m bench.validator_perf
+	$(PY) -m bench.validator_accuracy
+
+.PHONY: bench
+bench: bench-retrieval bench-validator ## Every benchmark (run on a quiet machine: check `uptime`).
+
+.PHONY: eval
+eval: install ## Evaluate over gRPC: make eval [DATASET=ipc|squad2|hotpotqa|scifact|all] [DATA=file] [LIMIT=n]
+	$(PY) -m evaluation --dataset $(DATASET) $(if $(DATA),--data $(DATA)) $(if $(LIMIT),--limit $(LIMIT))
+
+.PHONY: fuzz
+fuzz: install ## Nightly-style fuzzing: >= 100,000 generated inputs against parsing and the validator.
+	FUZZ_PROFILE=nightly $(PY) -m pytest -q -p no:cacheprovider tests/fuzz
+
+.PHONY: load
+load: install index ## 60 s at concurrency 8 and 32 against SynthesizeAnswer; writes reports/load.*
+	$(PY) -m bench.load --duration 60 --concurrency 8 32 --index-dir $(INDEX_DIR)
+
+.PHONY: soak
+soak: install index ## The 10-minute soak variant of make load (concurrency 8).
+	$(PY) -m bench.load --duration 600 --concurrency 8 --index-dir $(INDEX_DIR) --name soak
+
 # ---------------------------------------------------------------------------- quality gates
 node_modules/.bin/buf: package.json
 	npm install --no-audit --no-fund --silent
