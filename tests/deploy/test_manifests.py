@@ -54,7 +54,8 @@ def render(target: str) -> tuple[Manifest, ...]:
     """`kubectl kustomize` output of one target, parsed (rendered once per test session)."""
     kubectl = shutil.which("kubectl")
     if kubectl is None:
-        pytest.skip("kubectl is not installed: it renders the kustomize targets offline")
+        # Not a skip: a missing renderer must not turn the manifest invariants into a green no-op.
+        pytest.fail("kubectl is not installed: it renders the kustomize targets offline")
     result = subprocess.run(
         [kubectl, "kustomize", str(TARGETS[target])],
         capture_output=True,
