@@ -68,6 +68,7 @@ class Citation:
 _PAIR_RE = re.compile(r"\[([^\[\]\n]*)\]")
 _LINK_TARGET_RE = re.compile(r"\([^\s()]+\)")
 _DIGITS_RE = re.compile(r"[0-9]+")
+_NUMBER_RE = re.compile(r"[0-9]+(?:[.,][0-9]+)*")
 _RANGE_RE = re.compile(r"([0-9]+)\s*[-‐–—]\s*([0-9]+)")
 _ID_SHAPED_RE = re.compile(r"\S+")
 _ID_SUFFIX_RE = re.compile(r".*_[0-9]+")
@@ -94,7 +95,10 @@ def scan(answer: str, index: EvidenceIndex) -> list[Citation]:
         if citation is not None:
             citations.append(citation)
     citations.extend(
-        c for c in _unmatched(answer, paired) if not any(c.raw in t for t in index.texts)
+        c
+        for c in _unmatched(answer, paired)
+        if not any(c.raw in t for t in index.texts)
+        and not (_DIGITS_RE.search(c.raw) and _quoted_with_other_digits(c.raw, index))
     )
     citations.sort(key=lambda c: c.start)
     return citations
@@ -153,8 +157,20 @@ def _classify(raw: str, content: str, start: int, index: EvidenceIndex) -> Citat
         return None  # editorial bracket such as [Repealed] or [emphasis added]
     if (invalid or problems) and any(raw in text for text in index.texts):
         return None  # a bracket quoted verbatim from the evidence, e.g. "[95% CI]"
+    if not ids and " " in whole and _quoted_with_other_digits(raw, index):
+        # "[95% CI, 0.61-0.71]" where the evidence has "[95% CI, 0.62-0.71]": quoted text whose
+        # numbers changed; as text its numbers face the number check (NUMBER_MISMATCH).
+        return None
     problems.extend(f"'{p}' is not a citation" for p in prose)
     return Citation(start, end, raw, tuple(ids), tuple(invalid), "; ".join(problems))
+
+
+def _quoted_with_other_digits(raw: str, index: EvidenceIndex) -> bool:
+    """True when ``raw`` is a bracket of the evidence text with only digits changed."""
+    shape = _NUMBER_RE.sub("0", raw)
+    return any(
+        ("[" in text or "]" in text) and shape in _NUMBER_RE.sub("0", text) for text in index.texts
+    )
 
 
 def _parts(content: str, index: EvidenceIndex) -> list[str]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from services.validator import negation
-from services.validator.quantities import Quantity, extract_quantities
+from services.validator.quantities import Quantity, extract_quantities, ordered_pairs
 from services.validator.text import Clause, Token, tokenize
 
 # Ordinals and month names stay word terms ("first", "march"); as numbers they would collide
@@ -31,6 +31,7 @@ class Analysis:
     contexts: tuple[frozenset[str], ...]
     negations: tuple[negation.NegationScope, ...]
     clauses: tuple[Clause, ...]
+    number_pairs: frozenset[tuple[str, str]] = frozenset()
 
 
 def analyse(text: str, *, evidence: bool = False) -> Analysis:
@@ -48,6 +49,7 @@ def analyse(text: str, *, evidence: bool = False) -> Analysis:
         _contexts(tokens, quantities),
         scopes,
         _clauses(tokens, quantities, negated),
+        ordered_pairs(text, quantities),
     )
 
 

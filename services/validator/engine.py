@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from services.validator.coverage import (
     missing_citations,
     support_span,
 )
-from services.validator.quantities import Mismatch, unsupported
+from services.validator.quantities import Mismatch, Quantity, swapped, unsupported
 from services.validator.report import (
     REFUSAL,
     MalformedCitation,
@@ -34,7 +35,13 @@ from services.validator.report import (
     ValidationReport,
     Verdict,
 )
-from services.validator.text import blank_meta, id_terms, list_marker_length, split_sentences
+from services.validator.text import (
+    META_TERMS,
+    blank_meta,
+    id_terms,
+    list_marker_length,
+    split_sentences,
+)
 
 __all__ = [
     "MAX_ANSWER_BYTES",
@@ -66,10 +73,14 @@ _ANSWER_PRIORITY = (
     Reason.NO_CITATION,
     *_SENTENCE_PRIORITY[2:],
 )
-# Numbers inside an evidence id count as evidence (a section number in "IPC_420_0", a year in a
-# title-based id), except the trailing sentence index.
+# A number inside a cited evidence id (the section number of "IPC_420_0", the "11" of a title-based
+# id "Apollo 11_3") backs an equal claim number only where the claim uses it as a name: after a
+# reference word ("Section 420") or next to a word of that id ("IPC 420", "Apollo 11"). Anywhere
+# else it must appear in the evidence text, so a document number ("4983_3") never excuses an
+# unrelated "4983 patients". The trailing sentence index never counts.
 _ID_INDEX_RE = re.compile(r"_[0-9]+$")
 _ID_NUMBER_RE = re.compile(r"[0-9]+")
+_ID_WORD_RE = re.compile(r"[^\W\d_]+")
 _REFUSAL_KEY = REFUSAL.casefold().rstrip(".")
 
 
@@ -163,7 +174,7 @@ def _judge(
     terms = claim.terms
     if not citations:
         stripped = claim_text.rstrip()
-        if not terms or stripped.endswith("?") or (stripped.endswith(":") and not last):
+        if terms <= META_TERMS or stripped.endswith("?") or (stripped.endswith(":") and not last):
             return report(SentenceVerdict.EXEMPT, Reason.META_STATEMENT)
         return report(
             SentenceVerdict.UNSUPPORTED,
@@ -200,15 +211,25 @@ def _judge(
                 f"(needs {threshold:.0%})"
             )
         if options.check_numbers:
-            id_numbers = {n for i in ids for n in _ID_NUMBER_RE.findall(_ID_INDEX_RE.sub("", i))}
+            named = _id_named_quantities(claim, ids)
             absent = unsupported(
-                list(zip(claim.quantities, claim.contexts, strict=True)),
+                [
+                    pair
+                    for pair in zip(claim.quantities, claim.contexts, strict=True)
+                    if pair[0] not in named
+                ],
                 [pair for a in analyses for pair in zip(a.quantities, a.contexts, strict=True)],
-                id_numbers,
             )
-            if absent:
+            reversed_pairs = swapped(
+                claim.number_pairs, frozenset().union(*(a.number_pairs for a in analyses))
+            )
+            if absent or reversed_pairs:
                 problems[Reason.NUMBER_MISMATCH] = "; ".join(
-                    _describe_number(claim_text, m) for m in absent
+                    [_describe_number(claim_text, m) for m in absent]
+                    + [
+                        f"'{a}' and '{b}' are the other way round in the cited evidence"
+                        for a, b in reversed_pairs
+                    ]
                 )
         if options.check_negation:
             disagreements = negation.mismatches(
@@ -236,6 +257,29 @@ def _judge(
         spans=tuple(spans),
         detail="; ".join(problems[r] for r in _SENTENCE_PRIORITY if r in problems),
     )
+
+
+def _id_named_quantities(claim: Analysis, ids: Sequence[str]) -> set[Quantity]:
+    """Claim quantities that name a cited item by the number in its id (see ``_ID_INDEX_RE``)."""
+    stems = [_ID_INDEX_RE.sub("", i) for i in ids]
+    numbers = {n for s in stems for n in _ID_NUMBER_RE.findall(s)}
+    if not numbers:
+        return set()
+    words = {w.casefold() for s in stems for w in _ID_WORD_RE.findall(s)}
+    named: set[Quantity] = set()
+    starts = [t.start for t in claim.tokens]
+    for q in claim.quantities:
+        if q.term not in numbers:
+            continue
+        if q.reference:
+            named.add(q)
+            continue
+        k = bisect.bisect_left(starts, q.start)
+        before = claim.tokens[k - 1].norm if k > 0 else ""
+        after = next((t.norm for t in claim.tokens[k:] if t.start >= q.end), "")
+        if before in words or after in words:
+            named.add(q)
+    return named
 
 
 def _describe_number(claim_text: str, mismatch: Mismatch) -> str:

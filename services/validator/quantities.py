@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -105,6 +106,10 @@ _TOKEN_RE = re.compile(
 _ANCHOR_CHARS_RE = re.compile(r"[0-9%₹$§]")
 _ANCHOR_WORDS = frozenset({*_NUMBER_WORDS, *_ORDINALS, *_MONTHS, *_FRACTIONS})
 _THOUSANDS_RE = re.compile(r"[0-9]{1,3}(?:,[0-9]{2,3})+(?:\.[0-9]+)?")
+# What may stand between two numbers written as a pair (a range, a list, a comparison).
+_MAX_PAIR_GAP = 12
+_PAIR_JOINER_RE = re.compile(r"\b(?:to|and|or|vs|versus|through|till|until)\b")
+_PAIR_GAP_CHARS = " \t,.;:()/–—‐-%+±×"
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +233,6 @@ class Mismatch:
 def unsupported(
     claim: Sequence[tuple[Quantity, frozenset[str]]],
     evidence: Sequence[tuple[Quantity, frozenset[str]]],
-    id_numbers: Iterable[str] = (),
 ) -> list[Mismatch]:
     """Claim quantities that the evidence does not back, each given with its context terms.
 
@@ -236,14 +240,10 @@ def unsupported(
     (equal, or either side without one) and, among the evidence quantities of its kind, none
     whose context (nearby content terms) fits the claim quantity's context better than every
     equal one does. So "group 6 were protected" fails against "six macaques in group 3 were
-    protected": the 3 sits where the claim put the 6. A number inside a cited evidence id
-    (``id_numbers``: "420" of ``IPC_420_0``) also backs an equal claim number.
+    protected": the 3 sits where the claim put the 6.
     """
-    ids = set(id_numbers)
     missing: list[Mismatch] = []
     for q, context in claim:
-        if q.term in ids:
-            continue
         same = [len(context & c) for e, c in evidence if _matches(q, e)]
         if not same:
             missing.append(Mismatch(q))
@@ -253,6 +253,33 @@ def unsupported(
         if best_fit >= MIN_RIVAL_FIT and best_fit > max(same):
             missing.append(Mismatch(q, best))
     return missing
+
+
+def ordered_pairs(text: str, quantities: Sequence[Quantity]) -> frozenset[tuple[str, str]]:
+    """Pairs of different numbers written next to each other ("1937 to 1945", "26–56", "35% and
+    55%"), in text order; a claim that reverses a pair its evidence writes the other way round
+    has swapped them. Month names and ordinals are left out: "June 12" and "12 June" agree.
+    """
+    plain = [q for q in quantities if q.unit not in STRICT_UNITS]
+    pairs: set[tuple[str, str]] = set()
+    for left, right in itertools.pairwise(plain):
+        gap = text[left.end : right.start]
+        if (
+            left.term != right.term
+            and len(gap) <= _MAX_PAIR_GAP
+            and not _PAIR_JOINER_RE.sub("", gap.casefold()).strip(_PAIR_GAP_CHARS)
+        ):
+            pairs.add((left.term, right.term))
+    return frozenset(pairs)
+
+
+def swapped(
+    claim_pairs: frozenset[tuple[str, str]], evidence_pairs: frozenset[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """Claim pairs that the evidence only writes in the opposite order."""
+    return sorted(
+        (a, b) for a, b in claim_pairs if (b, a) in evidence_pairs and (a, b) not in evidence_pairs
+    )
 
 
 def _same_kind(claim: Quantity, evidence: Quantity) -> bool:

@@ -214,8 +214,10 @@ def tokenize(text: str) -> tuple[Token, ...]:
 
 
 def id_terms(semantic_id: str) -> frozenset[str]:
-    """Terms carried by an evidence id (``IPC_420_0`` gives ``ipc``, ``420``, ``0``)."""
-    words = (normalise(w) for w in re.split(r"[\W_]+", semantic_id) if w)
+    """Terms carried by an evidence id (``IPC_420_0`` gives ``ipc`` and ``420``); the trailing
+    sentence index is a position, not content, so it is left out."""
+    stem = re.sub(r"_[0-9]+$", "", semantic_id)
+    words = (normalise(w) for w in re.split(r"[\W_]+", stem) if w)
     return frozenset(w if w.isdigit() else term_of(w) for w in words) - {""}
 
 
@@ -395,6 +397,19 @@ _META_RE = re.compile(
     ),
     re.IGNORECASE,
 )
+
+
+# Words left over once the meta phrasing is blanked from a sentence that only talks about the
+# answer or the sources ("Here is a summary of the provisions."): such a sentence states no fact.
+META_TERMS: frozenset[str] = frozenset(
+    term_of(w)
+    for w in word_list("""
+    answer answers summary summarise summarize overview detail details question questions
+    follows following below evidence document documents source sources context text texts
+    information passage passages excerpt excerpts provision provisions record records relevant
+    provided given available cited retrieved key points main
+    """)
+) - {""}
 
 
 def blank_meta(text: str) -> str:

@@ -1,0 +1,45 @@
+"""Citation scanning: which brackets are citations, and which are text quoted from the evidence."""
+
+from __future__ import annotations
+
+from services.validator.citations import EvidenceIndex, scan
+from services.validator.engine import validate
+from services.validator.report import Reason, Verdict
+from tests.unit.validator.samples import chunk
+
+TRIAL = chunk(
+    "T_1_0", "Aspirin lowered the risk of stroke (OR, 0.69 [95% CI, 0.64-0.74]) in adults."
+)
+
+
+class TestScan:
+    def test_scan_leaves_editorial_brackets_as_text(self) -> None:
+        index = EvidenceIndex.build([TRIAL])
+
+        assert scan("The clause [Repealed] and [sic] remain [T_1_0].", index)[0].ids == ("T_1_0",)
+        assert len(scan("The clause [Repealed] and [sic] remain [T_1_0].", index)) == 1
+
+    def test_scan_treats_a_bracket_quoted_from_the_evidence_as_text(self) -> None:
+        answer = "Aspirin lowered the risk of stroke (OR, 0.69 [95% CI, 0.64-0.74]) [T_1_0]."
+
+        report = validate(answer, [TRIAL])
+
+        assert report.verdict is Verdict.GROUNDED
+        assert report.malformed_citations == ()
+
+    def test_scan_checks_the_numbers_of_a_quoted_bracket_that_changed(self) -> None:
+        answer = "Aspirin lowered the risk of stroke (OR, 0.69 [95% CI, 0.61-0.74]) [T_1_0]."
+
+        report = validate(answer, [TRIAL])
+
+        assert report.reason is Reason.NUMBER_MISMATCH
+        assert report.malformed_citations == ()
+        assert "'0.61'" in report.sentences[0].detail
+
+    def test_scan_still_reports_a_spaced_id_as_malformed(self) -> None:
+        index = EvidenceIndex.build([TRIAL])
+
+        (citation,) = scan("Aspirin helps [T 1 0].", index)
+
+        assert citation.problem
+        assert citation.ids == ()

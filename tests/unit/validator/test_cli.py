@@ -1,0 +1,95 @@
+"""The validate command line, run in-process through its main(): exit codes and JSON output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from services.validator.cli import EXIT_ACCEPTED, EXIT_BAD_INPUT, EXIT_REJECTED, main
+from tests.unit.validator.samples import ipc_text
+
+GROUNDED = "Whoever commits theft is punishable with imprisonment for three years [IPC_379_0]."
+UNGROUNDED = "Whoever commits theft is punishable with imprisonment for ten years [IPC_379_0]."
+
+
+@pytest.fixture
+def chunks_file(tmp_path: Path) -> Path:
+    path = tmp_path / "chunks.json"
+    path.write_text(
+        json.dumps(
+            [
+                {"semantic_id": "IPC_378_0", "text": ipc_text("378")},
+                {"semantic_id": "IPC_379_0", "text": ipc_text("379")},
+            ]
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+def run(tmp_path: Path, answer: str, chunks: Path, *extra: str) -> int:
+    answer_file = tmp_path / "answer.txt"
+    answer_file.write_text(answer, encoding="utf-8")
+    return main(["--answer-file", str(answer_file), "--chunks-file", str(chunks), *extra])
+
+
+class TestCli:
+    def test_main_exits_0_for_a_grounded_answer(
+        self, tmp_path: Path, chunks_file: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        assert run(tmp_path, GROUNDED, chunks_file) == EXIT_ACCEPTED == 0
+        assert "verdict: grounded (SUPPORTED)" in capsys.readouterr().out
+
+    def test_main_exits_1_for_an_ungrounded_answer(
+        self, tmp_path: Path, chunks_file: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        assert run(tmp_path, UNGROUNDED, chunks_file) == EXIT_REJECTED == 1
+        out = capsys.readouterr().out
+        assert "NUMBER_MISMATCH" in out
+        assert "accepted: no" in out
+
+    def test_main_prints_a_parsable_json_report(
+        self, tmp_path: Path, chunks_file: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        code = run(tmp_path, UNGROUNDED, chunks_file, "--json")
+
+        data = json.loads(capsys.readouterr().out)
+        assert code == EXIT_REJECTED
+        assert data["verdict"] == "not_grounded"
+        assert data["reason"] == "NUMBER_MISMATCH"
+        assert data["accepted"] is False
+        assert data["sentences"][0]["cited_ids"] == ["IPC_379_0"]
+
+    def test_main_reads_json_lines_chunks(self, tmp_path: Path) -> None:
+        chunks = tmp_path / "chunks.jsonl"
+        chunks.write_text(
+            json.dumps({"semantic_id": "IPC_379_0", "text": ipc_text("379")}) + "\n",
+            encoding="utf-8",
+        )
+
+        assert run(tmp_path, GROUNDED, chunks) == EXIT_ACCEPTED
+
+    @pytest.mark.parametrize(
+        "content",
+        ["not json at all", '{"semantic_id": "A"}', '[{"semantic_id": "", "text": "x"}]', "[1]"],
+    )
+    def test_main_exits_2_for_a_bad_chunks_file(
+        self, tmp_path: Path, content: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        chunks = tmp_path / "bad.json"
+        chunks.write_text(content, encoding="utf-8")
+
+        assert run(tmp_path, GROUNDED, chunks) == EXIT_BAD_INPUT == 2
+        assert capsys.readouterr().err.startswith("error:")
+
+    def test_main_exits_2_for_a_missing_answer_file(
+        self, tmp_path: Path, chunks_file: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        missing = tmp_path / "nope.txt"
+
+        code = main(["--answer-file", str(missing), "--chunks-file", str(chunks_file)])
+
+        assert code == EXIT_BAD_INPUT
+        assert "cannot read" in capsys.readouterr().err

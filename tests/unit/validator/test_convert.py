@@ -1,0 +1,111 @@
+"""Request limits at the RPC boundary: each broken limit is a named field violation."""
+
+from __future__ import annotations
+
+import pytest
+from grounded.type.v1 import evidence_pb2
+from grounded.validator.v1 import validator_service_pb2 as pb
+
+from services.common.errors import InvalidInputError
+from services.validator import convert
+from services.validator.engine import MAX_ANSWER_BYTES, MAX_EVIDENCE, validate
+from services.validator.report import Verdict
+from tests.unit.validator.samples import ipc_text
+
+
+def passage(semantic_id: str, text: str = "Whoever commits theft.") -> evidence_pb2.Passage:
+    return evidence_pb2.Passage(semantic_id=semantic_id, text=text)
+
+
+def violated(request: pb.ValidateAnswerRequest) -> dict[str, str]:
+    with pytest.raises(InvalidInputError) as caught:
+        convert.request_from_proto(request)
+    return {v.field: v.description for v in caught.value.violations}
+
+
+class TestRequestFromProto:
+    def test_request_from_proto_accepts_the_limits_themselves(self) -> None:
+        request = pb.ValidateAnswerRequest(
+            answer="a" * MAX_ANSWER_BYTES,
+            evidence=[passage(f"D_{i}") for i in range(MAX_EVIDENCE)],
+        )
+
+        answer, chunks, options = convert.request_from_proto(request)
+
+        assert len(answer) == MAX_ANSWER_BYTES
+        assert len(chunks) == MAX_EVIDENCE
+        assert options.single_citation_threshold == 0.30
+
+    def test_request_from_proto_rejects_201_evidence_items(self) -> None:
+        request = pb.ValidateAnswerRequest(
+            answer="x", evidence=[passage(f"D_{i}") for i in range(MAX_EVIDENCE + 1)]
+        )
+
+        assert violated(request) == {"evidence": "must hold at most 200 passages (got 201)"}
+
+    def test_request_from_proto_counts_answer_bytes_not_characters(self) -> None:
+        # 'é' is two bytes in UTF-8: half as many characters break the byte limit.
+        request = pb.ValidateAnswerRequest(answer="é" * (MAX_ANSWER_BYTES // 2 + 1))
+
+        fields = violated(request)
+
+        assert list(fields) == ["answer"]
+        assert f"at most {MAX_ANSWER_BYTES} bytes" in fields["answer"]
+
+    def test_request_from_proto_rejects_an_empty_id(self) -> None:
+        request = pb.ValidateAnswerRequest(answer="x", evidence=[passage("A_0"), passage("  ")])
+
+        assert violated(request) == {"evidence[1].semantic_id": "must not be empty"}
+
+    def test_request_from_proto_rejects_a_duplicate_id(self) -> None:
+        request = pb.ValidateAnswerRequest(
+            answer="x", evidence=[passage("A_0"), passage("B_0"), passage("A_0")]
+        )
+
+        assert violated(request) == {"evidence[2].semantic_id": "duplicate id 'A_0'"}
+
+    def test_request_from_proto_reports_every_violation_at_once(self) -> None:
+        request = pb.ValidateAnswerRequest(
+            answer="a" * (MAX_ANSWER_BYTES + 1),
+            evidence=[passage(""), passage("A_0"), passage("A_0")],
+            options=pb.ValidationOptions(single_citation_threshold=1.5),
+        )
+
+        assert set(violated(request)) == {
+            "answer",
+            "evidence[0].semantic_id",
+            "evidence[2].semantic_id",
+            "options.single_citation_threshold",
+        }
+
+    def test_request_from_proto_applies_option_overrides(self) -> None:
+        request = pb.ValidateAnswerRequest(
+            answer="x",
+            options=pb.ValidationOptions(multi_citation_threshold=0.5, check_numbers=False),
+        )
+
+        _, _, options = convert.request_from_proto(request)
+
+        assert options.multi_citation_threshold == pytest.approx(0.5)
+        assert options.check_numbers is False
+        assert options.single_citation_threshold == 0.30
+        assert options.check_negation is True
+
+
+class TestReportToProto:
+    def test_report_round_trips_through_the_proto(self) -> None:
+        request = pb.ValidateAnswerRequest(
+            answer="Theft is punishable with imprisonment for three years [1]. Murder [IPC_1_0].",
+            evidence=[passage("IPC_379_0", ipc_text("379"))],
+        )
+        answer, chunks, options = convert.request_from_proto(request)
+        report = validate(answer, chunks, options)
+
+        back = convert.report_from_proto(convert.report_to_proto(report))
+
+        assert report.verdict is Verdict.NOT_GROUNDED
+        assert back.verdict is report.verdict
+        assert back.reason is report.reason
+        assert back.invalid_citations == ("IPC_1_0",)
+        assert [s.reason for s in back.sentences] == [s.reason for s in report.sentences]
+        assert back.sentences[0].spans == report.sentences[0].spans

@@ -1,0 +1,513 @@
+"""The validator's rules, one seed example of the issue per test, with exact verdicts and reasons."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.common.evidence import Chunk
+from services.validator.citations import resolve_citations
+from services.validator.engine import validate
+from services.validator.report import (
+    REFUSAL,
+    Reason,
+    SentenceVerdict,
+    ValidationOptions,
+    ValidationReport,
+    Verdict,
+)
+from tests.unit.validator.samples import chunk, ipc, ipc_evidence, ipc_text
+
+CHEATING = (
+    "Cheating and dishonestly inducing delivery of property is punishable with imprisonment "
+    "of either description for a term which may extend to seven years and fine"
+)
+THEFT = "Whoever commits theft is punishable with imprisonment for up to three years, or fine"
+
+
+def check(answer: str, evidence: list[Chunk] | None = None, **options: object) -> ValidationReport:
+    chunks = ipc_evidence() if evidence is None else evidence
+    return validate(answer, chunks, ValidationOptions(**options))  # type: ignore[arg-type]
+
+
+class TestCitationContract:
+    def test_validate_grounds_a_valid_citation_with_a_span_inside_the_chunk(self) -> None:
+        report = check(f"{CHEATING} [IPC_420_0].")
+
+        assert (report.verdict, report.reason) == (Verdict.GROUNDED, Reason.SUPPORTED)
+        assert report.accepted
+        assert report.cited_ids == ("IPC_420_0",)
+        assert report.support_score == 1.0
+        (sentence,) = report.sentences
+        assert (sentence.verdict, sentence.reason) == (
+            SentenceVerdict.SUPPORTED,
+            Reason.SUPPORTED,
+        )
+        assert sentence.coverage >= 0.3
+        text = ipc_text("420")
+        spans = [s for s in sentence.spans if s.semantic_id == "IPC_420_0"]
+        assert spans
+        for span in spans:
+            assert 0 <= span.char_start < span.char_end <= len(text)
+        assert any("seven years" in text[s.char_start : s.char_end] for s in spans)
+
+    def test_validate_accepts_the_exact_refusal(self) -> None:
+        report = check(REFUSAL)
+
+        assert (report.verdict, report.reason) == (Verdict.REFUSAL, Reason.REFUSAL)
+        assert report.accepted
+        assert report.cited_ids == ()
+
+    def test_validate_rejects_the_refusal_without_its_final_period(self) -> None:
+        report = check(REFUSAL.rstrip("."))
+
+        assert report.verdict is Verdict.NOT_GROUNDED
+        assert report.reason is Reason.NO_CITATION
+        assert not report.accepted
+
+    def test_validate_grounds_multiple_valid_citations(self) -> None:
+        report = check(f"{CHEATING} [IPC_420_0]. {THEFT} [IPC_379_0].")
+
+        assert report.verdict is Verdict.GROUNDED
+        assert report.cited_ids == ("IPC_420_0", "IPC_379_0")
+        assert [s.cited_ids for s in report.sentences] == [("IPC_420_0",), ("IPC_379_0",)]
+        assert report.support_score == 1.0
+
+    def test_validate_rejects_a_factual_sentence_without_citation(self) -> None:
+        report = check(f"{CHEATING}.")
+
+        assert (report.verdict, report.reason) == (Verdict.NOT_GROUNDED, Reason.NO_CITATION)
+        assert report.uncovered_sentences == (0,)
+        assert report.sentences[0].reason is Reason.NO_CITATION
+        # the chunk it should have cited is named
+        assert report.missing_citations == ("IPC_420_0",)
+
+    def test_validate_lists_an_invalid_citation(self) -> None:
+        report = check(f"{CHEATING} [IPC_999_0].")
+
+        assert (report.verdict, report.reason) == (
+            Verdict.NOT_GROUNDED,
+            Reason.INVALID_CITATION,
+        )
+        assert report.invalid_citations == ("IPC_999_0",)
+        assert report.cited_ids == ()
+        assert report.uncovered_sentences == (0,)
+
+    def test_validate_lists_only_the_invalid_id_of_a_mixed_answer(self) -> None:
+        report = check(f"{CHEATING} [IPC_420_0]. {THEFT} [IPC_999_0].")
+
+        assert report.reason is Reason.INVALID_CITATION
+        assert report.invalid_citations == ("IPC_999_0",)
+        assert report.cited_ids == ("IPC_420_0",)
+        assert [s.reason for s in report.sentences] == [
+            Reason.SUPPORTED,
+            Reason.INVALID_CITATION,
+        ]
+        assert report.uncovered_sentences == (1,)
+        assert report.support_score == 0.5
+
+    def test_validate_rejects_a_hallucinated_id_that_resembles_real_ones(self) -> None:
+        report = check(f"{CHEATING} [IPC_420_7].")
+
+        assert report.reason is Reason.INVALID_CITATION
+        assert report.invalid_citations == ("IPC_420_7",)
+
+    @pytest.mark.parametrize("variant", ["ipc_420_0", "Ipc_420_0", "IPC-420-0", "IPC_420_00"])
+    def test_validate_rejects_a_near_miss_id_without_fuzzy_matching(self, variant: str) -> None:
+        report = check(f"{CHEATING} [{variant}].")
+
+        assert (report.verdict, report.reason) == (
+            Verdict.NOT_GROUNDED,
+            Reason.INVALID_CITATION,
+        )
+        assert report.cited_ids == ()
+        assert report.invalid_citations == (variant,)
+
+    def test_validate_rejects_any_citation_when_evidence_is_empty(self) -> None:
+        report = check(f"{CHEATING} [IPC_420_0].", evidence=[])
+
+        assert (report.verdict, report.reason) == (
+            Verdict.NOT_GROUNDED,
+            Reason.INVALID_CITATION,
+        )
+        assert report.invalid_citations == ("IPC_420_0",)
+
+    def test_validate_counts_duplicate_citations_once(self) -> None:
+        report = check(
+            f"{CHEATING} [IPC_420_0][IPC_420_0]. Cheating attracts a fine [IPC_420_0, IPC_420_0]."
+        )
+
+        assert report.verdict is Verdict.GROUNDED
+        assert report.cited_ids == ("IPC_420_0",)
+        assert report.sentences[0].cited_ids == ("IPC_420_0",)
+        assert report.sentences[1].cited_ids == ("IPC_420_0",)
+
+    @pytest.mark.parametrize(
+        ("token", "problem"),
+        [
+            ("[IPC_420_", "unclosed '['"),
+            ("[IPC 420]", "not an evidence id"),
+            ("[]", "empty citation"),
+        ],
+    )
+    def test_validate_reports_a_malformed_citation_with_its_token(
+        self, token: str, problem: str
+    ) -> None:
+        answer = f"{CHEATING} {token}."
+        report = check(answer)
+
+        assert (report.verdict, report.reason) == (
+            Verdict.NOT_GROUNDED,
+            Reason.MALFORMED_CITATION,
+        )
+        (malformed,) = report.malformed_citations
+        assert malformed.token == token
+        assert problem in malformed.problem
+        assert answer[malformed.char_start : malformed.char_end] == token
+
+    def test_validate_reports_malformed_token_even_next_to_a_valid_citation(self) -> None:
+        report = check(f"{CHEATING} [IPC_420_0] []. {THEFT} [IPC_379_0].")
+
+        assert report.reason is Reason.MALFORMED_CITATION
+        assert [m.token for m in report.malformed_citations] == ["[]"]
+
+    @pytest.mark.parametrize(
+        "answer", [f"{REFUSAL} [IPC_420_0]", f"{REFUSAL.rstrip('.')} [IPC_420_0]."]
+    )
+    def test_validate_rejects_a_citation_inside_a_refusal(self, answer: str) -> None:
+        report = check(answer)
+
+        assert (report.verdict, report.reason) == (
+            Verdict.NOT_GROUNDED,
+            Reason.CITATION_IN_REFUSAL,
+        )
+        assert not report.accepted
+
+    def test_validate_rejects_an_empty_answer(self) -> None:
+        report = check("   ")
+
+        assert (report.verdict, report.reason) == (Verdict.NOT_GROUNDED, Reason.EMPTY_ANSWER)
+
+
+class TestNumberedCitations:
+    def test_validate_resolves_single_numbers_by_evidence_order(self) -> None:
+        report = check(f"{CHEATING} [1]. {THEFT} [3].")
+
+        assert report.verdict is Verdict.GROUNDED
+        assert report.cited_ids == ("IPC_420_0", "IPC_379_0")
+
+    @pytest.mark.parametrize(
+        ("token", "ids"),
+        [
+            ("[1-3]", ["IPC_420_0", "IPC_378_0", "IPC_379_0"]),
+            ("[1–2]", ["IPC_420_0", "IPC_378_0"]),
+            ("[2,3]", ["IPC_378_0", "IPC_379_0"]),
+            ("[IPC_378_0, IPC_379_0]", ["IPC_378_0", "IPC_379_0"]),
+            ("[IPC_378_0][IPC_379_0]", ["IPC_378_0", "IPC_379_0"]),
+            ("[IPC_420_0, 3]", ["IPC_420_0", "IPC_379_0"]),
+        ],
+    )
+    def test_resolve_citations_expands_compact_forms(self, token: str, ids: list[str]) -> None:
+        assert resolve_citations(f"Theft is punishable {token}.", ipc_evidence()) == ids
+
+    def test_validate_grounds_a_range_citing_two_chunks(self) -> None:
+        report = check(
+            "Theft means dishonestly moving movable property and is punishable with "
+            "imprisonment for three years [2-3]."
+        )
+
+        assert report.verdict is Verdict.GROUNDED
+        assert report.sentences[0].cited_ids == ("IPC_378_0", "IPC_379_0")
+
+    @pytest.mark.parametrize("token", ["4", "0", "2-5", "0-1"])
+    def test_validate_rejects_a_number_outside_the_evidence(self, token: str) -> None:
+        report = check(f"{THEFT} [{token}].")
+
+        assert report.reason is Reason.INVALID_CITATION
+        assert report.invalid_citations == (token,)
+
+    def test_validate_reports_a_descending_range_as_malformed(self) -> None:
+        report = check(f"{THEFT} [3-1].")
+
+        assert report.reason is Reason.MALFORMED_CITATION
+        (malformed,) = report.malformed_citations
+        assert malformed.token == "[3-1]"
+        assert "descending range" in malformed.problem
+
+    def test_validate_prefers_an_all_digit_id_over_a_position(self) -> None:
+        evidence = [chunk("7", "The sky is blue on clear days."), chunk("D_1", "Grass is green.")]
+
+        report = validate("The sky is blue on clear days [7].", evidence)
+
+        assert report.cited_ids == ("7",)
+        assert report.verdict is Verdict.GROUNDED
+
+
+class TestCoverage:
+    # Ten content words; the evidence items hold five each.
+    ALPHA = chunk("D_1_0", "alpha bravo charlie delta echo")
+    FOX = chunk("D_2_0", "foxtrot golf hotel india juliet")
+
+    def test_validate_passes_a_single_citation_at_exactly_thirty_percent(self) -> None:
+        report = check(
+            "Alpha bravo charlie kilo lima mike november oscar papa quebec [D_1_0].",
+            [self.ALPHA, self.FOX],
+        )
+
+        assert report.sentences[0].coverage == pytest.approx(0.3)
+        assert report.verdict is Verdict.GROUNDED
+
+    def test_validate_fails_a_single_citation_below_thirty_percent(self) -> None:
+        report = check(
+            "Alpha bravo kilo lima mike november oscar papa quebec romeo [D_1_0].",
+            [self.ALPHA, self.FOX],
+        )
+
+        assert report.sentences[0].coverage == pytest.approx(0.2)
+        assert report.reason is Reason.LOW_COVERAGE
+        assert report.uncovered_sentences == (0,)
+
+    def test_validate_passes_several_citations_at_the_lower_multi_threshold(self) -> None:
+        # 5 of 23 terms = 21.7 %: under the single threshold, over the multi one.
+        answer = (
+            "Alpha bravo charlie foxtrot golf kilo lima mike november oscar papa quebec romeo "
+            "sierra tango uniform victor whiskey xray yankee zulu amber blue [D_1_0][D_2_0]."
+        )
+        report = check(answer, [self.ALPHA, self.FOX])
+
+        assert report.sentences[0].coverage == pytest.approx(5 / 23)
+        assert report.verdict is Verdict.GROUNDED
+
+    def test_validate_fails_several_citations_below_the_multi_threshold(self) -> None:
+        # 4 of 20 terms = 20 %.
+        answer = (
+            "Alpha bravo foxtrot golf kilo lima mike november oscar papa quebec romeo sierra "
+            "tango uniform victor whiskey xray yankee zulu [D_1_0][D_2_0]."
+        )
+        report = check(answer, [self.ALPHA, self.FOX])
+
+        assert report.sentences[0].coverage == pytest.approx(0.2)
+        assert report.reason is Reason.LOW_COVERAGE
+        assert "needs 21%" in report.sentences[0].detail
+
+    def test_validate_applies_threshold_overrides_from_options(self) -> None:
+        answer = "Alpha bravo kilo lima mike november oscar papa quebec romeo [D_1_0]."
+        evidence = [self.ALPHA, self.FOX]
+
+        assert check(answer, evidence, single_citation_threshold=0.2).verdict is Verdict.GROUNDED
+        strict = check(answer, evidence, single_citation_threshold=0.9)
+        assert strict.reason is Reason.LOW_COVERAGE
+        assert "needs 90%" in strict.sentences[0].detail
+
+    def test_validate_rejects_a_citation_to_an_unrelated_section(self) -> None:
+        report = check(
+            "Theft means dishonestly moving movable property out of another person's "
+            "possession [IPC_302_0].",
+            [ipc("302")],
+        )
+
+        assert report.reason is Reason.LOW_COVERAGE
+        assert report.sentences[0].coverage < 0.3
+
+
+class TestMetaStatements:
+    @pytest.mark.parametrize(
+        "meta",
+        [
+            "Based on the provided documents, the answer is as follows.",
+            "Here is a summary of the relevant provisions.",
+            "Here are the key points.",
+            "What does the law say about theft?",
+        ],
+    )
+    def test_validate_exempts_a_meta_statement_from_citation(self, meta: str) -> None:
+        report = check(f"{meta} {THEFT} [IPC_379_0].")
+
+        assert report.verdict is Verdict.GROUNDED
+        assert report.sentences[0].verdict is SentenceVerdict.EXEMPT
+        assert report.sentences[0].reason is Reason.META_STATEMENT
+        assert report.support_score == 1.0
+
+    def test_validate_blanks_a_meta_prefix_but_checks_the_claim(self) -> None:
+        grounded = check(f"Based on the provided documents, {THEFT.lower()} [IPC_379_0].")
+        ungrounded = check("Based on the provided documents, theft is punishable with death.")
+
+        assert grounded.verdict is Verdict.GROUNDED
+        assert ungrounded.reason is Reason.NO_CITATION
+
+
+class TestMissingCitation:
+    def test_validate_reports_the_uncited_chunk_a_sentence_uses(self) -> None:
+        answer = (
+            "Whoever intending to take dishonestly any movable property out of the possession "
+            "of any person moves it commits theft and is punishable with imprisonment of either "
+            "description for three years or fine [IPC_379_0]."
+        )
+        report = check(answer)
+
+        assert (report.verdict, report.reason) == (
+            Verdict.NOT_GROUNDED,
+            Reason.MISSING_CITATION,
+        )
+        assert report.missing_citations == ("IPC_378_0",)
+        assert report.sentences[0].missing_ids == ("IPC_378_0",)
+
+    def test_validate_grounds_the_same_sentence_citing_both_chunks(self) -> None:
+        answer = (
+            "Whoever intending to take dishonestly any movable property out of the possession "
+            "of any person moves it commits theft and is punishable with imprisonment of either "
+            "description for three years or fine [IPC_378_0][IPC_379_0]."
+        )
+
+        assert check(answer).verdict is Verdict.GROUNDED
+
+    def test_validate_skips_the_check_when_options_disable_it(self) -> None:
+        answer = (
+            "Whoever intending to take dishonestly any movable property out of the possession "
+            "of any person moves it commits theft and is punishable with imprisonment of either "
+            "description for three years or fine [IPC_379_0]."
+        )
+
+        report = check(answer, require_complete_citation=False)
+
+        assert report.verdict is Verdict.GROUNDED
+        assert report.missing_citations == ()
+
+
+class TestNumbers:
+    def test_validate_rejects_a_duration_the_evidence_does_not_state(self) -> None:
+        report = check(f"{CHEATING.replace('seven years', '10 years')} [IPC_420_0].")
+
+        assert report.reason is Reason.NUMBER_MISMATCH
+        assert "'10'" in report.sentences[0].detail
+
+    def test_validate_accepts_digits_for_a_spelled_out_number(self) -> None:
+        report = check(f"{CHEATING.replace('seven years', '7 years')} [IPC_420_0].")
+
+        assert report.verdict is Verdict.GROUNDED
+
+    def test_validate_rejects_a_different_spelled_out_number(self) -> None:
+        report = check(f"{THEFT.replace('three years', 'seven years')} [IPC_379_0].")
+
+        assert report.reason is Reason.NUMBER_MISMATCH
+
+    FINE = chunk("X_1_0", "The offender shall be liable to a fine of Rs. 10,000 and two years.")
+
+    @pytest.mark.parametrize(
+        "amount", ["Rs. 10,000", "Rs 10000", "10000 rupees", "₹10,000", "ten thousand rupees"]
+    )
+    def test_validate_normalises_amounts(self, amount: str) -> None:
+        report = check(f"The offender is liable to a fine of {amount} [X_1_0].", [self.FINE])
+
+        assert report.verdict is Verdict.GROUNDED
+
+    @pytest.mark.parametrize("amount", ["Rs. 20,000", "Rs. 1,000", "100000 rupees"])
+    def test_validate_rejects_a_changed_amount(self, amount: str) -> None:
+        report = check(f"The offender is liable to a fine of {amount} [X_1_0].", [self.FINE])
+
+        assert report.reason is Reason.NUMBER_MISMATCH
+
+    DATES = chunk(
+        "A_1_0", "The Act came into force on 1 January 1860 and was amended in March 1983."
+    )
+
+    @pytest.mark.parametrize(
+        ("claim", "grounded"),
+        [
+            ("The Act came into force on 1 January 1860", True),
+            ("The Act came into force on January 1, 1860", True),
+            ("The Act came into force on 1 January 1862", False),
+            ("The Act was amended in March 1983", True),
+            ("The Act was amended in April 1983", False),
+        ],
+    )
+    def test_validate_checks_dates(self, claim: str, grounded: bool) -> None:
+        report = check(f"{claim} [A_1_0].", [self.DATES])
+
+        assert report.verdict is (Verdict.GROUNDED if grounded else Verdict.NOT_GROUNDED)
+        if not grounded:
+            assert report.reason is Reason.NUMBER_MISMATCH
+
+    def test_validate_rejects_a_range_written_the_other_way_round(self) -> None:
+        evidence = [chunk("H_1_0", "From 1937 to 1945 he was imprisoned in Dachau.")]
+
+        assert check("From 1937 to 1945 he was imprisoned in Dachau [H_1_0].", evidence).accepted
+        report = check("From 1945 to 1937 he was imprisoned in Dachau [H_1_0].", evidence)
+        assert report.reason is Reason.NUMBER_MISMATCH
+        assert "other way round" in report.sentences[0].detail
+
+    def test_validate_lets_a_section_number_match_the_cited_id(self) -> None:
+        report = check(
+            f"Under Section 420 of the IPC, {CHEATING.lower()} [IPC_420_0].", [ipc("420")]
+        )
+
+        assert report.verdict is Verdict.GROUNDED
+
+    def test_validate_lets_an_act_and_number_name_the_cited_id(self) -> None:
+        report = check(f"Under IPC 420, {CHEATING.lower()} [IPC_420_0].", [ipc("420")])
+
+        assert report.verdict is Verdict.GROUNDED
+
+    def test_validate_never_lets_a_document_id_number_back_an_unrelated_number(self) -> None:
+        evidence = [chunk("4983_2", "Aspirin lowered the risk of colorectal cancer in adults.")]
+
+        report = check(
+            "Aspirin lowered the risk of colorectal cancer in 4983 adults [4983_2].", evidence
+        )
+
+        assert report.reason is Reason.NUMBER_MISMATCH
+
+    def test_validate_never_lets_a_section_id_back_a_duration(self) -> None:
+        report = check(f"{CHEATING.replace('seven years', '420 days')} [IPC_420_0].", [ipc("420")])
+
+        assert report.reason is Reason.NUMBER_MISMATCH
+
+    def test_validate_ignores_numbers_when_options_disable_the_check(self) -> None:
+        answer = f"{CHEATING.replace('seven years', '10 years')} [IPC_420_0]."
+
+        assert check(answer, check_numbers=False).verdict is Verdict.GROUNDED
+
+
+class TestNegation:
+    def test_validate_rejects_an_added_negation(self) -> None:
+        report = check("Whoever commits theft shall not be punished with imprisonment [IPC_379_0].")
+
+        assert report.reason is Reason.NEGATION_MISMATCH
+
+    def test_validate_rejects_a_removed_negation(self) -> None:
+        evidence = [
+            chunk(
+                "IPC_82_0",
+                "Nothing is an offence which is done by a child under seven years of age.",
+            )
+        ]
+
+        report = check(
+            "An act done by a child under seven years of age is an offence [IPC_82_0].", evidence
+        )
+
+        assert report.reason is Reason.NEGATION_MISMATCH
+
+    def test_validate_accepts_a_negation_the_evidence_shares(self) -> None:
+        evidence = [chunk("E_1_0", "The drug did not reduce mortality in elderly patients.")]
+
+        report = check("The drug did not reduce mortality in elderly patients [E_1_0].", evidence)
+
+        assert report.verdict is Verdict.GROUNDED
+
+    def test_validate_ignores_negation_when_options_disable_the_check(self) -> None:
+        answer = "Whoever commits theft shall not be punished with imprisonment [IPC_379_0]."
+
+        assert check(answer, check_negation=False).verdict is Verdict.GROUNDED
+
+
+class TestSupportScore:
+    def test_validate_scores_the_fraction_of_supported_sentences(self) -> None:
+        report = check(
+            f"Here is the answer. {CHEATING} [IPC_420_0]. {THEFT} [IPC_379_0]. "
+            "Murder carries a mandatory death sentence [IPC_379_0]. Murder is common."
+        )
+
+        # four judged sentences (the meta one is exempt), two supported
+        assert report.support_score == pytest.approx(0.5)
+        assert report.uncovered_sentences == (3, 4)
+        assert report.verdict is Verdict.NOT_GROUNDED
