@@ -69,7 +69,7 @@ def _print_human(response: pb.SynthesizeAnswerResponse, verbose: bool) -> None:
     docs = {p.doc_id for p in response.evidence}
     print("\nVALIDATION")
     print(f"  status:     {pb.AnswerStatus.Name(response.status).removeprefix('ANSWER_STATUS_')}")
-    detail = s.requirement if s.sufficient else s.failure
+    detail = s.requirement if s.sufficient else f"{s.failed_requirement}: {s.failure}"
     print(f"  sufficient: {'yes' if s.sufficient else 'no'} ({detail})")
     verdict = vpb.ValidationVerdict.Name(v.verdict).removeprefix("VALIDATION_VERDICT_")
     print(f"  grounded:   {verdict} (support {v.support_score:.2f})")
@@ -83,6 +83,12 @@ def _print_human(response: pb.SynthesizeAnswerResponse, verbose: bool) -> None:
         print(f"  synthesis:  multi-document mode over {response.source_doc_count} documents")
     if response.refusal_reason:
         print(f"  refusal:    {response.refusal_reason}")
+    if response.HasField("usage"):
+        u = response.usage
+        print(
+            f"  tokens:     {u.total_tokens} ({u.prompt_tokens} prompt + "
+            f"{u.completion_tokens} completion, model {u.model})"
+        )
     timings = ", ".join(f"{t.stage} {t.duration_ms:.1f} ms" for t in response.timings if t.ran)
     print(f"  timings:    {timings}")
     if verbose:

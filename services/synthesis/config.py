@@ -18,6 +18,7 @@ class OpenAISettings:
     timeout_s: float
     max_tokens: int
     seed: int | None
+    stream: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +54,7 @@ class SynthesisConfig:
                 timeout_s=env.float("OPENAI_TIMEOUT_S", 20.0, minimum=0.1, maximum=600.0),
                 max_tokens=env.int("OPENAI_MAX_TOKENS", 512, minimum=16, maximum=32_768),
                 seed=None if seed < 0 else seed,
+                stream=env.bool("OPENAI_STREAM", False),
             ),
             client_tls=TlsSettings.from_env(EnvReader("SYNTHESIS_CLIENT_", environ)),
         )

@@ -31,9 +31,19 @@ GENERATOR_NAMES = {
 
 
 def request_from_proto(
-    request: pb.SynthesizeAnswerRequest, *, default_top_k: int
+    request: pb.SynthesizeAnswerRequest,
+    *,
+    default_top_k: int,
+    default_generator: str | None = None,
 ) -> SynthesisRequest:
-    """Validate every field at once (limits are documented in the proto), then convert."""
+    """Validate every field at once (limits are documented in the proto), then convert.
+
+    ``model`` only means something to the OpenAI generator: naming one while the extractive
+    generator would run (chosen, or the server's default) is a field violation rather than
+    being silently ignored, so a caller never believes a model answered when none did.
+    ``default_generator`` is the server's configured generator; None skips that check (a
+    caller without a server, such as a parser test, cannot know which generator would run).
+    """
     violations = Violations()
     violations.check(bool(request.question.strip()), "question", "must not be empty")
     violations.check(
@@ -62,6 +72,12 @@ def request_from_proto(
             f"must be at most {MAX_TURN_CHARS} characters",
         )
     violations.check(len(request.model) <= 200, "model", "must be at most 200 characters")
+    generator = GENERATOR_NAMES.get(request.generator) or default_generator
+    violations.check(
+        not request.model or default_generator is None or generator == "openai",
+        "model",
+        f"applies only to the openai generator; the {generator} generator would run",
+    )
     violations.raise_if_any()
     return SynthesisRequest(
         question=request.question.strip(),
@@ -106,6 +122,7 @@ def result_to_proto(result: SynthesisResult) -> pb.SynthesizeAnswerResponse:
             requirement=", ".join(r.value for r in decision.requirements),
             failure=decision.reason,
             supporting_ids=decision.supporting_ids,
+            failed_requirement=decision.failed.value if decision.failed else "",
         ),
         timings=timings_to_proto((stage, True, ms) for stage, ms in result.timings_ms.items()),
         synthesis_mode=result.synthesis_mode,
@@ -115,10 +132,13 @@ def result_to_proto(result: SynthesisResult) -> pb.SynthesizeAnswerResponse:
     if result.validation is not None:
         response.validation.CopyFrom(report_to_proto(result.validation))
     if result.usage is not None:
+        usage = result.usage
         response.usage.CopyFrom(
             pb.TokenUsage(
-                prompt_tokens=result.usage.prompt_tokens,
-                completion_tokens=result.usage.completion_tokens,
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+                # Some OpenAI-compatible servers omit or zero the total; it is the sum then.
+                total_tokens=usage.total_tokens or usage.prompt_tokens + usage.completion_tokens,
                 model=result.model,
             )
         )

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 from services.common.evidence import ScoredChunk
-from services.common.intent import Intent
+from services.common.intent import Intent, classify_intent
 from services.synthesis.generation import GenerationRequest, GenerationResult
 from services.synthesis.sufficiency import (
     STOP_WORDS,
@@ -27,6 +27,8 @@ _ABBREVIATIONS = frozenset(
     | {"etc", "mr", "mrs", "ms", "dr", "st", "co", "ltd", "vol", "p", "pp", "para", "sub", "ch"}
 )
 _TRAILING = re.compile(r"[\s.;:,—–-]+$")
+# Where a compound question splits into clauses: "What is X and how is it punished?".
+_CLAUSE = re.compile(r"\s*(?:[,;]|\band\b|\balso\b)\s*", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +66,25 @@ class _Unit:
     doc_id: str
     stems: frozenset[str]
     score: float
+    aspects: frozenset[Intent] = frozenset()  # the asked intents whose language it carries
+
+
+def question_aspects(question: str, intent: Intent) -> tuple[Intent, ...]:
+    """The intents a question asks about, in the order it asks: one, or several when compound.
+
+    Each clause is classified on its own, so "What is criminal conspiracy and how is it
+    punished?" asks for a definition, then a punishment, while "What is the punishment for
+    cheating and dishonestly inducing delivery?" asks only for a punishment. The whole
+    question's ``intent`` is always among them.
+    """
+    aspects: list[Intent] = []
+    for clause in _CLAUSE.split(question):
+        found = classify_intent(clause) if len(clause.split()) >= 2 else Intent.GENERAL
+        if found is not Intent.GENERAL and found not in aspects:
+            aspects.append(found)
+    if intent not in aspects:
+        aspects.append(intent)
+    return tuple(aspects) if len(aspects) > 1 else (intent,)
 
 
 def split_sentences(text: str) -> list[str]:
@@ -106,14 +127,15 @@ class ExtractiveGenerator:
         key_terms = extract_key_terms(request.question)
         if not (key_terms.effective or key_terms.sections) and request.focus_question:
             key_terms = extract_key_terms(request.focus_question)
-        units = self._units(request.evidence, request.intent, key_terms)
+        aspects = question_aspects(request.question, request.intent)
+        units = self._units(request.evidence, aspects, key_terms)
         if not units:
             return REFUSAL
-        chosen = self._select(units, request.synthesis_mode)
+        chosen = self._select(units, request.synthesis_mode, aspects)
         return " ".join(_cite(unit) for unit in _reading_order(chosen))
 
     def _units(
-        self, evidence: tuple[ScoredChunk, ...], intent: Intent, key_terms: KeyTerms
+        self, evidence: tuple[ScoredChunk, ...], aspects: tuple[Intent, ...], key_terms: KeyTerms
     ) -> list[_Unit]:
         opts = self._options
         scores = [scored.score for scored in evidence]
@@ -129,7 +151,7 @@ class ExtractiveGenerator:
                 continue
             title = text_stems(chunk.title)
             context = title | chunk_stems(chunk) | {chunk_section(chunk)}
-            title_signal = _title_signal(intent, key_terms, title)
+            title_signal = max(_title_signal(a, key_terms, title) for a in aspects)
             retrieval = 1.0 if high <= low else (scored.score - low) / (high - low)
             for piece, text in enumerate(split_sentences(chunk.text)):
                 stems = text_stems(text)
@@ -138,9 +160,12 @@ class ExtractiveGenerator:
                 coverage = _coverage(key_terms, stems | context)
                 if coverage <= 0.0:
                     continue
-                cue = 1.0 if has_intent_language(intent, text, key_terms) else 0.0
-                if intent is Intent.GENERAL:
-                    cue = 0.0
+                carried = frozenset(
+                    a
+                    for a in aspects
+                    if a is not Intent.GENERAL and has_intent_language(a, text, key_terms)
+                )
+                cue = 1.0 if carried else 0.0
                 words = len(text.split())
                 overflow = max(0, words - opts.long_sentence_words) / opts.long_sentence_words
                 score = (
@@ -162,20 +187,28 @@ class ExtractiveGenerator:
                         doc_id=chunk.doc_id,
                         stems=stems,
                         score=score,
+                        aspects=carried,
                     )
                 )
         return units
 
-    def _select(self, units: list[_Unit], synthesis_mode: bool) -> list[_Unit]:
+    def _select(
+        self, units: list[_Unit], synthesis_mode: bool, aspects: tuple[Intent, ...]
+    ) -> list[_Unit]:
         opts = self._options
         limit = opts.synthesis_max_sentences if synthesis_mode else opts.max_sentences
         share = opts.synthesis_relative_threshold if synthesis_mode else opts.relative_threshold
         top = max(unit.score for unit in units)
-        remaining = sorted(
-            (unit for unit in units if unit.score >= share * top),
-            key=lambda u: (-u.score, u.position, u.piece),
-        )
+        ranked = sorted(units, key=lambda u: (-u.score, u.position, u.piece))
         chosen: list[_Unit] = []
+        if len(aspects) > 1:
+            # A compound question gets the best sentence for each part it asks about, even when
+            # one part (the definition) scores below the other (the penalty) overall.
+            for aspect in aspects:
+                pick = next((u for u in ranked if aspect in u.aspects and u not in chosen), None)
+                if pick is not None and len(chosen) < limit:
+                    chosen.append(pick)
+        remaining = [u for u in ranked if u.score >= share * top and u not in chosen]
         while remaining and len(chosen) < limit:
             best_value = float("-inf")
             best: _Unit | None = None

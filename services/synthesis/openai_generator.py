@@ -157,7 +157,7 @@ class OpenAIGenerator:
                 completion_tokens=completion.usage.completion_tokens,
                 total_tokens=completion.usage.total_tokens,
             )
-        return self._result(content, choice.finish_reason, usage)
+        return self._result(content, choice.finish_reason, usage, getattr(completion, "model", ""))
 
     async def _streamed(
         self, messages: list[ChatCompletionMessageParam], budget_s: float
@@ -168,8 +168,10 @@ class OpenAIGenerator:
         parts: list[str] = []
         finish_reason: str | None = None
         usage: TokenUsage | None = None
+        model = ""
         try:
             async for chunk in stream:
+                model = model or getattr(chunk, "model", "") or ""
                 if chunk.usage is not None:
                     usage = TokenUsage(
                         prompt_tokens=chunk.usage.prompt_tokens,
@@ -192,11 +194,17 @@ class OpenAIGenerator:
             raise self._fail(
                 GenerationFailure.LLM_STREAM_INTERRUPTED, "stream ended without a finish reason"
             )
-        return self._result("".join(parts), finish_reason, usage)
+        return self._result("".join(parts), finish_reason, usage, model)
 
     def _result(
-        self, content: str | None, finish_reason: str | None, usage: TokenUsage | None
+        self,
+        content: str | None,
+        finish_reason: str | None,
+        usage: TokenUsage | None,
+        reported_model: str | None,
     ) -> GenerationResult:
+        """The draft; ``model`` is the name the endpoint reported (OpenAI answers "gpt-4o-mini"
+        with a dated snapshot name), falling back to the requested one when it reported none."""
         if finish_reason == "length":
             # A draft cut at max_tokens ends mid-sentence; refusing beats delivering half a rule.
             raise self._fail(GenerationFailure.LLM_TRUNCATED, "answer hit max_tokens")
@@ -209,7 +217,7 @@ class OpenAIGenerator:
         return GenerationResult(
             text=content.strip(),
             generator=self.name,
-            model=self._settings.model,
+            model=reported_model or self._settings.model,
             usage=usage,
             finish_reason=finish_reason or "stop",
         )

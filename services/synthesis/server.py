@@ -14,14 +14,15 @@ from services.synthesis.clients import GrpcRetriever, GrpcValidator
 from services.synthesis.config import SERVICE_NAME, SynthesisConfig
 from services.synthesis.convert import MAX_QUESTION_CHARS, MAX_TOP_K
 from services.synthesis.extractive import ExtractiveGenerator
-from services.synthesis.generation import Generator
 from services.synthesis.openai_generator import OpenAIGenerator, OpenAISettings
 from services.synthesis.pipeline import PipelineSettings, SynthesisPipeline
+from services.synthesis.routing import PipelineRouter
 from services.synthesis.servicer import SynthesisServicer
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+# Pipelines kept for caller-chosen models besides the configured one (LRU; see routing.py).
 MAX_MODEL_VARIANTS = 8
 
 
@@ -34,6 +35,7 @@ def _openai_settings(config: SynthesisConfig, model: str = "") -> OpenAISettings
         timeout_s=o.timeout_s,
         max_tokens=o.max_tokens,
         seed=o.seed,
+        stream=o.stream,
         max_history_turns=config.history_turns,
     )
 
@@ -64,48 +66,51 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
     retriever = GrpcRetriever(retrieval_channel)
     validator = GrpcValidator(validator_channel)
     extractive = ExtractiveGenerator()
-    openai_generators: dict[str, OpenAIGenerator] = {}
-    if _openai_configured(config):
-        openai_generators[""] = OpenAIGenerator(_openai_settings(config))
 
     def build(openai_generator: OpenAIGenerator | None) -> SynthesisPipeline:
-        others: list[Generator] = [openai_generator] if openai_generator else []
-        if config.generator == "openai" and openai_generator is not None:
+        if openai_generator is None:
+            return SynthesisPipeline(retriever, validator, extractive, settings)
+        if config.generator == "openai":
             return SynthesisPipeline(
                 retriever, validator, openai_generator, settings, generators=[extractive]
             )
-        return SynthesisPipeline(retriever, validator, extractive, settings, generators=others)
+        return SynthesisPipeline(
+            retriever, validator, extractive, settings, generators=[openai_generator]
+        )
 
-    pipelines = {"": build(openai_generators.get(""))}
+    default_openai = (
+        OpenAIGenerator(_openai_settings(config)) if _openai_configured(config) else None
+    )
 
-    def pipeline_for(model: str) -> SynthesisPipeline:
-        if not model or "" not in openai_generators or model == config.openai.model:
-            return pipelines[""]
-        if model not in pipelines:
-            if len(pipelines) > MAX_MODEL_VARIANTS:
-                # Bounded: arbitrary model names from callers must not grow memory without limit.
-                pipelines.pop(next(k for k in pipelines if k))
-            generator = OpenAIGenerator(_openai_settings(config, model))
-            openai_generators[model] = generator
-            pipelines[model] = build(generator)
-        return pipelines[model]
+    def variant(model: str) -> tuple[SynthesisPipeline, OpenAIGenerator]:
+        generator = OpenAIGenerator(_openai_settings(config, model))
+        return build(generator), generator
 
-    servicer = SynthesisServicer(pipeline_for, default_top_k=config.default_top_k)
+    router = PipelineRouter(
+        build(default_openai),
+        default_model=config.openai.model,
+        factory=variant if default_openai is not None else None,
+        capacity=MAX_MODEL_VARIANTS,
+    )
+    servicer = SynthesisServicer(
+        router.lease, default_top_k=config.default_top_k, default_generator=config.generator
+    )
 
     async def warm_up() -> None:
         logger.info(
             "synthesis ready",
             extra={
                 "generator": config.generator,
-                "generators": list(pipelines[""].generator_names),
+                "generators": list(router.default.generator_names),
                 "retrieval": config.retrieval_addr,
                 "validator": config.validator_addr,
             },
         )
 
     async def on_stop() -> None:
-        for generator in openai_generators.values():
-            await generator.aclose()
+        await router.aclose()
+        if default_openai is not None:
+            await default_openai.aclose()
         await retrieval_channel.close()
         await validator_channel.close()
 

@@ -21,11 +21,16 @@ Content = str | Callable[[Messages], str]
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """A normal completion; ``content`` may be a function of the request's messages."""
+    """A normal completion; ``content`` may be a function of the request's messages.
+
+    ``model`` is the name the response reports (None echoes the requested one), as OpenAI
+    answers a request for "gpt-4o-mini" with a dated snapshot name.
+    """
 
     content: Content
     finish_reason: str = "stop"
     with_usage: bool = True
+    model: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,8 +180,11 @@ class _Handler(BaseHTTPRequestHandler):
                     self.wfile.write(payload[: len(payload) // 2])
                     self.wfile.flush()
                     self.close_connection = True
-            case Reply(content=content, finish_reason=finish, with_usage=with_usage):
+            case Reply(
+                content=content, finish_reason=finish, with_usage=with_usage, model=reported
+            ):
                 text = _render(content, messages)
+                model = reported or model
                 if stream:
                     self._stream(model, text, finish_reason=finish, cut=False)
                 else:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from services.common.evidence import Chunk, ScoredChunk
 from services.synthesis.generation import GenerationRequest, GenerationResult
 from services.synthesis.pipeline import RetrievedEvidence
+from services.validator import engine
 from services.validator.report import (
     REFUSAL,
     Reason,
@@ -158,6 +159,20 @@ class RuleValidator:
             uncovered_sentences=tuple(r.index for r in failed),
             sentences=tuple(reports),
         )
+
+
+@dataclass
+class EngineValidator:
+    """The real validator engine (``services.validator.engine.validate``) behind the pipeline's
+    ``AnswerValidator`` protocol: exactly the verdict the validator service would return."""
+
+    calls: list[ValidateCall] = field(default_factory=list)
+
+    async def validate(
+        self, answer: str, evidence: Sequence[Chunk], *, timeout_s: float
+    ) -> ValidationReport:
+        self.calls.append(ValidateCall(answer, tuple(c.semantic_id for c in evidence), timeout_s))
+        return engine.validate(answer, evidence)
 
 
 @dataclass

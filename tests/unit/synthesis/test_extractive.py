@@ -8,8 +8,8 @@ from collections.abc import Mapping
 import pytest
 
 from services.common.evidence import Chunk, ScoredChunk
-from services.common.intent import classify_intent
-from services.synthesis.extractive import ExtractiveGenerator, split_sentences
+from services.common.intent import Intent, classify_intent
+from services.synthesis.extractive import ExtractiveGenerator, question_aspects, split_sentences
 from services.synthesis.generation import GenerationRequest
 from services.validator.report import REFUSAL, Verdict
 from tests.unit.synthesis.fakes import RuleValidator, chunk, scored
@@ -147,6 +147,80 @@ class TestExtractiveGenerator:
 
         cited_docs = {sid.rsplit("_", 1)[0] for _, sid in _CITED_SENTENCE.findall(result.text)}
         assert cited_docs == {"IPC_23", "IPC_24"}
+
+
+class TestCompoundQuestions:
+    @pytest.mark.parametrize(
+        ("question", "ids", "definition", "penalty"),
+        [
+            (
+                "What is criminal conspiracy and how is it punished?",
+                ("IPC_120B_0", "IPC_120A_2", "IPC_120B_1", "IPC_120A_0"),
+                "IPC_120A_2",
+                "IPC_120B_",
+            ),
+            (
+                "What is theft and what is its punishment?",
+                ("IPC_379_0", "IPC_378_0", "IPC_380_0"),
+                "IPC_378_0",
+                "IPC_379_0",
+            ),
+            (
+                "Define cheating and state the penalty for it.",
+                ("IPC_417_0", "IPC_415_0", "IPC_420_0"),
+                "IPC_415_0",
+                "IPC_417_0",
+            ),
+        ],
+    )
+    async def test_generate_answers_both_parts_of_a_compound_question(
+        self,
+        ipc: Mapping[str, Chunk],
+        question: str,
+        ids: tuple[str, ...],
+        definition: str,
+        penalty: str,
+    ) -> None:
+        evidence = scored(ipc, *ids)  # the penalty provisions rank first, as retrieval does
+
+        answer = await compose(question, evidence)
+
+        cited = _CITED_SENTENCE.findall(answer)
+        assert any(sid == definition for _, sid in cited), answer
+        assert any(sid.startswith(penalty) for _, sid in cited), answer
+        # The definition is read first, as the question asks it first.
+        assert cited[0][1] == definition
+        report = await RuleValidator().validate(answer, [s.chunk for s in evidence], timeout_s=1)
+        assert report.verdict is Verdict.GROUNDED
+
+    async def test_generate_single_part_question_keeps_the_focused_answer(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        # "and" inside the offence name is not a second question.
+        answer = await compose(
+            "What is the punishment for cheating and dishonestly inducing delivery of property?",
+            scored(ipc, "IPC_420_0", "IPC_415_0", "IPC_417_0"),
+        )
+
+        assert "[IPC_415_0]" not in answer
+
+    @pytest.mark.parametrize(
+        ("question", "aspects"),
+        [
+            ("What is criminal conspiracy and how is it punished?", ("DEFINITION", "PUNISHMENT")),
+            ("What is the punishment for theft?", ("PUNISHMENT",)),
+            ("What is the extent and applicability of the Code?", ("SCOPE",)),
+            ("What is theft, and how do I file a complaint?", ("DEFINITION", "PROCEDURE")),
+            ("What is section 420 about?", ("GENERAL",)),
+        ],
+    )
+    def test_question_aspects_splits_compound_questions(
+        self, question: str, aspects: tuple[str, ...]
+    ) -> None:
+        found = question_aspects(question, classify_intent(question))
+
+        assert tuple(a.name for a in found) == aspects
+        assert all(isinstance(a, Intent) for a in found)
 
 
 class TestSplitSentences:

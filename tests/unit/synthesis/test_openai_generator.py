@@ -73,6 +73,22 @@ class TestOpenAIGenerator:
         assert (result.generator, result.model) == ("openai", MODEL)
         assert result.usage is not None and result.usage.total_tokens > 0
 
+    @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+    async def test_generate_reports_the_model_the_endpoint_names(
+        self, fake_llm: FakeOpenAIServer, cheating: GenerationRequest, stream: bool
+    ) -> None:
+        # OpenAI answers a request for "gpt-4o-mini" with a dated snapshot name.
+        fake_llm.script(Reply(cite_first_evidence, model="fake-legal-7b-2026-01-15"))
+        gen = OpenAIGenerator(settings(fake_llm.base_url, stream=stream))
+
+        try:
+            result = await gen.generate(cheating, timeout_s=5.0)
+        finally:
+            await gen.aclose()
+
+        assert result.model == "fake-legal-7b-2026-01-15"
+        assert fake_llm.requests[0].body["model"] == MODEL
+
     async def test_generate_sends_temperature_zero_model_seed_and_key(
         self,
         fake_llm: FakeOpenAIServer,

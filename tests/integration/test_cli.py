@@ -1,0 +1,151 @@
+"""`python -m services.synthesis.cli ask` against the running test stack: output and exit codes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from grounded.synthesis.v1 import synthesis_service_pb2 as pb
+
+from services.synthesis import cli
+from services.validator.report import REFUSAL
+from tests.integration.conftest import Stack
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+ANSWERABLE = "What is the punishment for cheating under section 420?"
+
+
+@dataclass(frozen=True)
+class Run:
+    code: int
+    out: str
+    err: str
+
+
+async def run_cli(*args: str) -> Run:
+    # A real subprocess, awaited without blocking the loop the in-process servers serve on.
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "services.synthesis.cli",
+        "ask",
+        *args,
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode is not None
+    return Run(process.returncode, out.decode(), err.decode())
+
+
+def closed_port() -> str:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"127.0.0.1:{port}"
+
+
+class TestCliAsk:
+    async def test_ask_answered_exits_0_with_citations_and_validation(self, stack: Stack) -> None:
+        run = await run_cli(ANSWERABLE, "--address", stack.synthesis)
+
+        assert run.code == 0, run.err
+        assert "Answer:" in run.out and "[IPC_420_" in run.out
+        assert "Citations:" in run.out and "IPC s.420" in run.out
+        validation = run.out[run.out.index("VALIDATION") :]
+        assert "status:     ANSWERED" in validation
+        assert "sufficient: yes" in validation
+        assert "grounded:   GROUNDED" in validation
+        assert "0 invalid, 0 missing" in validation
+        assert "uncovered:  none" in validation
+        assert "retrieved:  5 passages" in validation
+        assert "Sentences:" not in run.out
+
+    async def test_ask_verbose_adds_per_sentence_coverage(self, stack: Stack) -> None:
+        run = await run_cli(ANSWERABLE, "--address", stack.synthesis, "--verbose")
+
+        assert run.code == 0, run.err
+        sentences = run.out[run.out.index("Sentences:") :].splitlines()[1:]
+        assert sentences and all("coverage" in line for line in sentences)
+        assert sentences[0].split()[:2] == ["#0", "SUPPORTED"]
+        assert "IPC_420_" in sentences[0]
+
+    async def test_ask_json_prints_the_whole_response(self, stack: Stack) -> None:
+        run = await run_cli(ANSWERABLE, "--address", stack.synthesis, "--json", "--top-k", "3")
+
+        assert run.code == 0, run.err
+        response = json.loads(run.out)
+        assert response["status"] == "ANSWER_STATUS_ANSWERED"
+        assert response["validation"]["verdict"] == "VALIDATION_VERDICT_GROUNDED"
+        assert response["sufficiency"]["sufficient"] is True
+        assert len(response["evidence"]) == 3
+        assert response["citations"][0]["citations"][0]["semanticId"].startswith("IPC_")
+
+    async def test_ask_refusal_exits_1(self, stack: Stack) -> None:
+        run = await run_cli("What is the capital of France?", "--address", stack.synthesis)
+
+        assert run.code == 1, run.err
+        assert REFUSAL in run.out
+        assert "sufficient: no (KEY_TERM_MATCH: " in run.out
+        assert "refusal:    INSUFFICIENT_EVIDENCE" in run.out
+
+    async def test_ask_refusal_json_exits_1_and_names_the_failed_requirement(
+        self, stack: Stack
+    ) -> None:
+        run = await run_cli(
+            "What is the capital of France?", "--address", stack.synthesis, "--json"
+        )
+
+        assert run.code == 1, run.err
+        response = json.loads(run.out)
+        assert response["answer"] == REFUSAL
+        assert response["sufficiency"]["failedRequirement"] == "KEY_TERM_MATCH"
+
+    async def test_ask_unreachable_server_exits_2(self) -> None:
+        run = await run_cli(ANSWERABLE, "--address", closed_port(), "--timeout", "3")
+
+        assert run.code == 2
+        assert run.err.startswith("error: UNAVAILABLE") or "DEADLINE_EXCEEDED" in run.err
+        assert run.out == ""
+
+    async def test_ask_bad_input_exits_2_with_field_violations(self, stack: Stack) -> None:
+        # The test stack runs the extractive generator, so a model name is a field violation.
+        run = await run_cli(ANSWERABLE, "--address", stack.synthesis, "--model", "gpt-4o")
+
+        assert run.code == 2
+        assert run.err.startswith("error: INVALID_ARGUMENT")
+        assert '"field": "model"' in run.err
+
+
+class TestCliOutput:
+    def test_print_human_shows_token_usage_when_an_llm_ran(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        response = pb.SynthesizeAnswerResponse(
+            status=pb.ANSWER_STATUS_ANSWERED,
+            answer="Whoever cheats shall be punished [IPC_417_0].",
+            usage=pb.TokenUsage(
+                prompt_tokens=120, completion_tokens=30, total_tokens=150, model="m-2026"
+            ),
+        )
+
+        cli._print_human(response, verbose=False)
+
+        assert (
+            "tokens:     150 (120 prompt + 30 completion, model m-2026)" in capsys.readouterr().out
+        )
+
+    def test_print_human_has_no_token_line_without_an_llm(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        cli._print_human(pb.SynthesizeAnswerResponse(answer=REFUSAL), verbose=False)
+
+        assert "tokens:" not in capsys.readouterr().out

@@ -1,0 +1,189 @@
+"""Synthesis proto conversion: status mapping, grouped citations, snippets, sufficiency, usage."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+import pytest
+from grounded.synthesis.v1 import synthesis_service_pb2 as pb
+from grounded.type.v1 import evidence_pb2
+
+from services.common.errors import InvalidInputError
+from services.common.evidence import Chunk, ScoredChunk
+from services.synthesis import convert
+from services.synthesis.generation import TokenUsage
+from services.synthesis.pipeline import (
+    PipelineSettings,
+    SynthesisPipeline,
+    SynthesisRequest,
+    SynthesisResult,
+    SynthesisStatus,
+)
+from services.validator.report import REFUSAL
+from tests.unit.synthesis.fakes import (
+    EngineValidator,
+    FakeRetriever,
+    ScriptedGenerator,
+    chunk,
+    scored,
+)
+
+CHEATING = "What is the punishment for cheating under section 420?"
+
+
+def quote(ipc: Mapping[str, Chunk], *ids: str) -> str:
+    return " ".join(f"{ipc[i].text.rstrip(' .;')} [{i}]." for i in ids)
+
+
+async def answer(
+    evidence: tuple[ScoredChunk, ...] | list[ScoredChunk],
+    draft: str,
+    question: str = CHEATING,
+) -> SynthesisResult:
+    synth = SynthesisPipeline(
+        FakeRetriever(evidence), EngineValidator(), ScriptedGenerator(draft), PipelineSettings()
+    )
+    return await synth.answer(SynthesisRequest(question, top_k=5))
+
+
+class TestResultToProto:
+    @pytest.mark.parametrize("status", list(SynthesisStatus))
+    async def test_result_to_proto_maps_every_status(
+        self, ipc: Mapping[str, Chunk], status: SynthesisStatus
+    ) -> None:
+        base = await answer(scored(ipc, "IPC_420_0"), quote(ipc, "IPC_420_0"))
+        result = dataclasses.replace(base, status=status)
+
+        proto = convert.result_to_proto(result)
+
+        assert pb.AnswerStatus.Name(proto.status) == f"ANSWER_STATUS_{status.value}"
+
+    async def test_result_to_proto_groups_citations_by_document(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        evidence = scored(ipc, "IPC_420_0", "IPC_415_0", "IPC_417_0")
+        result = await answer(evidence, quote(ipc, "IPC_420_0", "IPC_415_0", "IPC_417_0"))
+        assert result.answered, result.refusal_reason
+
+        proto = convert.result_to_proto(result)
+
+        assert [d.doc_id for d in proto.citations] == ["IPC_420", "IPC_415", "IPC_417"]
+        for document in proto.citations:
+            (citation,) = document.citations
+            source = ipc[citation.semantic_id]
+            assert citation.semantic_id.startswith(f"{document.doc_id}_")
+            assert citation.sentence == source.text
+            assert (document.section, document.title) == (source.section, source.title)
+            assert document.source.act == "IPC" and document.source.url == source.url
+            assert citation.score > 0
+        assert proto.answer == result.answer
+        assert proto.status == pb.ANSWER_STATUS_ANSWERED and proto.refusal_reason == ""
+
+    async def test_result_to_proto_snippets_are_at_most_200_characters(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        assert len(ipc["IPC_415_0"].text) > 200  # the case this test exists for
+        result = await answer(
+            scored(ipc, "IPC_415_0"), quote(ipc, "IPC_415_0"), question="What does cheat mean?"
+        )
+        assert result.answered, result.refusal_reason
+
+        (document,) = convert.result_to_proto(result).citations
+        (citation,) = document.citations
+
+        assert len(citation.snippet) <= 200
+        assert citation.snippet.endswith("…")
+        assert ipc["IPC_415_0"].text.startswith(citation.snippet[:-1].rstrip())
+
+    async def test_result_to_proto_reports_the_failed_requirement(self) -> None:
+        seed = ScoredChunk(chunk("IPC_420_0", "Section 420 deals with cheating."), 0.9)
+        result = await answer([seed], "never used")
+
+        proto = convert.result_to_proto(result)
+
+        assert proto.answer == REFUSAL
+        assert proto.status == pb.ANSWER_STATUS_REFUSED_INSUFFICIENT_EVIDENCE
+        assert not proto.sufficiency.sufficient
+        assert proto.sufficiency.failed_requirement == "PENALTY_LANGUAGE"
+        assert proto.sufficiency.failure
+        assert proto.sufficiency.intent == evidence_pb2.QUERY_INTENT_PUNISHMENT
+        assert proto.refusal_reason.startswith("INSUFFICIENT_EVIDENCE: ")
+        assert not proto.HasField("validation") and not proto.HasField("usage")
+
+    async def test_result_to_proto_sufficient_has_no_failed_requirement(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        result = await answer(scored(ipc, "IPC_420_0"), quote(ipc, "IPC_420_0"))
+
+        sufficiency = convert.result_to_proto(result).sufficiency
+
+        assert sufficiency.sufficient and sufficiency.failed_requirement == ""
+        assert "IPC_420_0" in sufficiency.supporting_ids
+
+    @pytest.mark.parametrize(
+        ("usage", "total"),
+        [(TokenUsage(120, 30, 150), 150), (TokenUsage(120, 30, 0), 150)],
+        ids=["reported-total", "missing-total"],
+    )
+    async def test_result_to_proto_reports_usage_with_total_and_endpoint_model(
+        self, ipc: Mapping[str, Chunk], usage: TokenUsage, total: int
+    ) -> None:
+        base = await answer(scored(ipc, "IPC_420_0"), quote(ipc, "IPC_420_0"))
+        result = dataclasses.replace(base, usage=usage, model="gpt-4o-mini-2024-07-18")
+
+        proto = convert.result_to_proto(result)
+
+        assert (proto.usage.prompt_tokens, proto.usage.completion_tokens) == (120, 30)
+        assert proto.usage.total_tokens == total
+        assert proto.usage.model == "gpt-4o-mini-2024-07-18"
+
+    async def test_result_to_proto_without_an_llm_has_no_usage(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        result = await answer(scored(ipc, "IPC_420_0"), quote(ipc, "IPC_420_0"))
+
+        assert not convert.result_to_proto(result).HasField("usage")
+
+
+class TestRequestFromProto:
+    @pytest.mark.parametrize(
+        ("generator", "default"),
+        [
+            (pb.GENERATOR_KIND_UNSPECIFIED, "extractive"),
+            (pb.GENERATOR_KIND_EXTRACTIVE, "extractive"),
+            (pb.GENERATOR_KIND_EXTRACTIVE, "openai"),
+        ],
+    )
+    def test_request_from_proto_rejects_a_model_for_the_extractive_generator(
+        self, generator: int, default: str
+    ) -> None:
+        request = pb.SynthesizeAnswerRequest(
+            question="What is theft?", model="m", generator=generator
+        )  # type: ignore[arg-type]
+
+        with pytest.raises(InvalidInputError) as info:
+            convert.request_from_proto(request, default_top_k=5, default_generator=default)
+
+        (violation,) = info.value.violations
+        assert violation.field == "model" and "extractive" in violation.description
+
+    @pytest.mark.parametrize(
+        ("generator", "default"),
+        [
+            (pb.GENERATOR_KIND_OPENAI, "extractive"),
+            (pb.GENERATOR_KIND_UNSPECIFIED, "openai"),
+            # Without the server's default (a parser-only caller) the check is left out.
+            (pb.GENERATOR_KIND_EXTRACTIVE, None),
+        ],
+    )
+    def test_request_from_proto_accepts_a_model_for_the_openai_generator(
+        self, generator: int, default: str | None
+    ) -> None:
+        request = pb.SynthesizeAnswerRequest(
+            question="What is theft?", model="m", generator=generator
+        )  # type: ignore[arg-type]
+
+        parsed = convert.request_from_proto(request, default_top_k=5, default_generator=default)
+
+        assert parsed.question == "What is theft?"
