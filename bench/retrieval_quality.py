@@ -17,6 +17,7 @@ import logging
 import math
 import os
 import platform
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,8 @@ REPORTS: Final = ROOT / "reports"
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import torch  # noqa: E402
 
 from services.retrieval.embedding import Encoder, load_encoder  # noqa: E402
 from services.retrieval.search import (  # noqa: E402
@@ -87,7 +90,7 @@ def _record(doc_id: str, title: str, sentences: list[str]) -> str:
     )
 
 
-def scifact(data: Path, work: Path) -> tuple[Path, list[Query]]:
+def scifact(data: Path, work: Path, limit: int = 0) -> tuple[Path, list[Query]]:
     """Abstracts as documents (one sentence per line), claims with evidence as queries."""
     records = [
         json.loads(line)
@@ -106,14 +109,20 @@ def scifact(data: Path, work: Path) -> tuple[Path, list[Query]]:
     return corpus, queries
 
 
-def hotpotqa(data: Path, work: Path) -> tuple[Path, list[Query]]:
-    """Every distinct context paragraph as a document, questions as queries."""
+def hotpotqa(data: Path, work: Path, limit: int = 0) -> tuple[Path, list[Query]]:
+    """Every distinct context paragraph as a document, questions as queries.
+
+    With ``limit`` only the first ``limit`` questions and their own context paragraphs are used
+    (fewer distractors than the full dev slice: the numbers are not comparable to a full run).
+    """
     doc_ids: dict[str, str] = {}
     lines: list[str] = []
-    queries = []
+    queries: list[Query] = []
     for line in (data / "hotpotqa" / "dev.jsonl").read_text().splitlines():
         if not line:
             continue
+        if limit and len(queries) >= limit:
+            break
         record = json.loads(line)
         context = record["context"]
         for title, sentences in zip(context["title"], context["sentences"], strict=True):
@@ -122,7 +131,8 @@ def hotpotqa(data: Path, work: Path) -> tuple[Path, list[Query]]:
                 lines.append(_record(doc_ids[title], title, sentences))
         gold = frozenset(doc_ids[t] for t in record["supporting_facts"]["title"])
         queries.append(Query(record["id"], record["question"], gold))
-    corpus = write_if_changed(work / "hotpotqa" / "corpus.jsonl", lines)
+    name = f"hotpotqa-{limit}" if limit else "hotpotqa"
+    corpus = write_if_changed(work / name / "corpus.jsonl", lines)
     return corpus, queries
 
 
@@ -214,19 +224,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit("refusing to evaluate on held-out data")
     settings = SearchSettings(**json.loads(args.settings))
     encoder = load_encoder()
-    builders = {"scifact": scifact, "hotpotqa": hotpotqa}
+    builders: dict[str, Callable[[Path, Path, int], tuple[Path, list[Query]]]] = {
+        "scifact": scifact,
+        "hotpotqa": hotpotqa,
+    }
     report: dict[str, Any] = {
-        "command": "python -m bench.retrieval_quality " + " ".join(argv or []),
+        "command": " ".join(
+            ["python -m bench.retrieval_quality", *(sys.argv[1:] if argv is None else argv)]
+        ),
+        "torch_threads": torch.get_num_threads(),
         "settings": dataclasses.asdict(settings),
         "model": encoder.name,
         "host": {"machine": platform.machine(), "load_avg": os.getloadavg()},
         "datasets": {},
     }
     for name in args.datasets:
-        corpus, queries = builders[name](args.data, args.work)
+        corpus, queries = builders[name](args.data, args.work, args.limit)
         if args.limit:
             queries = queries[: args.limit]
-        searcher, info = build_searcher(name, corpus, encoder, settings, args.work)
+        searcher, info = build_searcher(corpus.parent.name, corpus, encoder, settings, args.work)
         results = {}
         for config in args.configs:
             results[config] = evaluate(searcher, queries, CONFIGS[config], METRICS[name])

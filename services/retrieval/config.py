@@ -18,6 +18,10 @@ class RetrievalConfig:
     cache_ttl_s: int
     cache_timeout_s: float
     faiss_threads: int
+    # torch intra-op threads for query encoding (1: no thread hand-offs on a small shared box).
+    torch_threads: int = 1
+    # Local sentence-transformers CrossEncoder directory for stage-2 rerank; empty: heuristic only.
+    cross_encoder_path: str = ""
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> RetrievalConfig:
@@ -30,4 +34,6 @@ class RetrievalConfig:
             cache_ttl_s=env.int("CACHE_TTL_S", 86_400, minimum=1),
             cache_timeout_s=env.float("CACHE_TIMEOUT_S", 0.05, minimum=0.001, maximum=5.0),
             faiss_threads=env.int("FAISS_THREADS", 1, minimum=1, maximum=64),
+            torch_threads=env.int("TORCH_THREADS", 1, minimum=1, maximum=64),
+            cross_encoder_path=env.str("CROSS_ENCODER_PATH", "").strip(),
         )

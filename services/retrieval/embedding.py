@@ -54,6 +54,20 @@ class SentenceTransformerEncoder:
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
 
+def set_torch_threads(threads: int) -> None:
+    """Set torch's intra-op thread count for this process.
+
+    One query is a few small matrix products: on a 2-core machine shared with other work,
+    two threads spend their time waiting for each other. Measured while the box was loaded
+    (docs/RETRIEVAL.md): one query took ~200 ms with 1 thread and ~1,470 ms with 2.
+    """
+    if threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
+    import torch
+
+    torch.set_num_threads(threads)
+
+
 def load_encoder(
     model_path: str | None = None, *, device: str = "cpu", name: str | None = None
 ) -> Encoder:

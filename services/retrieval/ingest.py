@@ -48,6 +48,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--index-type", choices=get_args(IndexKind), default="flat", help="default: flat"
     )
+    approx = parser.add_argument_group("approximate index parameters (FAISS defaults in index.py)")
+    approx.add_argument("--hnsw-m", type=int, help="HNSW neighbours per node (default: 32)")
+    approx.add_argument(
+        "--ef-construction", type=int, help="HNSW build-time search width (default: 40)"
+    )
+    approx.add_argument("--ef-search", type=int, help="HNSW query-time search width (default: 64)")
+    approx.add_argument("--ivf-nlist", type=int, help="IVF list count (default: about 4*sqrt(n))")
+    approx.add_argument("--ivf-nprobe", type=int, help="IVF lists searched per query (default: 16)")
     parser.add_argument(
         "--embed-text",
         choices=EMBED_TEXTS,
@@ -70,6 +78,20 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("--context must be >= 0")
     if args.batch_size < 1:
         parser.error("--batch-size must be >= 1")
+    hnsw = ("hnsw_m", "ef_construction", "ef_search")
+    ivf = ("ivf_nlist", "ivf_nprobe")
+    args.index_options = {}
+    for name in (*hnsw, *ivf):
+        value = getattr(args, name)
+        if value is None:
+            continue
+        if value < 1:
+            parser.error(f"--{name.replace('_', '-')} must be >= 1")
+        if name not in {"flat": (), "hnsw": hnsw, "ivf": ivf}[args.index_type]:
+            parser.error(
+                f"--{name.replace('_', '-')} does not apply to --index-type {args.index_type}"
+            )
+        args.index_options[name] = value
     if args.all_statutes:
         args.sources = [*args.sources, *sorted(STATUTES_DIR.glob("*.json"))]
     if not args.sources:
@@ -99,6 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             encoder,
             context=args.context,
             index_kind=args.index_type,
+            index_options=args.index_options,
             fmt=args.format,
             embed_text=args.embed_text,
             batch_size=args.batch_size,

@@ -187,18 +187,26 @@ def load_cross_encoder(
     weight: float = 0.7,
     heuristic: HeuristicReranker | None = None,
 ) -> CrossEncoderReranker:
-    """Load a ``sentence_transformers.CrossEncoder`` from a local directory (never a hub id)."""
+    """Load a ``sentence_transformers.CrossEncoder`` from a local directory (never a hub id).
+
+    Raises FileNotFoundError for a missing directory and ValueError for one that holds no
+    loadable single-score cross-encoder, each naming ``path``.
+    """
     from pathlib import Path
+
+    if not Path(path).is_dir():
+        raise FileNotFoundError(f"cross-encoder model directory not found: {path}")
 
     import torch
     from sentence_transformers import CrossEncoder
 
-    if not Path(path).is_dir():
-        raise FileNotFoundError(f"cross-encoder model directory not found: {path}")
     logger.info("loading cross-encoder from %s on %s", path, device)
-    model = CrossEncoder(
-        path, device=device, local_files_only=True, activation_fn=torch.nn.Sigmoid()
-    )
+    try:
+        model = CrossEncoder(
+            path, device=device, local_files_only=True, activation_fn=torch.nn.Sigmoid()
+        )
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path} holds no loadable cross-encoder: {exc}") from exc
     if model.num_labels != 1:
         raise ValueError(
             f"{path}: expected a single-score cross-encoder, got {model.num_labels} labels"

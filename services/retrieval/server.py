@@ -12,18 +12,45 @@ from services.common.logs import configure_logging
 from services.common.server import GrpcService, ServiceApp, run_until_signalled
 from services.retrieval.cache import RedisResultCache
 from services.retrieval.config import SERVICE_NAME, RetrievalConfig
-from services.retrieval.embedding import load_encoder
+from services.retrieval.embedding import load_encoder, set_torch_threads
 from services.retrieval.index import set_faiss_threads
-from services.retrieval.search import Searcher
+from services.retrieval.rerank import HeuristicReranker, Reranker, load_cross_encoder
+from services.retrieval.search import Searcher, SearchSettings
 from services.retrieval.servicer import RetrievalServicer
 from services.retrieval.store import load_artifacts
 
 logger = logging.getLogger(__name__)
 
 
+def search_settings(config: RetrievalConfig) -> SearchSettings:
+    """Pipeline settings from the deployment config (the rest keep their measured defaults)."""
+    return SearchSettings(cross_encoder_path=config.cross_encoder_path or None)
+
+
+def build_reranker(settings: SearchSettings) -> Reranker | None:
+    """The configured cross-encoder reranker, or None for the heuristic one.
+
+    Loaded before the embedding model so that a wrong RETRIEVAL_CROSS_ENCODER_PATH fails
+    warm-up in milliseconds with the path in the message.
+    """
+    if settings.cross_encoder_path is None:
+        return None
+    try:
+        return load_cross_encoder(
+            settings.cross_encoder_path,
+            weight=settings.cross_encoder_weight,
+            heuristic=HeuristicReranker(settings.rerank_weights),
+        )
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"RETRIEVAL_CROSS_ENCODER_PATH: {exc}") from exc
+
+
 def build_searcher(config: RetrievalConfig) -> Searcher:
     """Load encoder, artifacts and cache (blocking: runs in a worker thread during warm-up)."""
     set_faiss_threads(config.faiss_threads)
+    settings = search_settings(config)
+    reranker = build_reranker(settings)
+    set_torch_threads(config.torch_threads)
     encoder = load_encoder(config.model_path or None)
     artifacts = load_artifacts(
         Path(config.index_dir), expected_model=encoder.name, expected_dim=encoder.dim
@@ -41,9 +68,10 @@ def build_searcher(config: RetrievalConfig) -> Searcher:
             "chunks": len(artifacts.chunks),
             "index_version": artifacts.index_version,
             "cache": cache is not None,
+            "reranker": "heuristic" if reranker is None else reranker.name,
         },
     )
-    return Searcher(artifacts, encoder, cache=cache)
+    return Searcher(artifacts, encoder, settings, cache=cache, reranker=reranker)
 
 
 def create_app(config: RetrievalConfig) -> ServiceApp:

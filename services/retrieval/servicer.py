@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import time
+from typing import Any, Final
 
 from grounded.retrieval.v1 import retrieval_service_pb2 as pb
 from grounded.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc
 from grpc import aio
 
-from services.common.errors import NotReadyError
+from services.common.errors import DeadlineExceededError, NotReadyError
 from services.retrieval import convert
 from services.retrieval.search import Searcher
+
+# Below this much time left a search cannot even finish a cache lookup and the reply; refuse
+# it at once rather than start work whose answer nobody will read.
+MIN_REMAINING_S: Final = 0.002
 
 
 class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
@@ -32,6 +37,16 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
             known_doc_ids=searcher.doc_ids,
             default_stages=searcher.settings.default_stages,
         )
+        # The caller's deadline goes into the search, which checks it between stages: the worker
+        # thread is not cancelled with this coroutine and would otherwise run to the end.
+        remaining = context.time_remaining()
+        deadline: float | None = None
+        if remaining is not None:
+            if remaining < MIN_REMAINING_S:
+                raise DeadlineExceededError(
+                    f"{remaining * 1000:.1f} ms left of the caller's deadline; not searching"
+                )
+            deadline = time.monotonic() + remaining
         # Encoding and FAISS release the GIL; a worker thread keeps the event loop answering health checks.
-        result = await asyncio.to_thread(searcher.search, search_request)
+        result = await asyncio.to_thread(searcher.search, search_request, deadline=deadline)
         return convert.result_to_proto(result)

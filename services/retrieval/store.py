@@ -46,8 +46,8 @@ INGEST_COMMAND: Final = "python -m services.retrieval.ingest --out {out_dir} SOU
 
 # What each chunk's vector is computed from. "heading+text" prefixes "Section 420. Cheating:"
 # (statutes) or the title: clauses of a section rarely repeat its topic, and users name
-# sections by number. On the 302 ipc_qa dev questions that name a section, document hit@10 was
-# 0.48 (text), 0.49 (title+text), 0.56 (heading+text); see the retrieval report.
+# sections by number. The comparison that chose this default was never written to a report;
+# docs/RETRIEVAL.md lists it under "not measured" until a benchmark records it.
 EmbedText = Literal["text", "title+text", "heading+text"]
 EMBED_TEXTS: Final = get_args(EmbedText)
 DEFAULT_EMBED_TEXT: EmbedText = "heading+text"

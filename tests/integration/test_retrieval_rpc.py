@@ -1,0 +1,222 @@
+"""RetrievePassages over a real channel: validation details, filters, stage switches, deadlines."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+import grpc
+import numpy as np
+import numpy.typing as npt
+import pytest
+from grounded.retrieval.v1 import retrieval_service_pb2 as pb
+from grounded.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc
+from grounded.type.v1 import evidence_pb2
+
+from services.common.errors import DeadlineExceededError
+from services.common.server import ServiceApp
+from services.retrieval import server as retrieval_server
+from services.retrieval.config import RetrievalConfig
+from services.retrieval.embedding import Encoder
+from services.retrieval.search import Searcher, SearchRequest, SearchResult
+from tests.support.grpc_helpers import error_reason, field_violations
+from tests.unit.retrieval.search_fakes import HashingEncoder, make_artifacts, statute_chunks
+
+pytestmark = pytest.mark.integration
+
+
+def config_for(index_dir: Path, **extra: str) -> RetrievalConfig:
+    return RetrievalConfig.from_env(
+        {
+            "RETRIEVAL_PORT": "0",
+            "RETRIEVAL_METRICS_PORT": "0",
+            "RETRIEVAL_GRACE_S": "1",
+            "RETRIEVAL_INDEX_DIR": str(index_dir),
+            **extra,
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+async def app(ipc_index: Path, encoder: Encoder) -> AsyncIterator[ServiceApp]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(retrieval_server, "load_encoder", lambda *a, **k: encoder)
+        service = retrieval_server.create_app(config_for(ipc_index))
+        await service.start()
+    yield service
+    await service.stop(0)
+
+
+@pytest.fixture
+async def stub(app: ServiceApp) -> AsyncIterator[pb_grpc.RetrievalServiceStub]:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+        yield pb_grpc.RetrievalServiceStub(channel)
+
+
+async def retrieve(
+    stub: pb_grpc.RetrievalServiceStub, **fields: object
+) -> pb.RetrievePassagesResponse:
+    request = pb.RetrievePassagesRequest(**fields)  # type: ignore[arg-type]
+    return await stub.RetrievePassages(request, timeout=30)  # type: ignore[no-any-return]
+
+
+class TestValidation:
+    @pytest.mark.parametrize(
+        ("fields", "bad"),
+        [
+            ({"query": "q" * 2001, "top_k": 5}, {"query"}),
+            ({"query": "theft", "top_k": 101}, {"top_k"}),
+            ({"query": "q" * 2001, "top_k": 101}, {"query", "top_k"}),
+            ({"query": "   "}, {"query"}),
+            ({"query": "theft", "top_k": -1}, {"top_k"}),
+            (
+                {"query": "theft", "filters": evidence_pb2.EvidenceFilters(acts=["NOPE"])},
+                {"filters.acts[0]"},
+            ),
+            (
+                {"query": "theft", "filters": evidence_pb2.EvidenceFilters(doc_ids=["IPC_9999"])},
+                {"filters.doc_ids[0]"},
+            ),
+            (
+                {"query": "theft", "stages": pb.RetrievalStages(dense=False, lexical=False)},
+                {"stages"},
+            ),
+        ],
+    )
+    async def test_retrieve_bad_input_is_invalid_argument_with_field_violations(
+        self, stub: pb_grpc.RetrievalServiceStub, fields: dict[str, object], bad: set[str]
+    ) -> None:
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await retrieve(stub, **fields)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert set(field_violations(info.value)) == bad
+        assert error_reason(info.value) == "INVALID_INPUT"
+
+    async def test_retrieve_query_of_exactly_2000_characters_is_accepted(
+        self, stub: pb_grpc.RetrievalServiceStub
+    ) -> None:
+        query = ("cheating " * 250)[:2000]
+        response = await retrieve(stub, query=query, top_k=100)
+        assert response.passages
+
+
+class TestSearchOverRpc:
+    async def test_retrieve_named_section_comes_first(
+        self, stub: pb_grpc.RetrievalServiceStub
+    ) -> None:
+        response = await retrieve(stub, query="s. 420 IPC", top_k=5)
+        top = response.passages[0]
+        assert top.doc_id == "IPC_420"
+        assert top.semantic_id.startswith("IPC_420_")
+
+    async def test_retrieve_doc_id_filter(self, stub: pb_grpc.RetrievalServiceStub) -> None:
+        wanted = ["IPC_378", "IPC_379"]
+        response = await retrieve(
+            stub,
+            query="what happens to a person who commits an offence",
+            top_k=10,
+            filters=evidence_pb2.EvidenceFilters(doc_ids=wanted),
+        )
+        assert response.passages
+        assert {p.doc_id for p in response.passages} <= set(wanted)
+
+    @pytest.mark.parametrize("stage", ["dense", "lexical", "expansion", "rerank", "aggregation"])
+    async def test_retrieve_stage_switch_is_honoured_and_reported(
+        self, stub: pb_grpc.RetrievalServiceStub, stage: str
+    ) -> None:
+        on = {"dense", "lexical", "expansion", "rerank", "aggregation"}
+        switches = {s: s != stage for s in on} | {"cache": False}
+        response = await retrieve(
+            stub,
+            query="What is the punishment for theft?",
+            top_k=5,
+            stages=pb.RetrievalStages(**switches),
+        )
+        ran = {t.stage for t in response.timings if t.ran}
+        expected = (on - {stage}) | ({"fusion"} if stage not in {"dense", "lexical"} else set())
+        assert ran == expected
+        assert all(t.duration_ms > 0 for t in response.timings if t.ran)
+        assert response.passages
+        assert bool(response.expanded_queries) == (stage != "expansion")
+
+    async def test_retrieve_defaults_leave_expansion_and_rerank_off(
+        self, stub: pb_grpc.RetrievalServiceStub
+    ) -> None:
+        response = await retrieve(stub, query="punishment for theft", top_k=3)
+        ran = {t.stage for t in response.timings if t.ran}
+        assert {"dense", "lexical", "fusion", "aggregation"} <= ran
+        assert not ran & {"expansion", "rerank", "cache"}  # no Redis configured here
+
+
+class TestCrossEncoderWarmUp:
+    async def test_warm_up_fails_on_a_directory_without_a_cross_encoder(
+        self, ipc_index: Path, tmp_path: Path
+    ) -> None:
+        service = retrieval_server.create_app(
+            config_for(ipc_index, RETRIEVAL_CROSS_ENCODER_PATH=str(tmp_path))
+        )
+        try:
+            with pytest.raises(ValueError, match="RETRIEVAL_CROSS_ENCODER_PATH") as info:
+                await service.start()
+        finally:
+            await service.stop(0)
+        assert "no loadable cross-encoder" in str(info.value)
+
+
+class SlowEncoder(HashingEncoder):
+    def __init__(self, delay_s: float) -> None:
+        super().__init__()
+        self.delay_s = delay_s
+
+    def encode(
+        self, texts: Sequence[str], *, batch_size: int = 64, show_progress: bool = False
+    ) -> npt.NDArray[np.float32]:
+        time.sleep(self.delay_s)
+        return super().encode(texts, batch_size=batch_size, show_progress=show_progress)
+
+
+class OutcomeSearcher(Searcher):
+    """Records how each search ended on the server, after the caller may have gone."""
+
+    def __init__(self, encoder: HashingEncoder) -> None:
+        super().__init__(make_artifacts(statute_chunks(), HashingEncoder()), encoder)
+        self.outcomes: list[str] = []
+
+    def search(self, request: SearchRequest, *, deadline: float | None = None) -> SearchResult:
+        try:
+            result = super().search(request, deadline=deadline)
+        except DeadlineExceededError as exc:
+            self.outcomes.append(f"stopped: {exc.metadata.get('stage')}")
+            raise
+        self.outcomes.append("completed")
+        return result
+
+
+class TestServerDeadline:
+    async def test_retrieve_stops_working_after_the_callers_deadline(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        searcher = OutcomeSearcher(SlowEncoder(delay_s=0.3))
+        monkeypatch.setattr(retrieval_server, "build_searcher", lambda config: searcher)
+        service = retrieval_server.create_app(config_for(tmp_path))
+        await service.start()
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{service.port}") as channel:
+                stub = pb_grpc.RetrievalServiceStub(channel)
+                request = pb.RetrievePassagesRequest(query="punishment for theft")
+                with pytest.raises(grpc.aio.AioRpcError) as info:
+                    await stub.RetrievePassages(request, timeout=0.1)
+                assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+                # The worker thread is still encoding; give it time to reach the next stage.
+                for _ in range(50):
+                    if searcher.outcomes:
+                        break
+                    await asyncio.sleep(0.05)
+                assert searcher.outcomes == ["stopped: lexical"]
+                # A caller with time to spare still gets an answer.
+                response = await stub.RetrievePassages(request, timeout=10)
+                assert response.passages and searcher.outcomes[-1] == "completed"
+        finally:
+            await service.stop(0)

@@ -1,0 +1,427 @@
+"""Tests for the search pipeline (Searcher) and its cache key, on the hashing encoder."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from services.common.errors import DeadlineExceededError, InvalidInputError
+from services.common.evidence import Chunk, ScoredChunk
+from services.retrieval.expansion import QueryAnalysis
+from services.retrieval.rerank import HeuristicReranker, Scores
+from services.retrieval.search import (
+    STAGES,
+    Searcher,
+    SearchRequest,
+    SearchResult,
+    SearchSettings,
+    StageSwitches,
+    cache_key,
+)
+from tests.unit.retrieval.search_fakes import HashingEncoder, make_artifacts, statute_chunks
+
+ALL_ON = StageSwitches(
+    dense=True, lexical=True, expansion=True, rerank=True, aggregation=True, cache=True
+)
+
+
+class DictCache:
+    """An in-memory ResultCache that records what the searcher asked of it."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, SearchResult] = {}
+        self.gets: list[str] = []
+        self.sets: list[str] = []
+
+    def get(self, key: str) -> SearchResult | None:
+        self.gets.append(key)
+        return self.entries.get(key)
+
+    def set(self, key: str, result: SearchResult) -> None:
+        self.sets.append(key)
+        self.entries[key] = result
+
+
+class SpyReranker:
+    """Records the slate size it is given; scores chunks by their prior."""
+
+    name = "spy"
+
+    def __init__(self) -> None:
+        self.slates: list[int] = []
+
+    def score(
+        self, analysis: QueryAnalysis, chunks: Sequence[Chunk], prior: Sequence[float]
+    ) -> Scores:
+        self.slates.append(len(chunks))
+        return np.asarray(prior, dtype=np.float64)
+
+
+class SlowEncoder(HashingEncoder):
+    """A hashing encoder that takes ``delay_s`` per call, like a loaded model on a busy box."""
+
+    def __init__(self, delay_s: float) -> None:
+        super().__init__()
+        self.delay_s = delay_s
+
+    def encode(
+        self, texts: Sequence[str], *, batch_size: int = 64, show_progress: bool = False
+    ) -> npt.NDArray[np.float32]:
+        time.sleep(self.delay_s)
+        return super().encode(texts, batch_size=batch_size, show_progress=show_progress)
+
+
+def make_searcher(
+    chunks: Sequence[Chunk] | None = None,
+    *,
+    encoder: HashingEncoder | None = None,
+    settings: SearchSettings | None = None,
+    cache: DictCache | None = None,
+    reranker: SpyReranker | None = None,
+) -> Searcher:
+    # Artifacts are built with a fast encoder; queries go through ``encoder``.
+    artifacts = make_artifacts(list(chunks or statute_chunks()), HashingEncoder())
+    return Searcher(
+        artifacts,
+        encoder or HashingEncoder(),
+        settings or SearchSettings(),
+        cache,
+        reranker=reranker,
+    )
+
+
+def filler_chunks(n: int) -> list[Chunk]:
+    """``n`` one-sentence documents sharing the word "property" (so every one is a candidate)."""
+    return [
+        Chunk(
+            semantic_id=f"FILL_{i}_0",
+            doc_id=f"FILL_{i}",
+            text=f"Clause {i} concerns property number {i} held in trust.",
+            title=f"Filler {i}",
+        )
+        for i in range(n)
+    ]
+
+
+def ran(result: SearchResult) -> set[str]:
+    return {t.stage for t in result.timings if t.ran}
+
+
+@pytest.fixture(scope="module")
+def searcher() -> Searcher:
+    return make_searcher()
+
+
+class TestNamedProvisions:
+    @pytest.mark.parametrize(
+        ("query", "doc_id"),
+        [
+            ("What is the punishment for cheating under section 420?", "IPC_420"),
+            ("s. 302 IPC", "IPC_302"),
+            ("Article 21A", "COI_21A"),
+            ("what does sec. 154 CrPC require", "CRPC_154"),
+        ],
+    )
+    def test_search_named_provision_ranks_first(
+        self, searcher: Searcher, query: str, doc_id: str
+    ) -> None:
+        result = searcher.search(SearchRequest(query, top_k=5))
+        assert result.chunks[0].chunk.doc_id == doc_id
+
+    def test_search_section_without_act_ranks_that_number_first(self, searcher: Searcher) -> None:
+        result = searcher.search(SearchRequest("section 420", top_k=5))
+        sections = [s.chunk.section for s in result.chunks]
+        assert sections[:3] == ["420", "420", "420"]
+        assert {s.chunk.act for s in result.chunks[:3]} == {"IPC", "CRPC"}
+
+    def test_search_named_provision_added_when_retrieval_misses_it(
+        self, searcher: Searcher
+    ) -> None:
+        # Nothing in Article 21A's text says "21A"; lexical-only retrieval cannot find it alone.
+        stages = StageSwitches(dense=False, lexical=True)
+        result = searcher.search(SearchRequest("Article 21A", top_k=3, stages=stages))
+        assert result.chunks[0].chunk.doc_id == "COI_21A"
+        assert result.chunks[0].stages.lexical is None
+
+    def test_search_article_21a_is_not_article_21(self, searcher: Searcher) -> None:
+        result = searcher.search(SearchRequest("Article 21A", top_k=5))
+        assert result.chunks[0].score > result.chunks[1].score
+        assert result.chunks[1].chunk.doc_id != "COI_21A"
+
+
+class TestFilters:
+    def test_search_act_filter_keeps_only_that_act(self, searcher: Searcher) -> None:
+        result = searcher.search(SearchRequest("property custody", top_k=10, acts=("CRPC",)))
+        assert result.chunks
+        assert {s.chunk.act for s in result.chunks} == {"CRPC"}
+
+    def test_search_act_filter_excludes_named_provision_of_other_act(
+        self, searcher: Searcher
+    ) -> None:
+        result = searcher.search(SearchRequest("section 420", top_k=10, acts=("CRPC",)))
+        assert result.chunks[0].chunk.doc_id == "CRPC_420"
+        assert all(s.chunk.act == "CRPC" for s in result.chunks)
+
+    def test_search_doc_id_filter_keeps_only_those_documents(self, searcher: Searcher) -> None:
+        wanted = ("IPC_375", "IPC_379")
+        result = searcher.search(SearchRequest("punishment", top_k=10, doc_ids=wanted))
+        assert {s.chunk.doc_id for s in result.chunks} == set(wanted)
+
+    def test_search_act_and_doc_filters_must_both_hold(self, searcher: Searcher) -> None:
+        request = SearchRequest("theft", top_k=10, acts=("CRPC",), doc_ids=("IPC_378",))
+        assert searcher.search(request).chunks == []
+
+    def test_search_unknown_filter_values_are_field_violations(self, searcher: Searcher) -> None:
+        with pytest.raises(InvalidInputError) as info:
+            searcher.search(SearchRequest("theft", acts=("XYZ",), doc_ids=("IPC_378", "nope")))
+        assert {v.field for v in info.value.violations} == {"filters.acts[0]", "filters.doc_ids[1]"}
+
+
+class TestStageSwitches:
+    @pytest.mark.parametrize("stage", ["dense", "lexical", "expansion", "rerank", "aggregation"])
+    def test_search_stage_switched_off_does_not_run(self, stage: str) -> None:
+        encoder = HashingEncoder()
+        searcher = make_searcher(encoder=encoder)
+        stages = dataclasses.replace(ALL_ON, cache=False, **{stage: False})
+        query = "What is the punishment for theft?"
+        result = searcher.search(SearchRequest(query, top_k=5, stages=stages))
+        on = {"dense", "lexical", "expansion", "rerank", "aggregation"} - {stage}
+        expected = on | ({"fusion"} if {"dense", "lexical"} <= on else set())
+        assert ran(result) == expected
+        scores = [s.stages for s in result.chunks if s.stages.dense or s.stages.lexical]
+        assert scores, "no chunk carries first-stage scores"
+        if stage == "dense":
+            assert encoder.calls == 0
+            assert all(s.stages.dense is None and s.stages.fused is None for s in result.chunks)
+        if stage == "lexical":
+            assert all(s.stages.lexical is None and s.stages.fused is None for s in result.chunks)
+        if stage == "expansion":
+            assert result.expanded_queries == []
+        else:
+            assert result.expanded_queries
+        if stage == "rerank":
+            assert all(s.stages.rerank is None for s in result.chunks)
+        else:
+            assert all(s.stages.rerank is not None for s in result.chunks)
+
+    def test_search_all_stages_on_reports_every_stage(self) -> None:
+        result = make_searcher(cache=DictCache()).search(
+            SearchRequest("punishment for theft", stages=ALL_ON)
+        )
+        assert [t.stage for t in result.timings] == list(STAGES)
+        assert ran(result) == set(STAGES)
+        assert all(t.duration_ms > 0 for t in result.timings)
+        fused = [s for s in result.chunks if s.stages.fused is not None]
+        assert fused and all(s.stages.dense is not None or s.stages.lexical for s in fused)
+
+    def test_search_stages_not_run_report_zero_time(self, searcher: Searcher) -> None:
+        stages = StageSwitches(dense=False, lexical=True, aggregation=False, cache=False)
+        result = searcher.search(SearchRequest("theft", stages=stages))
+        idle = [t for t in result.timings if not t.ran]
+        assert {t.stage for t in idle} == {
+            "cache",
+            "dense",
+            "expansion",
+            "fusion",
+            "rerank",
+            "aggregation",
+        }
+        assert all(t.duration_ms == 0 for t in idle)
+
+    def test_search_dense_and_lexical_both_off_is_rejected(self, searcher: Searcher) -> None:
+        with pytest.raises(InvalidInputError) as info:
+            searcher.search(
+                SearchRequest("theft", stages=StageSwitches(dense=False, lexical=False))
+            )
+        assert [v.field for v in info.value.violations] == ["stages"]
+
+    def test_search_cache_switch_off_skips_the_cache(self) -> None:
+        cache = DictCache()
+        searcher = make_searcher(cache=cache)
+        result = searcher.search(SearchRequest("theft", stages=StageSwitches(cache=False)))
+        assert cache.gets == [] and cache.sets == []
+        assert "cache" not in ran(result)
+
+    def test_search_second_identical_request_is_a_cache_hit(self) -> None:
+        cache = DictCache()
+        encoder = HashingEncoder()
+        searcher = make_searcher(cache=cache, encoder=encoder)
+        first = searcher.search(SearchRequest("punishment for theft"))
+        calls = encoder.calls
+        second = searcher.search(SearchRequest("  punishment   for theft "))
+        assert (first.cache_hit, second.cache_hit) == (False, True)
+        assert second.chunks == first.chunks
+        assert encoder.calls == calls
+        assert ran(second) == {"cache"}
+
+    def test_search_default_switches_leave_expansion_and_rerank_off(self) -> None:
+        # The measured defaults (docs/RETRIEVAL.md); flipping one must be a deliberate change.
+        defaults = StageSwitches()
+        assert (defaults.dense, defaults.lexical, defaults.aggregation, defaults.cache) == (
+            True,
+            True,
+            True,
+            True,
+        )
+        assert (defaults.expansion, defaults.rerank) == (False, False)
+
+
+class TestMinScore:
+    def test_search_min_score_drops_lower_scores(self, searcher: Searcher) -> None:
+        unfiltered = searcher.search(SearchRequest("punishment for theft", top_k=10))
+        threshold = unfiltered.chunks[2].score
+        result = searcher.search(
+            SearchRequest("punishment for theft", top_k=10, min_score=threshold)
+        )
+        assert result.chunks
+        assert all(s.score >= threshold for s in result.chunks)
+        assert len(result.chunks) < len(unfiltered.chunks)
+
+    def test_search_min_score_above_every_score_returns_nothing(self, searcher: Searcher) -> None:
+        result = searcher.search(SearchRequest("theft", min_score=100.0))
+        assert result.chunks == []
+
+    def test_search_min_score_keeps_only_named_provision(self, searcher: Searcher) -> None:
+        # Unnamed chunks score within 0..1; the section boost lifts named ones above 1.
+        result = searcher.search(SearchRequest("s. 302 IPC", top_k=10, min_score=1.0))
+        assert [s.chunk.doc_id for s in result.chunks] == ["IPC_302"]
+
+
+class TestAggregation:
+    def test_search_aggregation_caps_chunks_per_document(self) -> None:
+        searcher = make_searcher(settings=SearchSettings(per_doc_cap=2, sibling_ratio=0.0))
+        result = searcher.search(SearchRequest("consent rape fear death", top_k=10))
+        per_doc: dict[str, int] = {}
+        for s in result.chunks:
+            per_doc[s.chunk.doc_id] = per_doc.get(s.chunk.doc_id, 0) + 1
+        assert per_doc["IPC_375"] == 2
+        assert max(per_doc.values()) == 2
+
+    def test_search_aggregation_returns_a_document_in_sentence_order(self) -> None:
+        searcher = make_searcher(settings=SearchSettings(per_doc_cap=3, sibling_ratio=0.0))
+        result = searcher.search(SearchRequest("consent rape fear death", top_k=10))
+        rape = [i for i, s in enumerate(result.chunks) if s.chunk.doc_id == "IPC_375"]
+        assert len(rape) == 3
+        assert rape == list(range(rape[0], rape[0] + 3)), "a document's chunks are contiguous"
+        indexes = [result.chunks[i].chunk.sentence_index for i in rape]
+        assert indexes == sorted(indexes)
+
+    def test_search_without_aggregation_keeps_rank_order(self) -> None:
+        searcher = make_searcher(settings=SearchSettings(per_doc_cap=1))
+        stages = StageSwitches(aggregation=False)
+        result = searcher.search(SearchRequest("consent rape fear death", top_k=10, stages=stages))
+        scores = [s.score for s in result.chunks]
+        assert scores == sorted(scores, reverse=True)
+        assert sum(s.chunk.doc_id == "IPC_375" for s in result.chunks) > 1
+
+
+class TestRerankSlate:
+    @pytest.mark.parametrize(("top_k", "slate"), [(1, 20), (5, 20), (20, 20), (30, 30)])
+    def test_search_rerank_slate_is_max_of_top_k_and_20(self, top_k: int, slate: int) -> None:
+        reranker = SpyReranker()
+        searcher = make_searcher([*statute_chunks(), *filler_chunks(60)], reranker=reranker)
+        stages = StageSwitches(rerank=True, cache=False)
+        searcher.search(SearchRequest("property held in trust", top_k=top_k, stages=stages))
+        assert reranker.slates == [slate]
+
+    def test_search_rerank_can_reorder_the_slate(self) -> None:
+        base = make_searcher(reranker=None)
+        query = "whoever commits theft shall be punished"
+        off = base.search(SearchRequest(query, top_k=5, stages=StageSwitches(aggregation=False)))
+        on = base.search(
+            SearchRequest(query, top_k=5, stages=StageSwitches(aggregation=False, rerank=True))
+        )
+        assert base.reranker_name == HeuristicReranker.name
+        assert all(s.stages.rerank == s.score for s in on.chunks)
+        assert [s.score for s in on.chunks] != [s.score for s in off.chunks]
+
+
+class TestDeadline:
+    def test_search_past_deadline_stops_before_dense(self) -> None:
+        cache = DictCache()
+        encoder = HashingEncoder()
+        searcher = make_searcher(cache=cache, encoder=encoder)
+        with pytest.raises(DeadlineExceededError) as info:
+            searcher.search(SearchRequest("theft"), deadline=time.monotonic() - 0.001)
+        assert info.value.metadata == {"stage": "dense"}
+        assert encoder.calls == 0
+        assert cache.sets == []
+
+    def test_search_deadline_passing_during_dense_stops_before_lexical(self) -> None:
+        cache = DictCache()
+        searcher = make_searcher(cache=cache, encoder=SlowEncoder(delay_s=0.05))
+        with pytest.raises(DeadlineExceededError) as info:
+            searcher.search(SearchRequest("theft"), deadline=time.monotonic() + 0.01)
+        assert info.value.metadata == {"stage": "lexical"}
+        assert cache.sets == [], "an abandoned search must not finish and fill the cache"
+
+    def test_search_with_time_left_completes(self) -> None:
+        searcher = make_searcher(encoder=SlowEncoder(delay_s=0.001))
+        result = searcher.search(SearchRequest("theft"), deadline=time.monotonic() + 30)
+        assert result.chunks
+
+
+class TestCacheKey:
+    BASE = SearchRequest("punishment for theft", top_k=5)
+
+    @pytest.mark.parametrize(
+        "change",
+        [
+            {"query": "punishment for murder"},
+            {"top_k": 6},
+            {"acts": ("IPC",)},
+            {"doc_ids": ("IPC_379",)},
+            {"min_score": 0.5},
+            {"stages": StageSwitches(dense=False)},
+            {"stages": StageSwitches(lexical=False)},
+            {"stages": StageSwitches(expansion=True)},
+            {"stages": StageSwitches(rerank=True)},
+            {"stages": StageSwitches(aggregation=False)},
+        ],
+        ids=lambda change: ",".join(f"{k}={v}" for k, v in change.items()),
+    )
+    def test_cache_key_changes_with_every_result_changing_parameter(
+        self, change: dict[str, object]
+    ) -> None:
+        changed = dataclasses.replace(self.BASE, **change)  # type: ignore[arg-type]
+        assert cache_key(changed, "v1") != cache_key(self.BASE, "v1")
+
+    def test_cache_key_changes_with_index_version(self) -> None:
+        assert cache_key(self.BASE, "v1") != cache_key(self.BASE, "v2")
+
+    def test_cache_key_changes_with_search_settings(self) -> None:
+        first = cache_key(self.BASE, "v1", settings=SearchSettings())
+        second = cache_key(self.BASE, "v1", settings=SearchSettings(rrf_k=10))
+        assert first != second
+
+    def test_cache_key_ignores_default_stages_setting(self) -> None:
+        first = cache_key(self.BASE, "v1", settings=SearchSettings())
+        other = SearchSettings(default_stages=StageSwitches(rerank=True))
+        assert cache_key(self.BASE, "v1", settings=other) == first
+
+    def test_cache_key_same_for_equivalent_requests(self) -> None:
+        a = SearchRequest(" punishment   for\ttheft ", acts=("IPC", "CRPC"), doc_ids=("b", "a"))
+        b = SearchRequest("punishment for theft", acts=("CRPC", "IPC", "IPC"), doc_ids=("a", "b"))
+        assert cache_key(a, "v1") == cache_key(b, "v1")
+
+    def test_cache_key_ignores_the_cache_switch(self) -> None:
+        off = dataclasses.replace(self.BASE, stages=StageSwitches(cache=False))
+        assert cache_key(off, "v1") == cache_key(self.BASE, "v1")
+
+    def test_cache_key_is_case_sensitive(self) -> None:
+        lower = dataclasses.replace(self.BASE, query="section 420 ipc")
+        upper = dataclasses.replace(self.BASE, query="section 420 IPC")
+        assert cache_key(lower, "v1") != cache_key(upper, "v1")
+
+
+def test_scored_chunks_carry_full_provenance(searcher: Searcher) -> None:
+    result = searcher.search(SearchRequest("Article 21A", top_k=1))
+    [top] = result.chunks
+    assert isinstance(top, ScoredChunk)
+    assert top.chunk == next(c for c in statute_chunks() if c.semantic_id == "COI_21A_0")
+    assert result.index_version == searcher.index_version

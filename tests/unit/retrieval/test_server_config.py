@@ -1,0 +1,109 @@
+"""Tests for retrieval deployment config: the optional cross-encoder and the servicer deadline."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from grounded.retrieval.v1 import retrieval_service_pb2 as pb
+
+from services.common.errors import DeadlineExceededError
+from services.retrieval import server
+from services.retrieval.config import RetrievalConfig
+from services.retrieval.embedding import set_torch_threads
+from services.retrieval.search import Searcher, SearchRequest, SearchResult
+from services.retrieval.servicer import MIN_REMAINING_S, RetrievalServicer
+from tests.unit.retrieval.search_fakes import HashingEncoder, make_artifacts, statute_chunks
+
+
+class TestCrossEncoderConfig:
+    def test_cross_encoder_unset_means_heuristic_rerank(self) -> None:
+        config = RetrievalConfig.from_env({})
+        assert config.cross_encoder_path == ""
+        settings = server.search_settings(config)
+        assert settings.cross_encoder_path is None
+        assert server.build_reranker(settings) is None
+
+    def test_cross_encoder_blank_means_off(self) -> None:
+        config = RetrievalConfig.from_env({"RETRIEVAL_CROSS_ENCODER_PATH": "  "})
+        assert server.search_settings(config).cross_encoder_path is None
+
+    def test_cross_encoder_path_reaches_search_settings(self) -> None:
+        config = RetrievalConfig.from_env({"RETRIEVAL_CROSS_ENCODER_PATH": "/models/ce"})
+        assert server.search_settings(config).cross_encoder_path == "/models/ce"
+
+    def test_cross_encoder_missing_path_fails_warm_up_before_the_encoder_loads(
+        self, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        def no_encoder(*args: object, **kwargs: object) -> None:
+            raise AssertionError("the embedding model must not load before the path is checked")
+
+        monkeypatch.setattr(server, "load_encoder", no_encoder)
+        missing = tmp_path / "cross-encoder"
+        config = RetrievalConfig.from_env(
+            {"RETRIEVAL_CROSS_ENCODER_PATH": str(missing), "RETRIEVAL_INDEX_DIR": str(tmp_path)}
+        )
+        with pytest.raises(ValueError, match="RETRIEVAL_CROSS_ENCODER_PATH") as info:
+            server.build_searcher(config)
+        assert str(missing) in str(info.value)
+
+
+class FakeContext:
+    def __init__(self, remaining: float | None) -> None:
+        self.remaining = remaining
+
+    def time_remaining(self) -> float | None:
+        return self.remaining
+
+
+class RecordingSearcher(Searcher):
+    def __init__(self) -> None:
+        encoder = HashingEncoder()
+        super().__init__(make_artifacts(statute_chunks(), encoder), encoder)
+        self.deadlines: list[float | None] = []
+
+    def search(self, request: SearchRequest, *, deadline: float | None = None) -> SearchResult:
+        self.deadlines.append(deadline)
+        return super().search(request, deadline=deadline)
+
+
+class TestServicerDeadline:
+    async def test_servicer_refuses_when_too_little_time_is_left(self) -> None:
+        servicer = RetrievalServicer()
+        servicer.searcher = searcher = RecordingSearcher()
+        context: Any = FakeContext(MIN_REMAINING_S / 2)
+        with pytest.raises(DeadlineExceededError):
+            await servicer.RetrievePassages(pb.RetrievePassagesRequest(query="theft"), context)
+        assert searcher.deadlines == []
+
+    async def test_servicer_passes_the_deadline_to_the_search(self) -> None:
+        servicer = RetrievalServicer()
+        servicer.searcher = searcher = RecordingSearcher()
+        context: Any = FakeContext(5.0)
+        before = time.monotonic()
+        response = await servicer.RetrievePassages(
+            pb.RetrievePassagesRequest(query="theft"), context
+        )
+        assert response.passages
+        [deadline] = searcher.deadlines
+        assert deadline is not None and before + 4.5 < deadline <= time.monotonic() + 5.0
+
+    async def test_servicer_without_deadline_searches_unbounded(self) -> None:
+        servicer = RetrievalServicer()
+        servicer.searcher = searcher = RecordingSearcher()
+        context: Any = FakeContext(None)
+        await servicer.RetrievePassages(pb.RetrievePassagesRequest(query="theft"), context)
+        assert searcher.deadlines == [None]
+
+
+class TestThreadConfig:
+    def test_torch_threads_default_to_one(self) -> None:
+        assert RetrievalConfig.from_env({}).torch_threads == 1
+
+    def test_torch_threads_read_from_env(self) -> None:
+        assert RetrievalConfig.from_env({"RETRIEVAL_TORCH_THREADS": "2"}).torch_threads == 2
+
+    def test_set_torch_threads_rejects_zero(self) -> None:
+        with pytest.raises(ValueError, match="threads"):
+            set_torch_threads(0)
