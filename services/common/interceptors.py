@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import uuid
@@ -19,6 +20,7 @@ logger = logging.getLogger(__name__)
 
 REQUEST_ID_KEY = "x-request-id"
 _MAX_REQUEST_ID = 128
+_DEADLINE_SLACK_S = 0.1
 
 
 def _incoming_request_id(context: aio.ServicerContext[Any, Any]) -> str:
@@ -75,6 +77,14 @@ class ServiceInterceptor(aio.ServerInterceptor):
                 await context.abort(rich.code, rich.details, rich.trailing_metadata)
             except aio.AbortError:
                 code = context.code() or grpc.StatusCode.UNKNOWN
+                raise
+            except asyncio.CancelledError:
+                # The caller's deadline passed or it went away: gRPC cancels the handler. Count
+                # it as what the caller saw, not as the OK the code started with. A client whose
+                # deadline fires resets the stream a little before ours runs out, hence the slack.
+                remaining = context.time_remaining()
+                expired = remaining is not None and remaining <= _DEADLINE_SLACK_S
+                code = grpc.StatusCode.DEADLINE_EXCEEDED if expired else grpc.StatusCode.CANCELLED
                 raise
             except Exception:
                 code = grpc.StatusCode.INTERNAL

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,32 +11,14 @@ import pytest
 from services.common.server import ServiceApp
 from services.retrieval import server as retrieval_server
 from services.retrieval.config import RetrievalConfig
-from services.retrieval.embedding import Encoder, load_encoder
-from services.retrieval.store import build_artifacts
 from services.synthesis import server as synthesis_server
 from services.synthesis.config import SynthesisConfig
 from services.validator import server as validator_server
 from services.validator.config import ValidatorConfig
+from tests.conftest import IPC, ROOT, TEST_INDEX
 from tests.support.redis_server import RedisServer
 
-ROOT = Path(__file__).resolve().parents[2]
-IPC = ROOT / "data" / "corpora" / "indian_law" / "ipc.json"
-# Kept between runs: the store reuses an index whose corpus checksum and model are unchanged.
-TEST_INDEX = ROOT / "var" / "test" / "index-ipc"
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
-
-@pytest.fixture(scope="session")
-def encoder() -> Encoder:
-    return load_encoder()
-
-
-@pytest.fixture(scope="session")
-def ipc_index(encoder: Encoder) -> Path:
-    build_artifacts([IPC], TEST_INDEX, encoder, progress=False)
-    return TEST_INDEX
+__all__ = ["IPC", "ROOT", "TEST_INDEX", "Stack", "start_stack", "stop_stack"]
 
 
 @pytest.fixture(scope="session")

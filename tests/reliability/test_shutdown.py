@@ -1,7 +1,9 @@
-"""SIGTERM on a real server process: health flips, in-flight calls finish, new calls are refused."""
+"""SIGTERM on real server processes, under load: health flips, in-flight calls finish, new calls
+are refused, the process exits within its grace period."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -11,11 +13,14 @@ from pathlib import Path
 
 import grpc
 import pytest
+from grounded.synthesis.v1 import synthesis_service_pb2 as spb
+from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
 from grounded.type.v1 import evidence_pb2
 from grounded.validator.v1 import validator_service_pb2 as vpb
 from grounded.validator.v1 import validator_service_pb2_grpc as vpb_grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from tests.reliability.fakes import QUESTION, FakeRetrieval, section_passages, serve_fake
 from tests.support.redis_server import free_port
 
 pytestmark = pytest.mark.integration
@@ -101,3 +106,90 @@ class TestGracefulShutdown:
             _, stderr = proc.communicate()
             if proc.returncode != 0:
                 print(stderr.decode(errors="replace")[-4000:])
+
+
+async def _wait_serving_async(address: str, proc: asyncio.subprocess.Process) -> None:
+    deadline = time.monotonic() + 60
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < deadline:
+            assert proc.returncode is None, f"{address} exited during start-up"
+            try:
+                reply = await stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.aio.AioRpcError:
+                pass
+            await asyncio.sleep(0.1)
+    raise AssertionError(f"{address} never reported SERVING")
+
+
+class TestSynthesisShutdownUnderLoad:
+    async def test_sigterm_during_load_finishes_in_flight_answers_and_refuses_new_ones(
+        self, tmp_path: Path
+    ) -> None:
+        # Real synthesis + validator processes; retrieval is an in-process fake that holds each
+        # call for a while, so calls are certainly in flight inside synthesis at SIGTERM.
+        fake = FakeRetrieval(section_passages("420"), delay_s=0.8)
+        server, retrieval = await serve_fake(fake)
+        validator_port, synthesis_port = free_port(), free_port()
+        env = {
+            **os.environ,
+            "VALIDATOR_PORT": str(validator_port),
+            "VALIDATOR_METRICS_PORT": "0",
+            "SYNTHESIS_PORT": str(synthesis_port),
+            "SYNTHESIS_METRICS_PORT": "0",
+            "SYNTHESIS_RETRIEVAL_ADDR": retrieval,
+            "SYNTHESIS_VALIDATOR_ADDR": f"127.0.0.1:{validator_port}",
+            "SYNTHESIS_GRACE_S": "3",
+            "SYNTHESIS_DRAIN_DELAY_S": "0.5",
+        }
+        procs = {}
+        for name in ("validator", "synthesis"):
+            with (tmp_path / f"{name}.log").open("wb") as log:
+                procs[name] = await asyncio.create_subprocess_exec(
+                    sys.executable, "-m", f"services.{name}", cwd=ROOT, env=env, stderr=log
+                )
+        address = f"127.0.0.1:{synthesis_port}"
+        request = spb.SynthesizeAnswerRequest(question=QUESTION)
+        try:
+            await _wait_serving_async(f"127.0.0.1:{validator_port}", procs["validator"])
+            await _wait_serving_async(address, procs["synthesis"])
+            async with grpc.aio.insecure_channel(address) as channel:
+                stub = spb_grpc.SynthesisServiceStub(channel)
+                watch = health_pb2_grpc.HealthStub(channel).Watch(
+                    health_pb2.HealthCheckRequest(), timeout=30
+                )
+                first = await watch.read()
+                assert first.status == health_pb2.HealthCheckResponse.SERVING
+                calls = [
+                    asyncio.ensure_future(stub.SynthesizeAnswer(request, timeout=15))
+                    for _ in range(8)
+                ]
+                deadline = time.monotonic() + 10
+                while len(fake.log.time_remaining) < len(calls):
+                    assert time.monotonic() < deadline, "calls never reached retrieval"
+                    await asyncio.sleep(0.02)
+                assert not any(c.done() for c in calls)
+                started = time.monotonic()
+                procs["synthesis"].send_signal(signal.SIGTERM)
+                flipped = await watch.read()
+                assert flipped.status == health_pb2.HealthCheckResponse.NOT_SERVING
+                results = await asyncio.gather(*calls)
+                assert all(r.status == spb.ANSWER_STATUS_ANSWERED for r in results)
+                code = await asyncio.wait_for(procs["synthesis"].wait(), timeout=15)
+                assert code == 0
+                assert time.monotonic() - started < 0.5 + 3 + 2  # drain delay + grace + slack
+                with pytest.raises(grpc.aio.AioRpcError) as info:
+                    await stub.SynthesizeAnswer(request, timeout=2)
+                assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+        finally:
+            for proc in procs.values():
+                if proc.returncode is None:
+                    proc.send_signal(signal.SIGTERM)
+                    try:
+                        await asyncio.wait_for(proc.wait(), timeout=10)
+                    except TimeoutError:
+                        proc.kill()
+                        await proc.wait()
+            await server.stop(0)

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import grpc
 import pytest
+from grounded.synthesis.v1 import synthesis_service_pb2 as spb
+from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from services.common.channels import open_channel
 from services.common.config import TlsSettings
+from services.common.server import ServiceApp, server_credentials
+from services.synthesis import server as synthesis_server
+from services.synthesis.config import SynthesisConfig
 from services.validator import server as validator_server
 from services.validator.config import ValidatorConfig
+from tests.reliability.fakes import QUESTION, FakeRetrieval, section_passages, serve_fake
 from tests.support.certs import Certs, make_certs
+from tests.support.grpc_helpers import error_reason
 
 pytestmark = pytest.mark.integration
 
@@ -76,6 +84,101 @@ class TestMutualTls:
             assert ok == health_pb2.HealthCheckResponse.SERVING
         finally:
             await app.stop(0)
+
+
+def _mtls_server_env(prefix: str, certs: Certs) -> dict[str, str]:
+    return {
+        f"{prefix}PORT": "0",
+        f"{prefix}METRICS_PORT": "0",
+        f"{prefix}TLS_CERT_FILE": str(certs.server_cert),
+        f"{prefix}TLS_KEY_FILE": str(certs.server_key),
+        f"{prefix}TLS_CA_FILE": str(certs.ca),
+        f"{prefix}TLS_REQUIRE_CLIENT_AUTH": "true",
+    }
+
+
+async def _ask_synthesis(retrieval: str, validator: str, client_tls: dict[str, str]) -> object:
+    """Start a plaintext synthesis whose client side uses ``client_tls``; ask it one question."""
+    app: ServiceApp = synthesis_server.create_app(
+        SynthesisConfig.from_env(
+            {
+                "SYNTHESIS_PORT": "0",
+                "SYNTHESIS_METRICS_PORT": "0",
+                "SYNTHESIS_RETRIEVAL_ADDR": retrieval,
+                "SYNTHESIS_VALIDATOR_ADDR": validator,
+                **{f"SYNTHESIS_CLIENT_TLS_{k}": v for k, v in client_tls.items()},
+            }
+        )
+    )
+    await app.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+            stub = spb_grpc.SynthesisServiceStub(channel)
+            try:
+                return await stub.SynthesizeAnswer(
+                    spb.SynthesizeAnswerRequest(question=QUESTION), timeout=15
+                )
+            except grpc.aio.AioRpcError as err:
+                return err
+    finally:
+        await app.stop(0)
+
+
+class TestSynthesisClientTls:
+    """Synthesis → retrieval and synthesis → validator over mutual TLS (SYNTHESIS_CLIENT_TLS_*)."""
+
+    @pytest.fixture
+    async def mtls_peers(self, certs: Certs) -> AsyncIterator[tuple[str, str]]:
+        """A fake retrieval and the real validator, both requiring a client cert from our CA."""
+        tls = TlsSettings(
+            cert_file=str(certs.server_cert),
+            key_file=str(certs.server_key),
+            ca_file=str(certs.ca),
+            require_client_auth=True,
+        )
+        retrieval, retrieval_address = await serve_fake(
+            FakeRetrieval(section_passages("420")), server_credentials(tls)
+        )
+        validator = validator_server.create_app(
+            ValidatorConfig.from_env(_mtls_server_env("VALIDATOR_", certs))
+        )
+        await validator.start()
+        try:
+            yield retrieval_address, f"localhost:{validator.port}"
+        finally:
+            await validator.stop(0)
+            await retrieval.stop(0)
+
+    async def test_synthesis_answers_over_mtls_to_both_dependencies(
+        self, certs: Certs, mtls_peers: tuple[str, str]
+    ) -> None:
+        client = {
+            "CA_FILE": str(certs.ca),
+            "CERT_FILE": str(certs.client_cert),
+            "KEY_FILE": str(certs.client_key),
+        }
+        outcome = await _ask_synthesis(*mtls_peers, client)
+        assert isinstance(outcome, spb.SynthesizeAnswerResponse), outcome
+        assert outcome.status == spb.ANSWER_STATUS_ANSWERED, outcome.refusal_reason
+        assert "[IPC_420_" in outcome.answer
+
+    @pytest.mark.parametrize("client", ["rogue-cert", "no-cert", "plaintext"])
+    async def test_synthesis_without_trusted_client_cert_is_refused_by_peers(
+        self, certs: Certs, mtls_peers: tuple[str, str], client: str
+    ) -> None:
+        settings = {
+            "rogue-cert": {
+                "CA_FILE": str(certs.ca),
+                "CERT_FILE": str(certs.rogue_cert),
+                "KEY_FILE": str(certs.rogue_key),
+            },
+            "no-cert": {"CA_FILE": str(certs.ca)},
+            "plaintext": {},
+        }[client]
+        outcome = await _ask_synthesis(*mtls_peers, settings)
+        assert isinstance(outcome, grpc.aio.AioRpcError), outcome
+        assert outcome.code() == grpc.StatusCode.UNAVAILABLE
+        assert error_reason(outcome) == "DEPENDENCY_UNAVAILABLE"
 
 
 def test_certs_are_files(certs: Certs) -> None:

@@ -1,0 +1,204 @@
+"""Fuzzes the proto → domain conversion of all three services with hostile requests.
+
+Each target checks two things on every input: no exception but InvalidInputError escapes, and the
+request is rejected exactly when it breaks a documented limit (docs/RELIABILITY.md), with a field
+violation naming each offending field, mapped to INVALID_ARGUMENT with BadRequest details.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TypeVar
+
+import grpc
+import pytest
+from google.protobuf import any_pb2
+from google.protobuf.message import Message
+from google.rpc import error_details_pb2, status_pb2
+from grounded.retrieval.v1 import retrieval_service_pb2 as rpb
+from grounded.synthesis.v1 import synthesis_service_pb2 as spb
+from grounded.validator.v1 import validator_service_pb2 as vpb
+from hypothesis import given
+from hypothesis import strategies as st
+
+from services.common import status
+from services.common.errors import InvalidInputError
+from services.retrieval import convert as retrieval_convert
+from services.retrieval.search import MAX_QUERY_CHARS, MAX_TOP_K, StageSwitches
+from services.synthesis import convert as synthesis_convert
+from services.validator import convert as validator_convert
+from services.validator.engine import MAX_ANSWER_BYTES, MAX_EVIDENCE, validate
+from tests.fuzz.profiles import FUZZ, INPUTS, TIMEOUT_S
+from tests.fuzz.strategies import (
+    KNOWN_ACTS,
+    KNOWN_DOC_IDS,
+    retrieval_requests,
+    synthesis_requests,
+    validator_requests,
+)
+
+pytestmark = pytest.mark.timeout(TIMEOUT_S)
+M = TypeVar("M", bound=Message)
+
+
+def _over_the_wire(request: M) -> M:
+    """What a server's deserializer hands the handler: the message after a serialize/parse trip."""
+    return type(request).FromString(request.SerializeToString())
+
+
+def _violated_fields(error: InvalidInputError) -> set[str]:
+    """Top-level request fields named by the violations (``evidence[3].text`` → ``evidence``)."""
+    assert error.violations, "a rejection must name at least one field"
+    for v in error.violations:
+        assert v.field and v.description, v
+    return {v.field.split(".")[0].split("[")[0] for v in error.violations}
+
+
+def _assert_invalid_argument(error: InvalidInputError) -> None:
+    """The error maps to INVALID_ARGUMENT with a BadRequest listing every violation."""
+    rich = status.to_status(error)
+    assert rich.code == grpc.StatusCode.INVALID_ARGUMENT
+    bad = error_details_pb2.BadRequest()
+    packed = [
+        detail
+        for detail in _status_details(rich)
+        if detail.type_url.endswith("google.rpc.BadRequest")
+    ]
+    assert len(packed) == 1 and packed[0].Unpack(bad)
+    assert [(f.field, f.description) for f in bad.field_violations] == [
+        (v.field, v.description) for v in error.violations
+    ]
+
+
+def _status_details(rich: grpc.Status) -> list[any_pb2.Any]:
+    for key, value in rich.trailing_metadata:
+        if key == "grpc-status-details-bin":
+            return list(status_pb2.Status.FromString(value).details)
+    raise AssertionError("no grpc-status-details-bin trailer")
+
+
+class TestRetrievalRequestFromProto:
+    @FUZZ
+    @given(retrieval_requests())
+    def test_retrieval_request_rejected_exactly_when_a_limit_is_broken(
+        self, request: rpb.RetrievePassagesRequest
+    ) -> None:
+        INPUTS["retrieval.request_from_proto"] += 1
+        request = _over_the_wire(request)
+        defaults = StageSwitches()
+        expected: set[str] = set()
+        if not request.query.strip() or len(request.query) > MAX_QUERY_CHARS:
+            expected.add("query")
+        if not 0 <= request.top_k <= MAX_TOP_K:
+            expected.add("top_k")
+        if not (math.isfinite(request.min_score) and request.min_score >= 0):
+            expected.add("min_score")
+        for values, known in (
+            (request.filters.acts, KNOWN_ACTS),
+            (request.filters.doc_ids, KNOWN_DOC_IDS),
+        ):
+            if len(values) > retrieval_convert.MAX_FILTER_VALUES or set(values) - known:
+                expected.add("filters")
+        stages = request.stages
+        dense = stages.dense if stages.HasField("dense") else defaults.dense
+        lexical = stages.lexical if stages.HasField("lexical") else defaults.lexical
+        if not (dense or lexical):
+            expected.add("stages")
+        try:
+            parsed = retrieval_convert.request_from_proto(
+                request,
+                known_acts=KNOWN_ACTS,
+                known_doc_ids=KNOWN_DOC_IDS,
+                default_stages=defaults,
+            )
+        except InvalidInputError as error:
+            assert _violated_fields(error) == expected
+            _assert_invalid_argument(error)
+            return
+        assert not expected, f"accepted a request breaking {expected}"
+        assert 1 <= parsed.top_k <= MAX_TOP_K
+        assert parsed.query and len(parsed.query) <= MAX_QUERY_CHARS
+
+
+class TestSynthesisRequestFromProto:
+    @FUZZ
+    @given(synthesis_requests(), st.sampled_from([None, "extractive", "openai"]))
+    def test_synthesis_request_rejected_exactly_when_a_limit_is_broken(
+        self, request: spb.SynthesizeAnswerRequest, default_generator: str | None
+    ) -> None:
+        INPUTS["synthesis.request_from_proto"] += 1
+        request = _over_the_wire(request)
+        c = synthesis_convert
+        expected: set[str] = set()
+        question = request.question
+        if not question.strip() or len(question) > c.MAX_QUESTION_CHARS:
+            expected.add("question")
+        if not 0 <= request.top_k <= c.MAX_TOP_K:
+            expected.add("top_k")
+        if request.generator not in (0, 1, 2):
+            expected.add("generator")
+        if len(request.history) > c.MAX_HISTORY_TURNS or any(
+            t.role not in (spb.TURN_ROLE_USER, spb.TURN_ROLE_ASSISTANT)
+            or len(t.text) > c.MAX_TURN_CHARS
+            for t in request.history[: c.MAX_HISTORY_TURNS]
+        ):
+            expected.add("history")
+        generator = c.GENERATOR_NAMES.get(request.generator) or default_generator
+        # A model names an OpenAI model: refused when the server knows another generator would run.
+        wrong_generator = default_generator is not None and generator != "openai"
+        if len(request.model) > 200 or (request.model and wrong_generator):
+            expected.add("model")
+        try:
+            parsed = c.request_from_proto(
+                request, default_top_k=5, default_generator=default_generator
+            )
+        except InvalidInputError as error:
+            assert _violated_fields(error) == expected
+            _assert_invalid_argument(error)
+            return
+        assert not expected, f"accepted a request breaking {expected}"
+        assert 1 <= parsed.top_k <= c.MAX_TOP_K
+        assert parsed.question == question.strip()
+        assert len(parsed.history) == len(request.history)
+
+
+class TestValidatorRequestFromProto:
+    @FUZZ
+    @given(validator_requests())
+    def test_validator_request_rejected_exactly_when_a_limit_is_broken(
+        self, request: vpb.ValidateAnswerRequest
+    ) -> None:
+        INPUTS["validator.request_from_proto"] += 1
+        request = _over_the_wire(request)
+        expected: set[str] = set()
+        if len(request.answer.encode()) > MAX_ANSWER_BYTES:
+            expected.add("answer")
+        if len(request.evidence) > MAX_EVIDENCE:
+            expected.add("evidence")
+        seen: set[str] = set()
+        for passage in request.evidence[: MAX_EVIDENCE + 1]:
+            sid = passage.semantic_id
+            if (
+                not sid.strip()
+                or len(sid) > validator_convert.MAX_ID_CHARS
+                or sid in seen
+                or len(passage.text) > validator_convert.MAX_EVIDENCE_TEXT_CHARS
+            ):
+                expected.add("evidence")
+            seen.add(sid)
+        o = request.options
+        for name in ("single_citation_threshold", "multi_citation_threshold"):
+            if o.HasField(name) and not 0.0 <= getattr(o, name) <= 1.0:
+                expected.add("options")
+        try:
+            answer, evidence, options = validator_convert.request_from_proto(request)
+        except InvalidInputError as error:
+            assert _violated_fields(error) == expected
+            _assert_invalid_argument(error)
+            return
+        assert not expected, f"accepted a request breaking {expected}"
+        # An accepted request goes on through the handler's whole path: engine, then proto.
+        report = validate(answer, evidence, options)
+        response = validator_convert.report_to_proto(report)
+        assert response.verdict != vpb.VALIDATION_VERDICT_UNSPECIFIED
+        assert set(response.cited_ids) <= {p.semantic_id for p in request.evidence}
