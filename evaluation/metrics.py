@@ -26,6 +26,7 @@ LATENCY_QUANTILES = (50, 95)
 HEADLINE = (
     "citation_precision",
     "citation_recall",
+    "gold_doc_cite_rate",
     "invalid_citation_rate",
     "multi_doc_completeness",
     "correct_refusal_rate",
@@ -81,13 +82,16 @@ class ItemScore:
     answerable: bool
     status: str
     error: str | None
+    refusal_reason: str | None
     n_citations: int
     n_invalid: int
     n_supporting: int
     gold_size: int
     gold_hit: int
+    cites_gold_doc: bool
     multi_doc: bool
     complete: bool | None
+    invalid_citations: tuple[str, ...]
     em: float | None
     f1: float | None
     contains: bool | None
@@ -110,6 +114,8 @@ class Report:
     errors: dict[str, int]
     bootstrap: BootstrapConfig
     run: RunInfo | None = None
+    # Refusal reasons counted separately for answerable (false) and unanswerable (correct) items.
+    refusal_reasons: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -246,6 +252,7 @@ class _CitationFacts:
     n_supporting: int
     gold_hit: int
     gold_size: int
+    cites_gold_doc: bool
     multi_doc: bool
     complete: bool | None
 
@@ -272,6 +279,7 @@ def _citation_facts(
         n_supporting=n_supporting,
         gold_hit=gold_hit,
         gold_size=gold_size,
+        cites_gold_doc=bool(set(item.gold_doc_ids) & {doc for doc, _ in valid}),
         multi_doc=multi_doc,
         complete=complete,
     )
@@ -332,13 +340,18 @@ def score_item(item: EvalItem, outcome: Outcome) -> ItemScore:
         answerable=item.answerable,
         status=outcome.status.value,
         error=outcome.error,
+        refusal_reason=outcome.refusal_reason if outcome.status is Status.REFUSED else None,
         n_citations=cites.n_citations,
         n_invalid=cites.n_invalid,
         n_supporting=cites.n_supporting,
         gold_size=cites.gold_size,
         gold_hit=cites.gold_hit,
+        cites_gold_doc=cites.cites_gold_doc,
         multi_doc=cites.multi_doc,
         complete=cites.complete,
+        invalid_citations=tuple(c.semantic_id for c in outcome.citations if not c.valid)
+        if answered
+        else (),
         em=em,
         f1=f1,
         contains=contains,
@@ -439,6 +452,11 @@ def _aggregate(
         ),
         ratio("citation_recall", "gold sentences", [(s.gold_hit, s.gold_size) for s in with_gold]),
         ratio(
+            "gold_doc_cite_rate",
+            "items",
+            [(float(s.cites_gold_doc), 1.0) for s in with_gold],
+        ),
+        ratio(
             "citation_recall_answered",
             "gold sentences",
             [(s.gold_hit, s.gold_size) for s in answered_gold],
@@ -514,6 +532,19 @@ def _aggregate(
     return {m.name: m for m in metrics}
 
 
+def _refusal_reasons(scores: Sequence[ItemScore]) -> dict[str, dict[str, int]]:
+    reasons: dict[str, dict[str, int]] = {}
+    for kind, answerable in (("answerable", True), ("unanswerable", False)):
+        counts = Counter(
+            s.refusal_reason or "unstated"
+            for s in scores
+            if s.answerable is answerable and s.status == Status.REFUSED.value
+        )
+        if counts:
+            reasons[kind] = dict(counts.most_common())
+    return reasons
+
+
 def score_run(
     items: Sequence[EvalItem],
     outcomes: Sequence[Outcome],
@@ -557,6 +588,7 @@ def score_run(
         },
         items=tuple(scores),
         errors=dict(errors.most_common()),
+        refusal_reasons=_refusal_reasons(scores),
         bootstrap=config,
         run=run,
     )

@@ -112,6 +112,8 @@ class Outcome:
     latency_ms: Mapping[str, float] = field(default_factory=dict)
     validator_verdict: Verdict | None = None
     error: str | None = None
+    # Why the pipeline refused (a stable code such as "INSUFFICIENT_EVIDENCE"), when it says so.
+    refusal_reason: str | None = None
 
     @classmethod
     def from_answer(
@@ -124,8 +126,12 @@ class Outcome:
         retrieved_texts: tuple[str, ...] = (),
         latency_ms: Mapping[str, float] | None = None,
         validator_verdict: Verdict | None = None,
+        refusal_reason: str | None = None,
     ) -> Outcome:
-        """Build an outcome from answer text, classifying the exact refusal string as a refusal."""
+        """Build an outcome from answer text, classifying the exact refusal string as a refusal.
+
+        ``refusal_reason`` is kept only when the outcome is a refusal.
+        """
         refused = _WS.sub(" ", answer).strip() == REFUSAL
         return cls(
             item_id=item_id,
@@ -136,6 +142,7 @@ class Outcome:
             retrieved_texts=retrieved_texts,
             latency_ms=dict(latency_ms or {}),
             validator_verdict=validator_verdict,
+            refusal_reason=refusal_reason if refused else None,
         )
 
     @classmethod

@@ -25,6 +25,8 @@ _ROW = re.compile(r"^<!-- eval-row (?P<json>\{.*\}) -->$")
 _SUMMARY_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("citation precision", ("citation_precision",)),
     ("citation recall", ("citation_recall",)),
+    ("cites a gold doc", ("gold_doc_cite_rate",)),
+    ("invalid citations", ("invalid_citation_rate",)),
     ("correct refusal", ("correct_refusal_rate",)),
     ("false refusal", ("false_refusal_rate",)),
     ("answer contains", ("answer_containment",)),
@@ -71,8 +73,11 @@ def _metrics_table(metrics: dict[str, Metric], names: Sequence[str]) -> list[str
     return lines
 
 
-def render_markdown(report: Report, plots: Sequence[Path] = ()) -> str:
-    """The Markdown report: provenance (data files, checksums, n, command), then the figures."""
+def render_markdown(report: Report, plots: Sequence[Path] = (), extra: str = "") -> str:
+    """The Markdown report: provenance (data files, checksums, n, command), then the figures.
+
+    ``extra`` is Markdown (e.g. ablation tables) placed after the errors, before the plots.
+    """
     run = report.run
     lines = [f"# Evaluation report: {_dataset(report)}", ""]
     if run is not None:
@@ -109,12 +114,28 @@ def render_markdown(report: Report, plots: Sequence[Path] = ()) -> str:
     ]
     for subset, metrics in report.subsets.items():
         lines += ["", f"## Subset: {subset}", "", *_metrics_table(metrics, HEADLINE)]
+    if report.refusal_reasons:
+        reasons = list(
+            dict.fromkeys(r for counts in report.refusal_reasons.values() for r in counts)
+        )
+        false_refusals = report.refusal_reasons.get("answerable", {})
+        correct = report.refusal_reasons.get("unanswerable", {})
+        lines += [
+            "",
+            "## Refusal reasons",
+            "",
+            "| reason | answerable items (false refusals) | unanswerable items (correct) |",
+            "| --- | --- | --- |",
+            *(f"| {r} | {false_refusals.get(r, 0)} | {correct.get(r, 0)} |" for r in reasons),
+        ]
     lines += ["", "## Errors", ""]
     if report.errors:
         lines += ["| count | error |", "| --- | --- |"]
         lines += [f"| {count} | {message} |" for message, count in report.errors.items()]
     else:
         lines.append("None.")
+    if extra:
+        lines += ["", extra.rstrip("\n")]
     if plots:
         lines += ["", "## Plots", ""]
         lines += [f"![{p.stem}]({p.name})" for p in plots]
@@ -191,8 +212,12 @@ def write_report(
     *,
     now: datetime | None = None,
     plots: bool = True,
+    extra_markdown: str = "",
+    extra_json: dict[str, Any] | None = None,
 ) -> ReportFiles:
     """Write report.json, report.md and (with ``plots``) metrics.png and latency.png.
+
+    ``extra_json`` keys are added to report.json and ``extra_markdown`` to report.md.
 
     The files go to a new directory ``root/<UTC time>-<dataset>/``.
     """
@@ -211,10 +236,11 @@ def write_report(
         )
     json_path = directory / "report.json"
     json_path.write_text(
-        json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        json.dumps({**report.to_dict(), **(extra_json or {})}, indent=2, ensure_ascii=False) + "\n",
+        encoding="utf-8",
     )
     markdown = directory / "report.md"
-    markdown.write_text(render_markdown(report, images), encoding="utf-8")
+    markdown.write_text(render_markdown(report, images, extra_markdown), encoding="utf-8")
     return ReportFiles(directory, json_path, markdown, images)
 
 
@@ -236,6 +262,7 @@ def _summary_row(report: Report) -> dict[str, Any]:
         "cells": cells,
         "latency": " / ".join(format_metric(m, with_ci=False) for m in latency),
         "data": run.data_path if run else "",
+        "inputs": [f"{Path(f.path).name} {f.sha256}" for f in run.inputs] if run else [],
         "checksum": run.corpus_checksum[:16] if run else "",
         "date": run.started_at if run else "",
         "command": run.command if run else "",
@@ -255,9 +282,10 @@ def _render_summary(rows: list[dict[str, Any]]) -> list[str]:
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     for row in rows:
+        inputs = "; ".join(row.get("inputs", [])) or "n/a"
         lines.append(
             f"- {row['dataset']}: `{row['command']}` on `{row['data']}` "
-            f"(corpus {row['checksum']}, {row['date']})"
+            f"(sha256: {inputs}; corpus {row['checksum']}; {row['date']})"
         )
     lines.append("")
     # ">" is escaped so that no value can close the HTML comment early.

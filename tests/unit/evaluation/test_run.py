@@ -1,0 +1,275 @@
+"""The harness's pure parts: response conversion, index caching and the command line."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from grounded.synthesis.v1 import synthesis_service_pb2 as spb
+from grounded.type.v1 import evidence_pb2
+from grounded.validator.v1 import validator_service_pb2 as vpb
+
+from evaluation.ablations import ANSWER_METRICS, ablation_row, ablations_to_dict, render_ablations
+from evaluation.client import (
+    CLIENT_STAGE,
+    Retrieved,
+    draft_of,
+    outcome_from_response,
+    resolve_citations,
+)
+from evaluation.datasets import load_dataset
+from evaluation.indexes import prepare_index
+from evaluation.metrics import score_run
+from evaluation.records import EvalItem, Outcome, Status
+from evaluation.run import parse_args
+from evaluation.stack import Endpoints
+from evaluation.targets import TARGETS, render_targets
+from services.retrieval.embedding import Vectors
+from services.validator.report import REFUSAL, Verdict
+
+SQUAD = {
+    "version": "v2.0",
+    "data": [
+        {
+            "title": "Rivers",
+            "paragraphs": [
+                {
+                    "context": "The Nile is long. It flows north.",
+                    "qas": [
+                        {
+                            "id": "q1",
+                            "question": "Which way does the Nile flow?",
+                            "answers": [{"text": "north", "answer_start": 27}],
+                            "is_impossible": False,
+                        }
+                    ],
+                }
+            ],
+        }
+    ],
+}
+
+
+def _passage(semantic_id: str, text: str, doc_id: str = "") -> evidence_pb2.Passage:
+    return evidence_pb2.Passage(semantic_id=semantic_id, text=text, doc_id=doc_id)
+
+
+class TestResolveCitations:
+    EVIDENCE = (
+        _passage("Nile_p0_1", "It flows north.", doc_id="Nile_p0"),
+        _passage("Nile_p0_2", "Risk rose (OR 1.5 [95% CI, 1.1-2.0]).", doc_id="Nile_p0"),
+    )
+
+    def test_resolve_citations_reads_adjacent_listed_and_numbered_forms(self) -> None:
+        answer = "It flows north [Nile_p0_1][Nile_p0_2]. Again [Nile_p0_1, Nile_p0_2] [2]."
+        citations = resolve_citations(answer, self.EVIDENCE)
+        assert [c.semantic_id for c in citations] == ["Nile_p0_1", "Nile_p0_2"]
+        assert all(c.valid for c in citations)
+        assert citations[0].text == "It flows north." and citations[0].document == "Nile_p0"
+
+    def test_resolve_citations_marks_ids_outside_the_evidence_invalid(self) -> None:
+        citations = resolve_citations("It flows north [Nile_p0_1][Ghost_9].", self.EVIDENCE)
+        assert [(c.semantic_id, c.valid) for c in citations] == [
+            ("Nile_p0_1", True),
+            ("Ghost_9", False),
+        ]
+        assert citations[1].document == "Ghost"
+
+    def test_resolve_citations_leaves_brackets_quoted_from_the_evidence_as_text(self) -> None:
+        answer = "Risk rose (OR 1.5 [95% CI, 1.1-2.0]) [Nile_p0_2]."
+        citations = resolve_citations(answer, self.EVIDENCE)
+        assert [(c.semantic_id, c.valid) for c in citations] == [("Nile_p0_2", True)]
+
+    def test_resolve_citations_of_the_refusal_is_empty(self) -> None:
+        assert resolve_citations(REFUSAL, self.EVIDENCE) == ()
+
+
+class TestOutcomeFromResponse:
+    def test_outcome_from_answered_response_keeps_citations_timings_and_verdict(self) -> None:
+        response = spb.SynthesizeAnswerResponse(
+            status=spb.ANSWER_STATUS_ANSWERED,
+            answer="It flows north [Nile_p0_1].",
+            evidence=[_passage("Nile_p0_1", "It flows north.", doc_id="Nile_p0")],
+            timings=[
+                evidence_pb2.StageTiming(stage="retrieval", ran=True, duration_ms=12.0),
+                evidence_pb2.StageTiming(stage="retrieval.dense", ran=True, duration_ms=5.0),
+                evidence_pb2.StageTiming(stage="total", ran=True, duration_ms=20.0),
+            ],
+            validation=vpb.ValidateAnswerResponse(verdict=vpb.VALIDATION_VERDICT_GROUNDED),
+        )
+        retrieved = Retrieved(("Nile_p0_1",), ("It flows north.",), "v1")
+        outcome = outcome_from_response("q1", response, client_ms=25.0, retrieved=retrieved)
+        assert outcome.status is Status.ANSWERED
+        assert [c.semantic_id for c in outcome.citations] == ["Nile_p0_1"]
+        assert outcome.validator_verdict is Verdict.GROUNDED
+        assert dict(outcome.latency_ms) == {"retrieval": 12.0, "total": 20.0, CLIENT_STAGE: 25.0}
+        assert outcome.retrieved_ids == ("Nile_p0_1",)
+
+    def test_outcome_from_refusal_is_refused_without_citations(self) -> None:
+        response = spb.SynthesizeAnswerResponse(
+            status=spb.ANSWER_STATUS_REFUSED_INSUFFICIENT_EVIDENCE,
+            answer=REFUSAL,
+            refusal_reason="INSUFFICIENT_EVIDENCE: no definitional language",
+            sufficiency=spb.SufficiencyReport(failed_requirement="DEFINITIONAL_LANGUAGE"),
+            evidence=[_passage("Nile_p0_1", "It flows north.")],
+        )
+        outcome = outcome_from_response("q1", response, client_ms=3.0)
+        assert outcome.status is Status.REFUSED
+        assert outcome.citations == ()
+        assert outcome.validator_verdict is None
+        assert outcome.refusal_reason == "INSUFFICIENT_EVIDENCE (DEFINITIONAL_LANGUAGE)"
+        report = score_run([EvalItem("q1", "Which way?", answerable=True)], [outcome])
+        assert report.refusal_reasons == {
+            "answerable": {"INSUFFICIENT_EVIDENCE (DEFINITIONAL_LANGUAGE)": 1}
+        }
+
+
+class TestDraftOf:
+    def test_draft_of_answer_is_the_answer(self) -> None:
+        response = spb.SynthesizeAnswerResponse(
+            status=spb.ANSWER_STATUS_ANSWERED, answer="A [x_0]."
+        )
+        assert draft_of(response) == "A [x_0]."
+
+    def test_draft_of_rejected_draft_joins_the_validated_sentences(self) -> None:
+        response = spb.SynthesizeAnswerResponse(
+            status=spb.ANSWER_STATUS_REFUSED_VALIDATION_FAILED,
+            answer=REFUSAL,
+            validation=vpb.ValidateAnswerResponse(
+                verdict=vpb.VALIDATION_VERDICT_NOT_GROUNDED,
+                sentences=[vpb.SentenceReport(text="A [x_0]."), vpb.SentenceReport(text="B.")],
+            ),
+        )
+        assert draft_of(response) == "A [x_0]. B."
+
+    def test_draft_of_refusal_before_generation_is_none(self) -> None:
+        response = spb.SynthesizeAnswerResponse(
+            status=spb.ANSWER_STATUS_REFUSED_INSUFFICIENT_EVIDENCE, answer=REFUSAL
+        )
+        assert draft_of(response) is None
+
+
+class _FakeEncoder:
+    dim = 4
+
+    def __init__(self) -> None:
+        self.name = "fake-encoder"
+        self.calls = 0
+
+    def encode(
+        self, texts: Sequence[str], *, batch_size: int = 64, show_progress: bool = False
+    ) -> Vectors:
+        self.calls += 1
+        vectors = np.ones((len(texts), self.dim), dtype=np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+class TestPrepareIndex:
+    def test_prepare_index_builds_once_then_reuses_without_loading_the_encoder(
+        self, tmp_path: Path
+    ) -> None:
+        data = tmp_path / "dev.json"
+        data.write_text(json.dumps(SQUAD), encoding="utf-8")
+        dataset = load_dataset("squad2", data)
+        encoder = _FakeEncoder()
+        loads: list[int] = []
+
+        def factory() -> _FakeEncoder:
+            loads.append(1)
+            return encoder
+
+        root = tmp_path / "cache"
+        first, second = (
+            prepare_index(
+                dataset, root=root, encoder_factory=factory, model_name=encoder.name, progress=False
+            )
+            for _ in range(2)
+        )
+        assert not first.reused and second.reused
+        assert len(loads) == 1 and encoder.calls >= 1
+        assert first.index_dir == dataset.cache_dir(root) / "index"
+        assert first.corpus_file.read_bytes() == dataset.corpus_bytes()
+        assert second.chunk_count == first.chunk_count > 0
+
+    def test_prepare_index_rebuilds_for_another_model(self, tmp_path: Path) -> None:
+        data = tmp_path / "dev.json"
+        data.write_text(json.dumps(SQUAD), encoding="utf-8")
+        dataset = load_dataset("squad2", data)
+        encoder, other = _FakeEncoder(), _FakeEncoder()
+        other.name = "another-encoder"
+        root = tmp_path / "cache"
+        first = prepare_index(
+            dataset,
+            root=root,
+            encoder_factory=lambda: encoder,
+            model_name=encoder.name,
+            progress=False,
+        )
+        second = prepare_index(
+            dataset, root=root, encoder_factory=lambda: other, model_name=other.name, progress=False
+        )
+        assert not first.reused and not second.reused
+        assert second.model == "another-encoder" and other.calls >= 1
+
+
+class TestParseArgs:
+    def test_parse_args_defaults_to_every_dataset_in_process(self) -> None:
+        options = parse_args([])
+        assert options.datasets == ("ipc", "squad2", "hotpotqa", "scifact")
+        assert options.endpoints is None and options.limit is None
+        assert options.command == "python -m evaluation"
+
+    def test_parse_args_deployed_stack(self) -> None:
+        options = parse_args(["--dataset", "ipc", "--synthesis", "h:1", "--retrieval", "h:2"])
+        assert options.endpoints == Endpoints("h:1", "h:2", "")
+        assert (
+            options.command == "python -m evaluation --dataset ipc --synthesis h:1 --retrieval h:2"
+        )
+
+    @pytest.mark.parametrize(
+        "argv",
+        [
+            ["--limit", "0"],
+            ["--data", "x.json"],  # every dataset with one file
+            ["--retrieval", "h:2"],  # without --synthesis
+            ["--synthesis", "h:1"],  # a deployed stack with every dataset
+            ["--dataset", "ipc", "--synthesis", "h:1", "--index-dir", "x"],
+        ],
+    )
+    def test_parse_args_rejects_inconsistent_options(self, argv: list[str]) -> None:
+        with pytest.raises(SystemExit):
+            parse_args(argv)
+
+
+class TestTargets:
+    def test_render_targets_marks_a_missed_target(self, tmp_path: Path) -> None:
+        data = tmp_path / "dev.json"
+        data.write_text(json.dumps(SQUAD), encoding="utf-8")
+        dataset = load_dataset("squad2", data)
+        report = score_run(dataset.items, [Outcome.from_answer("q1", REFUSAL)])
+        table = render_targets("squad2", report)
+        assert "false_refusal_rate <= 0.1 | 1.000" in table and "**no**" in table
+        assert "correct_refusal_rate >= 0.9 | n/a" in table
+        assert set(TARGETS) == {"ipc", "squad2", "hotpotqa", "scifact"}
+
+
+class TestAblations:
+    def test_render_ablations_has_one_table_per_kind_with_every_variant(
+        self, tmp_path: Path
+    ) -> None:
+        data = tmp_path / "dev.json"
+        data.write_text(json.dumps(SQUAD), encoding="utf-8")
+        dataset = load_dataset("squad2", data)
+        report = score_run(dataset.items, [Outcome.from_answer("q1", REFUSAL)])
+        rows = [
+            ablation_row("validator coverage thresholds", label, {}, report, ANSWER_METRICS)
+            for label in ("coverage 0.30 / 0.21 (default)", "coverage 0.50 / 0.35")
+        ]
+        text = render_ablations(rows)
+        assert text.count("### validator coverage thresholds (1 items") == 1
+        assert "| coverage 0.50 / 0.35 | n/a | 0.000 (0.000–0.000) |" in text
+        assert ablations_to_dict(rows)[0]["n_items"] == 1
+        assert render_ablations([]).endswith("None run.\n")
