@@ -76,6 +76,7 @@ ask: ## Ask the running stack a question: make ask QUESTION="..."
 DATASET ?= all
 DATA    ?=
 LIMIT   ?=
+ABLATIONS ?=
 
 .PHONY: bench-retrieval
 bench-retrieval: install ## Retrieval latency/throughput over gRPC vs echo and raw encode+FAISS; recall ablations.
@@ -91,8 +92,8 @@ bench-validator: install ## Validator latency in-process and over gRPC vs echo; 
 bench: bench-retrieval bench-validator ## Every benchmark (run on a quiet machine: check `uptime`).
 
 .PHONY: eval
-eval: install ## Evaluate over gRPC: make eval [DATASET=ipc|squad2|hotpotqa|scifact|all] [DATA=file] [LIMIT=n]
-	$(PY) -m evaluation --dataset $(DATASET) $(if $(DATA),--data $(DATA)) $(if $(LIMIT),--limit $(LIMIT))
+eval: install ## Evaluate over gRPC: make eval [DATASET=ipc|squad2|hotpotqa|scifact|all] [DATA=file] [LIMIT=n] [ABLATIONS=1]
+	$(PY) -m evaluation --dataset $(DATASET) $(if $(DATA),--data $(DATA)) $(if $(LIMIT),--limit $(LIMIT)) $(if $(ABLATIONS),--ablations)
 
 .PHONY: fuzz
 fuzz: install ## Nightly-style fuzzing: >= 100,000 generated inputs against parsing and the validator.
