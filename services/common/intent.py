@@ -22,22 +22,29 @@ _PATTERNS: tuple[tuple[Intent, re.Pattern[str]], ...] = (
     (
         Intent.PUNISHMENT,
         re.compile(
-            r"\b(punish\w*|penalt\w*|sentence[ds]?|imprison\w*|fine[ds]?|jail|prison"
-            r"|consequences?)\b",
+            # "punishing" is left out: "laws punishing mutiny" names laws, not a penalty.
+            r"\b(punish(?:ment|ments|able|ed|es)?|penalt\w*|sentence[ds]?|imprison\w*|fine[ds]?"
+            r"|jail|prison|consequences?)\b",
             re.I,
         ),
     ),
     (
         Intent.PROCEDURE,
         re.compile(
-            r"^\s*how (do|does|can|should|to|is|are)\b(?!.*\b(defined|meant|understood)\b)"
+            # "How does the IPC define X?" asks for a definition, "How does it apply to Y?" for
+            # the scope and "How does X differ from Y?" for a comparison, not for steps.
+            r"^\s*how (do|does|can|should|to|is|are)\b"
+            r"(?!.*\b(defined?|defines|meant|mean|understood|differs?|distinguish\w*"
+            r"|appl(y|ies) to|extends?)\b)"
             r"|\b(steps?|procedure|process|file an?|apply for)\b",
             re.I,
         ),
     ),
     (
         Intent.SCOPE,
-        re.compile(r"\b(extent|applicab\w*|appl(y|ies) to|scope|jurisdiction|extends? to)\b", re.I),
+        re.compile(
+            r"\b(extent|applicab\w*|appl(y|ies) to|scope|jurisdiction|extend(s|ed)?)\b", re.I
+        ),
     ),
     # "What is section 420 about?" / "What does s. 302 say?" ask for a provision's content,
     # not a definition; matched before the broad "what is" definition cue.
@@ -58,6 +65,7 @@ _PATTERNS: tuple[tuple[Intent, re.Pattern[str]], ...] = (
         Intent.DEFINITION,
         re.compile(
             r"^\s*(what (is|are|does)\b|define\b|definition\b|meaning of\b|who (is|are)\b)"
+            r"|^\s*how (do|does) .+\bdefine\b"
             r"|\bwhat does .+ mean\b|\bis defined\b"
             r"|^\s*how (is|are) .+\b(defined|meant|understood)\b",
             re.I,
@@ -72,13 +80,45 @@ _EXPLICIT_DEFINITION = re.compile(
 )
 _SHORT_QUESTION_WORDS = 8
 
+# A statement ("Cancer cells process glucose faster ...", a claim to check) asks for no kind of
+# answer: its cue words ("process", "sentence") are content, not a request. Keyword queries
+# ("punishment for theft") are short and keep their cues.
+_QUESTION_START = re.compile(
+    r"^\s*(what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|could"
+    r"|should|shall|will|would|may|might|must|has|have|had|define|explain|describe|list|state"
+    r"|tell|give|name|outline|summari[sz]e|compare|distinguish|in|under|to|for|if)\b",
+    re.I,
+)
+_STATEMENT_MIN_WORDS = 6
+# A sentence has a finite verb or ends with a full stop; "punishment for cheating under
+# section 420 IPC" is a keyword query, not a statement.
+_SENTENCE_MARK = re.compile(
+    r"\.\s*$|\b(is|are|was|were|has|have|had|be|been|can|cannot|may|might|will|would|does"
+    r"|do|did)\b",
+    re.I,
+)
+
+
+def is_statement(text: str) -> bool:
+    """True for a declarative sentence of six or more words: no "?", no question opener, and a
+    finite verb or a closing full stop."""
+    return (
+        "?" not in text
+        and len(text.split()) >= _STATEMENT_MIN_WORDS
+        and not _QUESTION_START.search(text)
+        and bool(_SENTENCE_MARK.search(text))
+    )
+
 
 def classify_intent(question: str) -> Intent:
     """Classify a question into an intent with ordered regular-expression cues.
 
     "What is theft?" asks for a definition; "What is considered an escape from lawful custody
-    for a State prisoner?" (longer than eight words, no explicit cue) is a general question.
+    for a State prisoner?" (longer than eight words, no explicit cue) is a general question,
+    and so is a statement (a claim to verify), whatever words it contains.
     """
+    if is_statement(question):
+        return Intent.GENERAL
     for intent, pattern in _PATTERNS:
         if pattern.search(question):
             if (

@@ -54,6 +54,10 @@ class ExtractiveOptions:
     max_length_penalty: float = 0.05
     long_sentence_words: int = 60
     min_content_words: int = 3
+    # When every chosen sentence comes from one document, the best sentence of another document
+    # that adds a question term none of them has is appended (a bridge or comparison question
+    # needs both documents), if it scores at least this share of the best sentence's score.
+    complement_threshold: float = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +136,7 @@ class ExtractiveGenerator:
         if not units:
             return REFUSAL
         chosen = self._select(units, request.synthesis_mode, aspects)
+        chosen = self._complement(units, chosen, key_terms)
         return " ".join(_cite(unit) for unit in _reading_order(chosen))
 
     def _units(
@@ -226,6 +231,29 @@ class ExtractiveGenerator:
                 continue
             chosen.append(best)
         return chosen
+
+    def _complement(
+        self, units: list[_Unit], chosen: list[_Unit], key_terms: KeyTerms
+    ) -> list[_Unit]:
+        """Add one sentence from a second document when it covers question terms the chosen
+        sentences (all from one document) lack."""
+        docs = {unit.doc_id for unit in chosen}
+        if len(docs) != 1 or not key_terms.effective:
+            return chosen
+        covered = frozenset().union(*(unit.stems for unit in chosen))
+        missing = {term for term in key_terms.effective if term not in covered}
+        if not missing:
+            return chosen
+        floor = self._options.complement_threshold * max(unit.score for unit in units)
+        candidates = [
+            unit
+            for unit in units
+            if unit.doc_id not in docs and unit.score >= floor and missing & unit.stems
+        ]
+        if not candidates:
+            return chosen
+        best = max(candidates, key=lambda u: (len(missing & u.stems), u.score, -u.position))
+        return [*chosen, best]
 
 
 _TITLE_CUES: dict[Intent, frozenset[str]] = {

@@ -122,6 +122,12 @@ class PipelineSettings:
     max_question_chars: int = 2000
     history_turns: int = 4
     sufficiency: SufficiencyOptions = field(default_factory=SufficiencyOptions)
+    # Retrieval is asked for at least this many passages. The request's ``top_k`` best are the
+    # evidence, but when they cannot answer and a passage ranked below them can, that passage
+    # replaces the lowest-ranked one ("What is theft under the Indian Penal Code?" ranks the
+    # defining s.378 seventh). 0 = exactly ``top_k``.
+    candidate_pool: int = 10
+    max_promoted: int = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,7 +332,7 @@ class SynthesisPipeline:
             settings.retrieval_timeout_s,
             lambda timeout_s: self._retriever.retrieve(
                 retrieval_query,
-                top_k=request.top_k,
+                top_k=max(request.top_k, min(settings.candidate_pool, settings.max_top_k)),
                 acts=request.acts,
                 doc_ids=request.doc_ids,
                 timeout_s=timeout_s,
@@ -336,9 +342,20 @@ class SynthesisPipeline:
         for stage, ms in retrieved.timings_ms.items():
             timings[f"retrieval.{stage}"] = ms
 
-        evidence = _dedupe(retrieved.chunks)[: request.top_k]
+        candidates = _dedupe(retrieved.chunks)
+        evidence = candidates[: request.top_k]
         mark = time.perf_counter()
         decision = assess_sufficiency(focus, intent, evidence, settings.sufficiency)
+        if not decision.sufficient and len(candidates) > request.top_k:
+            evidence = promote_supporting(
+                focus,
+                intent,
+                candidates,
+                request.top_k,
+                settings.sufficiency,
+                settings.max_promoted,
+            )
+            decision = assess_sufficiency(focus, intent, evidence, settings.sufficiency)
         timings["sufficiency"] = _ms_since(mark)
 
         synthesis = is_synthesis_mode([s.chunk for s in evidence])
@@ -495,6 +512,32 @@ def _budget(deadline: float | None, limit_s: float, stage: str) -> float:
 
 def _ms_since(mark: float) -> float:
     return (time.perf_counter() - mark) * 1000.0
+
+
+def promote_supporting(
+    question: str,
+    intent: Intent,
+    candidates: Sequence[ScoredChunk],
+    top_k: int,
+    options: SufficiencyOptions,
+    max_promoted: int,
+) -> list[ScoredChunk]:
+    """The ``top_k`` best candidates, with up to ``max_promoted`` supporting candidates ranked
+    below them swapped in for the lowest-ranked ones (kept in retrieval order).
+
+    Supporting means what the sufficiency check means: the passage holds the question's key
+    terms and the intent's language. Without such a passage the first ``top_k`` are returned.
+    """
+    head = list(candidates[:top_k])
+    pool = assess_sufficiency(question, intent, candidates, options)
+    if not pool.sufficient:
+        return head
+    supporting = set(pool.supporting_ids)
+    promoted = [s for s in candidates[top_k:] if s.chunk.semantic_id in supporting]
+    promoted = promoted[: min(max_promoted, top_k)]
+    if not promoted:
+        return head
+    return head[: top_k - len(promoted)] + promoted
 
 
 def _dedupe(chunks: Sequence[ScoredChunk]) -> list[ScoredChunk]:

@@ -244,7 +244,7 @@ INTENT_LANGUAGE: dict[Intent, re.Pattern[str]] = {
         r"constitutes?",
     ),
     Intent.PUNISHMENT: _cue(
-        r"punish(?:ed|able)\s+(?:with|by|as|under|in)",
+        r"punish(?:ed|able)\s+(?:with|by|as|under|in|for)",
         r"imprison(?:ment|ed)",
         r"fined?",
         r"sentence\s+of\s+death",
@@ -319,6 +319,7 @@ class Requirement(enum.Enum):
     PENALTY_LANGUAGE = "PENALTY_LANGUAGE"
     PROCEDURAL_LANGUAGE = "PROCEDURAL_LANGUAGE"
     SCOPE_LANGUAGE = "SCOPE_LANGUAGE"
+    NAMED_TERMS_MATCH = "NAMED_TERMS_MATCH"
 
 
 _INTENT_REQUIREMENT: dict[Intent, Requirement] = {
@@ -338,6 +339,7 @@ _DESCRIPTIONS: dict[Requirement, str] = {
     Requirement.PENALTY_LANGUAGE: "no relevant evidence states a penalty",
     Requirement.PROCEDURAL_LANGUAGE: "no relevant evidence describes a procedure",
     Requirement.SCOPE_LANGUAGE: "no relevant evidence states an extent or applicability",
+    Requirement.NAMED_TERMS_MATCH: "the relevant evidence lacks a name or number the question uses",
 }
 
 
@@ -350,6 +352,9 @@ class SufficiencyOptions:
     # to "What is the capital of France?"); with five, three; never more than three.
     min_term_coverage: float = 0.6
     max_required_terms: int = 3
+    # Every name and number the question writes ("Tesla", "1905") must occur in some relevant
+    # chunk: an on-topic question with one swapped name cannot be answered from this evidence.
+    require_named_terms: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -429,6 +434,13 @@ def assess_sufficiency(
     relevant = [s for s in scored if is_relevant(key_terms, s.chunk, opts)]
     if not relevant:
         return decide(Requirement.KEY_TERM_MATCH)
+    if opts.require_named_terms:
+        required = required_terms(question, key_terms)
+        if required:
+            checked.append(Requirement.NAMED_TERMS_MATCH)
+            found = frozenset().union(*(chunk_stems(s.chunk) for s in relevant))
+            if required - found:
+                return decide(Requirement.NAMED_TERMS_MATCH, relevant)
     requirement = _INTENT_REQUIREMENT.get(intent)
     if requirement is None:
         return decide(None, relevant, relevant)
@@ -437,6 +449,22 @@ def assess_sufficiency(
     if not supporting:
         return decide(requirement, relevant)
     return decide(None, relevant, supporting)
+
+
+_NAME_OR_NUMBER = re.compile(r"\b(?:[A-Z][\w'’-]*|\d[\d,.]*)")
+
+
+def required_terms(question: str, key_terms: KeyTerms) -> frozenset[str]:
+    """Key terms the question writes as a name or a number ("Tesla", "1905"), not as its first
+    word: swapping one of them is what makes an on-topic question unanswerable."""
+    words = question.split()
+    tail = " ".join(words[1:]) if words else ""
+    named = {
+        stem(token)
+        for match in _NAME_OR_NUMBER.finditer(tail)
+        for token in _TOKEN.findall(match.group(0).lower())
+    }
+    return frozenset(t for t in key_terms.terms if t in named)
 
 
 def _supports(intent: Intent, chunk: Chunk, key_terms: KeyTerms) -> bool:

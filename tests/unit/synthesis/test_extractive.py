@@ -148,6 +148,32 @@ class TestExtractiveGenerator:
         cited_docs = {sid.rsplit("_", 1)[0] for _, sid in _CITED_SENTENCE.findall(result.text)}
         assert cited_docs == {"IPC_23", "IPC_24"}
 
+    async def test_generate_adds_a_second_document_for_a_term_the_first_lacks(self) -> None:
+        # A bridge question: the film's article names the actress, her own article the office.
+        film = chunk(
+            "WIKI_1_0",
+            "Kiss and Tell is a 1945 comedy film starring Shirley Temple as Corliss Archer.",
+            act="WIKI",
+        )
+        actress = chunk(
+            "WIKI_2_0",
+            "Shirley Temple later held the post of United States ambassador to Ghana.",
+            act="WIKI",
+        )
+        weather = chunk("WIKI_3_0", "Rain fell on the coast for most of the week.", act="WIKI")
+        evidence = (
+            ScoredChunk(film, 0.9),
+            ScoredChunk(actress, 0.6),
+            ScoredChunk(weather, 0.5),
+        )
+
+        text = await compose("Which ambassador post did the star of Kiss and Tell hold?", evidence)
+
+        cited = [sid for _, sid in _CITED_SENTENCE.findall(text)]
+        assert cited[0] == "WIKI_1_0"
+        assert "WIKI_2_0" in cited
+        assert "WIKI_3_0" not in cited
+
 
 class TestCompoundQuestions:
     @pytest.mark.parametrize(

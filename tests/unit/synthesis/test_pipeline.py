@@ -74,6 +74,32 @@ def assert_refused(answer: str) -> None:
     assert answer == REFUSAL
 
 
+class TestEvidenceDepth:
+    async def test_a_supporting_passage_ranked_below_top_k_replaces_the_last_one(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        # The defining s.378 is ranked third; top_k=2 alone holds no definitional language.
+        ids = ("IPC_379_0", "IPC_380_0", "IPC_378_0")
+        retriever = FakeRetriever(scored(ipc, *ids))
+        synth = pipeline(retriever, ExtractiveGenerator())
+
+        result = await synth.answer(SynthesisRequest("What is theft?", top_k=2))
+
+        assert retriever.calls[0].top_k == 10  # the candidate pool
+        assert [s.chunk.semantic_id for s in result.evidence] == ["IPC_379_0", "IPC_378_0"]
+        assert result.status is SynthesisStatus.ANSWERED
+        assert "[IPC_378_0]" in result.answer
+
+    async def test_without_a_pool_the_question_is_refused(self, ipc: Mapping[str, Chunk]) -> None:
+        ids = ("IPC_379_0", "IPC_380_0", "IPC_378_0")
+        synth = pipeline(FakeRetriever(scored(ipc, *ids)), ExtractiveGenerator(), candidate_pool=0)
+
+        result = await synth.answer(SynthesisRequest("What is theft?", top_k=2))
+
+        assert result.status is SynthesisStatus.REFUSED_INSUFFICIENT_EVIDENCE
+        assert result.sufficiency.failed is Requirement.DEFINITIONAL_LANGUAGE
+
+
 class TestAnswered:
     async def test_answer_delivers_the_validated_extractive_answer(
         self, ipc: Mapping[str, Chunk]

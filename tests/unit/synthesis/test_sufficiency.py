@@ -15,6 +15,7 @@ from services.synthesis.sufficiency import (
     assess_sufficiency,
     extract_key_terms,
     has_intent_language,
+    required_terms,
     stem,
 )
 from tests.unit.synthesis.fakes import chunk, scored
@@ -236,6 +237,32 @@ class TestAssessSufficiency:
 
         assert decision.sufficient
 
+    def test_punished_for_counts_as_penalty_language(self) -> None:
+        text = "the offender shall be punished for the offence for which the lowest punishment is"
+
+        assert has_intent_language(Intent.PUNISHMENT, text)
+
+    def test_named_terms_check_refuses_a_swapped_name_when_enabled(self) -> None:
+        tesla = chunk("WIKI_1_0", "Tesla moved to New York in 1884 to work for Edison.", act="WIKI")
+        evidence = (ScoredChunk(tesla, 0.9),)
+        on = SufficiencyOptions(require_named_terms=True)
+        question = "When did Tesla move to New York to work for Westinghouse?"
+
+        refused = assess_sufficiency(question, Intent.GENERAL, evidence, on)
+        answered = assess_sufficiency(
+            "When did Tesla move to New York?", Intent.GENERAL, evidence, on
+        )
+        default = assess_sufficiency(question, Intent.GENERAL, evidence)
+
+        assert refused.failed is Requirement.NAMED_TERMS_MATCH
+        assert answered.sufficient
+        assert default.sufficient  # off by default: it cost more answers than it saved
+
+    def test_required_terms_are_names_and_numbers_after_the_first_word(self) -> None:
+        question = "What did Tesla build in 1899 near the river?"
+
+        assert required_terms(question, extract_key_terms(question)) == {"tesla", "1899"}
+
     def test_requirements_lists_checks_in_order(self, ipc: Mapping[str, Chunk]) -> None:
         decision = assess("What is theft?", scored(ipc, "IPC_378_0"))
 
@@ -269,6 +296,26 @@ class TestClassifyIntent:
                 "What is considered an escape from lawful custody for a State prisoner?",
                 Intent.GENERAL,
             ),
+            # Regressions from the evaluation's false refusals.
+            ("How does the IPC define extortion?", Intent.DEFINITION),
+            (
+                "How does the IPC apply to an offence committed beyond India that may be tried "
+                "in India?",
+                Intent.SCOPE,
+            ),
+            ("To which territory does the Indian Penal Code extend?", Intent.SCOPE),
+            (
+                "Does the IPC affect laws punishing mutiny and desertion or special and local laws?",
+                Intent.GENERAL,
+            ),
+            ("How does wrongful confinement differ from wrongful restraint?", Intent.GENERAL),
+            ("How are they punished?", Intent.PUNISHMENT),
+            ("How do I apply for bail?", Intent.PROCEDURE),
+            # A claim to verify asks for no kind of answer, whatever words it uses.
+            ("The autophagy process is impaired in aged muscle stem cells.", Intent.GENERAL),
+            ("A life sentence is given to repeat offenders in most states.", Intent.GENERAL),
+            ("punishment for theft", Intent.PUNISHMENT),
+            ("punishment for cheating under section 420 IPC", Intent.PUNISHMENT),
         ],
     )
     def test_classify_intent_reads_question_cues(self, question: str, intent: Intent) -> None:
