@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import shlex
 import signal
@@ -35,7 +34,7 @@ from grounded.synthesis.v1 import synthesis_service_pb2 as spb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from bench.loadgen import LoadResult, machine_context, run_load
+from bench.loadgen import LoadResult, machine_context, run_load, write_report
 
 ROOT = Path(__file__).resolve().parents[1]
 IPC = ROOT / "data" / "corpora" / "indian_law" / "ipc.json"
@@ -378,11 +377,7 @@ def main() -> None:
     parser.add_argument("--reports-dir", default="reports")
     args = parser.parse_args()
     report = run(args)
-    out = Path(args.reports_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{args.name}.json").write_text(json.dumps(report, indent=2) + "\n")
-    (out / f"{args.name}.md").write_text(to_markdown(report))
-    print(to_markdown(report))
+    write_report(Path(args.reports_dir) / f"{args.name}.json", report, to_markdown(report))
     if not all(report["targets"].values()):
         sys.exit(1)
 

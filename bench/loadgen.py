@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -104,3 +106,11 @@ def machine_context() -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "git_revision": revision,
     }
+
+
+def write_report(json_path: Path, report: dict[str, Any], markdown: str) -> None:
+    """Write ``report`` as JSON at ``json_path`` and ``markdown`` beside it (.md), then print it."""
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    json_path.with_suffix(".md").write_text(markdown)
+    print(markdown)

@@ -49,7 +49,13 @@ from grounded.retrieval.v1 import retrieval_service_pb2 as pb  # noqa: E402
 from grounded.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc  # noqa: E402
 
 from bench.echo import echo_callable, start_echo_server  # noqa: E402
-from bench.loadgen import LoadResult, machine_context, percentile, run_load  # noqa: E402
+from bench.loadgen import (  # noqa: E402
+    LoadResult,
+    machine_context,
+    percentile,
+    run_load,
+    write_report,
+)
 from services.retrieval import server as retrieval_server  # noqa: E402
 from services.retrieval.config import RetrievalConfig  # noqa: E402
 from services.retrieval.embedding import Encoder, load_encoder, set_torch_threads  # noqa: E402
@@ -524,11 +530,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     WORK.mkdir(parents=True, exist_ok=True)
     report = asyncio.run(run(args, argv))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    md = markdown(report)
-    args.out.with_suffix(".md").write_text(md)
-    print(md)
+    write_report(args.out, report, markdown(report))
     return 0
 
 

@@ -30,7 +30,7 @@ from grounded.validator.v1 import validator_service_pb2_grpc as pb_grpc
 from grpc import aio
 
 from bench.echo import echo_callable, start_echo_server
-from bench.loadgen import LoadResult, machine_context, percentile, run_load
+from bench.loadgen import LoadResult, machine_context, percentile, run_load, write_report
 from services.common.evidence import Chunk
 from services.validator.coverage import analyse_evidence
 from services.validator.engine import validate
@@ -230,11 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "in_process": local,
         "grpc": remote,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    text = markdown(report)
-    args.out.with_suffix(".md").write_text(text)
-    print(text)
+    write_report(args.out, report, markdown(report))
     return 0
 
 

@@ -43,6 +43,16 @@ class CallLog:
     cancelled: list[float] = field(default_factory=list)  # monotonic time of each cancellation
     finished: list[float] = field(default_factory=list)  # monotonic time of each completed call
 
+    async def serve(self, context: aio.ServicerContext[Any, Any], delay_s: float) -> None:
+        """Record the call's deadline, wait ``delay_s``, and record whether it finished or was cut."""
+        self.time_remaining.append(context.time_remaining())
+        try:
+            await asyncio.sleep(delay_s)
+        except asyncio.CancelledError:
+            self.cancelled.append(time.monotonic())
+            raise
+        self.finished.append(time.monotonic())
+
 
 class FakeRetrieval(rpb_grpc.RetrievalServiceServicer):
     """Returns fixed passages after ``delay_s``; records deadlines and cancellations."""
@@ -55,13 +65,7 @@ class FakeRetrieval(rpb_grpc.RetrievalServiceServicer):
     async def RetrievePassages(
         self, request: rpb.RetrievePassagesRequest, context: aio.ServicerContext[Any, Any]
     ) -> rpb.RetrievePassagesResponse:
-        self.log.time_remaining.append(context.time_remaining())
-        try:
-            await asyncio.sleep(self.delay_s)
-        except asyncio.CancelledError:
-            self.log.cancelled.append(time.monotonic())
-            raise
-        self.log.finished.append(time.monotonic())
+        await self.log.serve(context, self.delay_s)
         return rpb.RetrievePassagesResponse(
             passages=[scored_to_proto(s) for s in self.passages[: request.top_k or 5]]
         )
@@ -88,13 +92,7 @@ class FakeValidator(vpb_grpc.ValidatorServiceServicer):
     async def ValidateAnswer(
         self, request: vpb.ValidateAnswerRequest, context: aio.ServicerContext[Any, Any]
     ) -> vpb.ValidateAnswerResponse:
-        self.log.time_remaining.append(context.time_remaining())
-        try:
-            await asyncio.sleep(self.delay_s)
-        except asyncio.CancelledError:
-            self.log.cancelled.append(time.monotonic())
-            raise
-        self.log.finished.append(time.monotonic())
+        await self.log.serve(context, self.delay_s)
         if self.code is not None:
             await context.abort(self.code, "injected failure")
         return self.response
