@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import cast
+from typing import NamedTuple, cast
 
 from grounded.validator.v1 import validator_service_pb2 as pb
 
 from services.common.errors import Violations
-from services.common.evidence import Chunk
-from services.common.passages import chunk_from_proto
 from services.validator import report as r
 from services.validator.engine import MAX_ANSWER_BYTES, MAX_EVIDENCE
 
@@ -37,9 +35,16 @@ SENTENCE_VERDICT_FROM_PROTO = {v: k for k, v in _SENTENCE_VERDICT.items()}
 REASON_FROM_PROTO = {v: k for k, v in _REASON.items()}
 
 
+class EvidenceItem(NamedTuple):
+    """What the engine reads of a passage (the rest of its provenance plays no part)."""
+
+    semantic_id: str
+    text: str
+
+
 def request_from_proto(
     request: pb.ValidateAnswerRequest,
-) -> tuple[str, list[Chunk], r.ValidationOptions]:
+) -> tuple[str, list[EvidenceItem], r.ValidationOptions]:
     """Check limits and convert; every violation is reported at once."""
     violations = Violations()
     answer_bytes = len(request.answer.encode("utf-8"))
@@ -54,8 +59,11 @@ def request_from_proto(
         f"must hold at most {MAX_EVIDENCE} passages (got {len(request.evidence)})",
     )
     seen: set[str] = set()
+    evidence: list[EvidenceItem] = []
     for i, passage in enumerate(request.evidence[: MAX_EVIDENCE + 1]):
         sid = passage.semantic_id
+        text = passage.text
+        evidence.append(EvidenceItem(sid, text))
         if not sid.strip():
             violations.add(f"evidence[{i}].semantic_id", "must not be empty")
         elif len(sid) > MAX_ID_CHARS:
@@ -65,7 +73,7 @@ def request_from_proto(
         elif sid in seen:
             violations.add(f"evidence[{i}].semantic_id", f"duplicate id {sid!r}")
         seen.add(sid)
-        if len(passage.text) > MAX_EVIDENCE_TEXT_CHARS:
+        if len(text) > MAX_EVIDENCE_TEXT_CHARS:
             violations.add(
                 f"evidence[{i}].text", f"must be at most {MAX_EVIDENCE_TEXT_CHARS} characters"
             )
@@ -90,7 +98,7 @@ def request_from_proto(
     }
     if overrides:
         options = r.ValidationOptions(**{**_options_dict(options), **overrides})
-    return request.answer, [chunk_from_proto(p) for p in request.evidence], options
+    return request.answer, evidence, options
 
 
 def _options_dict(options: r.ValidationOptions) -> dict[str, object]:

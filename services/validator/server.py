@@ -14,7 +14,7 @@ from services.validator.servicer import ValidatorServicer
 
 def create_app(config: ValidatorConfig) -> ServiceApp:
     service = GrpcService(label="validator", service_names=[SERVICE_NAME], settings=config.server)
-    servicer = ValidatorServicer()
+    servicer = ValidatorServicer(inline_max_bytes=config.inline_max_bytes)
 
     async def warm_up() -> None:
         return None  # nothing to load: the validator is pure computation
