@@ -10,6 +10,11 @@ validator's ``report.accepted``. Writes reports/validator_accuracy.{json,md} and
 tables. Scored leniently (any reject of a reject case is right) and strictly (the reject must
 name what the perturbation broke, e.g. NUMBER_MISMATCH for a changed number).
 Nothing under data/heldout is read.
+
+A perturbation that would not change the meaning makes no reject case: deleting the "No" of
+"World No. 19" (a number sign, not a negation), or swapping the day and year of "17 May 1945"
+into "1945 May 17" (the same date). Its answer is still drawn so that every other case stays
+as it was. The numbers-in-words rewrite leaves Lancet-style decimals ("18·2") whole.
 """
 
 from __future__ import annotations
@@ -93,13 +98,19 @@ class Case:
 _LABEL_RE = re.compile(r"^(?:[A-Z]{3,}(?:\s+AND\s+[A-Z]{3,})?\s*:?\s+)+(?=[A-Z])")
 _GLUED_LABEL_RE = re.compile(r"^(Context|Background|Objective|Objectives|Importance)(?=[A-Z])")
 _PAREN_RE = re.compile(r"\s*\([^()]*\)")
-_SMALL_INT_RE = re.compile(r"(?<![\w.,\-/])([0-9]{1,2})(?![\w.,%/\-])")
+_SMALL_INT_RE = re.compile(r"(?<![\w.,·\-/])([0-9]{1,2})(?![\w.,·%/\-])")
 _AUX_RE = re.compile(
     r"\b(is|are|was|were|has|have|had|can|could|may|might|will|would|should|shall|must|does|did)"
     r"\b(?! not\b)"
 )
 _NEG_RE = re.compile(r"\b(not|no|never|without|cannot|nothing|none|neither|nor)\b|n't\b", re.I)
 _NUMBER_TOKEN_RE = re.compile(r"(?<![\w.,])([0-9]+(?:\.[0-9]+)?)(?![\w])")
+_NUMBER_SIGN_RE = re.compile(r"\.?\s*[0-9]")
+_MONTH_GAP_RE = re.compile(
+    r"\s+(?:january|february|march|april|may|june|july|august|september|october|november"
+    r"|december)\s+",
+    re.IGNORECASE,
+)
 _ONES = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
 _ONES += "fifteen sixteen seventeen eighteen nineteen"
 ONES: Final = _ONES.split()
@@ -215,12 +226,18 @@ def add_negation(text: str) -> str | None:
 
 
 def remove_negation(text: str) -> str | None:
-    """Delete the only negation cue of a sentence ("did not differ" -> "did differ")."""
+    """Delete the only negation cue of a sentence ("did not differ" -> "did differ").
+
+    ``text`` comes back unchanged when that "cue" is the number sign of "World No. 19": it
+    negates nothing, and deleting it would not change the meaning (see ``_sentence_cases``).
+    """
     cues = list(_NEG_RE.finditer(text))
     if len(cues) != 1 or re.search(r"\bnot only\b", text):
         return None  # "not only X but also Y" asserts X: removing "not" keeps the meaning
     cue = cues[0]
     word = cue.group().lower()
+    if word == "no" and _NUMBER_SIGN_RE.match(text, cue.end()):
+        return text
     if word in ("not", "no", "never"):
         return re.sub(r"\s{2,}", " ", text[: cue.start()] + text[cue.end() :])
     if word == "without":
@@ -406,16 +423,16 @@ def _sentence_cases(
         yield Case(
             source, "number_changed", answer_for(changed, [own], rng), evidence, REJECT, note=note
         )
-    swapped = _swap_inner_number(base, rng)
+    # A perturbation that comes back unchanged would not change the meaning, so it is no
+    # reject case; its answer is still drawn so that the random stream, and every later case,
+    # stays as it was before such perturbations were recognised.
+    swapped = swap_numbers(base, rng)
     if swapped:
-        yield Case(
-            source,
-            "number_swapped_within_evidence",
-            answer_for(swapped, [own], rng),
-            evidence,
-            REJECT,
-            note=note,
-        )
+        answer = answer_for(swapped, [own], rng)
+        if swapped != base:
+            yield Case(
+                source, "number_swapped_within_evidence", answer, evidence, REJECT, note=note
+            )
     added = add_negation(base)
     if added:
         yield Case(
@@ -423,9 +440,9 @@ def _sentence_cases(
         )
     removed = remove_negation(base)
     if removed:
-        yield Case(
-            source, "negation_removed", answer_for(removed, [own], rng), evidence, REJECT, note=note
-        )
+        answer = answer_for(removed, [own], rng)
+        if removed != base:
+            yield Case(source, "negation_removed", answer, evidence, REJECT, note=note)
     others = [c for c in evidence if c.semantic_id not in used_ids and len(c.text) > 40]
     if others:
         other = rng.choice(others)
@@ -448,14 +465,22 @@ def _sentence_cases(
         )
 
 
-def _swap_inner_number(text: str, rng: random.Random) -> str | None:
-    """Exchange two different numbers of the sentence (both still occur in the evidence)."""
+def swap_numbers(text: str, rng: random.Random) -> str | None:
+    """Exchange two different numbers of the sentence (both still occur in the evidence).
+
+    ``text`` comes back unchanged when the exchange would write the same date ("17 May 1945"
+    and "1945 May 17"); see ``_sentence_cases``.
+    """
     numbers = list(_NUMBER_TOKEN_RE.finditer(text))
     pairs = [(a, b) for a in numbers for b in numbers if a.start() < b.start()]
     pairs = [(a, b) for a, b in pairs if a.group(1) != b.group(1)]
     if not pairs:
         return None
     a, b = rng.choice(pairs)
+    if _is_day_and_year(a.group(1), b.group(1)) and _MONTH_GAP_RE.fullmatch(
+        text, a.end(1), b.start(1)
+    ):
+        return text
     return (
         text[: a.start(1)]
         + b.group(1)
@@ -463,6 +488,16 @@ def _swap_inner_number(text: str, rng: random.Random) -> str | None:
         + a.group(1)
         + text[b.end(1) :]
     )
+
+
+def _is_day_and_year(first: str, second: str) -> bool:
+    def day(n: str) -> bool:
+        return n.isdigit() and 1 <= int(n) <= 31
+
+    def year(n: str) -> bool:
+        return len(n) == 4 and n.isdigit()
+
+    return (day(first) and year(second)) or (year(first) and day(second))
 
 
 def _lower_first(text: str) -> str:

@@ -69,6 +69,8 @@ _PAIR_RE = re.compile(r"\[([^\[\]\n]*)\]")
 _LINK_TARGET_RE = re.compile(r"\([^\s()]+\)")
 _DIGITS_RE = re.compile(r"[0-9]+")
 _NUMBER_RE = re.compile(r"[0-9]+(?:[.,][0-9]+)*")
+# A percentage or a decimal ("12%", "0.61") is a measurement, never an evidence position.
+_MEASURE_RE = re.compile(r"[0-9]+(?:[.,·][0-9]+)*\s*%|[0-9]*[.·][0-9]+")
 _RANGE_RE = re.compile(r"([0-9]+)\s*[-‐–—]\s*([0-9]+)")
 _ID_SHAPED_RE = re.compile(r"\S+")
 _ID_SUFFIX_RE = re.compile(r".*_[0-9]+")
@@ -157,9 +159,14 @@ def _classify(raw: str, content: str, start: int, index: EvidenceIndex) -> Citat
         return None  # editorial bracket such as [Repealed] or [emphasis added]
     if (invalid or problems) and any(raw in text for text in index.texts):
         return None  # a bracket quoted verbatim from the evidence, e.g. "[95% CI]"
-    if not ids and " " in whole and _quoted_with_other_digits(raw, index):
-        # "[95% CI, 0.61-0.71]" where the evidence has "[95% CI, 0.62-0.71]": quoted text whose
-        # numbers changed; as text its numbers face the number check (NUMBER_MISMATCH).
+    if (
+        not ids
+        and (" " in whole or _MEASURE_RE.fullmatch(whole))
+        and _quoted_with_other_digits(raw, index)
+    ):
+        # "[95% CI, 0.61-0.71]" or "[12%]" where the evidence has "[95% CI, 0.62-0.71]" or
+        # "[9%]": quoted text whose numbers changed; as text its numbers face the number check
+        # (NUMBER_MISMATCH). A bare "[12]" stays a position: it may be a citation out of range.
         return None
     problems.extend(f"'{p}' is not a citation" for p in prose)
     return Citation(start, end, raw, tuple(ids), tuple(invalid), "; ".join(problems))

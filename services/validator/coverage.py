@@ -9,7 +9,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from services.validator import negation
-from services.validator.quantities import Quantity, extract_quantities, ordered_pairs
+from services.validator.quantities import (
+    Date,
+    Quantity,
+    extract_dates,
+    extract_quantities,
+    ordered_pairs,
+)
 from services.validator.text import Clause, Token, tokenize
 
 # Ordinals and month names stay word terms ("first", "march"); as numbers they would collide
@@ -32,6 +38,7 @@ class Analysis:
     negations: tuple[negation.NegationScope, ...]
     clauses: tuple[Clause, ...]
     number_pairs: frozenset[tuple[str, str]] = frozenset()
+    dates: tuple[Date, ...] = ()
 
 
 def analyse(text: str, *, evidence: bool = False) -> Analysis:
@@ -50,6 +57,7 @@ def analyse(text: str, *, evidence: bool = False) -> Analysis:
         scopes,
         _clauses(tokens, quantities, negated),
         ordered_pairs(text, quantities),
+        dates=extract_dates(text, quantities),
     )
 
 

@@ -23,7 +23,16 @@ from services.validator.coverage import (
     missing_citations,
     support_span,
 )
-from services.validator.quantities import Mismatch, Quantity, swapped, unsupported
+from services.validator.quantities import (
+    Mismatch,
+    Quantity,
+    compare_dates,
+    displaced_references,
+    ranges,
+    repaired,
+    swapped,
+    unsupported,
+)
 from services.validator.report import (
     REFUSAL,
     MalformedCitation,
@@ -211,26 +220,9 @@ def _judge(
                 f"(needs {threshold:.0%})"
             )
         if options.check_numbers:
-            named = _id_named_quantities(claim, ids)
-            absent = unsupported(
-                [
-                    pair
-                    for pair in zip(claim.quantities, claim.contexts, strict=True)
-                    if pair[0] not in named
-                ],
-                [pair for a in analyses for pair in zip(a.quantities, a.contexts, strict=True)],
-            )
-            reversed_pairs = swapped(
-                claim.number_pairs, frozenset().union(*(a.number_pairs for a in analyses))
-            )
-            if absent or reversed_pairs:
-                problems[Reason.NUMBER_MISMATCH] = "; ".join(
-                    [_describe_number(claim_text, m) for m in absent]
-                    + [
-                        f"'{a}' and '{b}' are the other way round in the cited evidence"
-                        for a, b in reversed_pairs
-                    ]
-                )
+            number_problems = _number_problems(claim_text, claim, ids, analyses)
+            if number_problems:
+                problems[Reason.NUMBER_MISMATCH] = "; ".join(number_problems)
         if options.check_negation:
             disagreements = negation.mismatches(
                 claim.negations,
@@ -238,6 +230,8 @@ def _judge(
                 frozenset(t.norm for t in claim.tokens),
                 (s for a in analyses for s in a.negations),
                 [c for a in analyses for c in a.clauses],
+            ) + negation.edits(
+                claim.tokens, claim.negations, [(a.tokens, a.negations) for a in analyses]
             )
             if disagreements:
                 problems[Reason.NEGATION_MISMATCH] = "; ".join(disagreements)
@@ -259,8 +253,52 @@ def _judge(
     )
 
 
-def _id_named_quantities(claim: Analysis, ids: Sequence[str]) -> set[Quantity]:
-    """Claim quantities that name a cited item by the number in its id (see ``_ID_INDEX_RE``)."""
+def _number_problems(
+    claim_text: str, claim: Analysis, ids: Sequence[str], analyses: Sequence[Analysis]
+) -> list[str]:
+    """Rule 5: claim numbers, pairs, ranges and dates that the cited evidence does not back."""
+    evidence = [pair for a in analyses for pair in zip(a.quantities, a.contexts, strict=True)]
+    stated = list(zip(claim.quantities, claim.contexts, strict=True))
+    wrong_dates, dated = compare_dates(claim.dates, [d for a in analyses for d in a.dates])
+    named = _id_named_quantities(claim, ids, evidence)
+    exempt = named | dated
+    absent = unsupported([p for p in stated if p[0] not in exempt] if exempt else stated, evidence)
+    if named:
+        absent += displaced_references(
+            [p for p in stated if p[0] in named and p[0].reference], evidence
+        )
+    evidence_pairs: frozenset[tuple[str, str]] = frozenset().union(
+        *(a.number_pairs for a in analyses)
+    )
+    return (
+        [_describe_number(claim_text, m) for m in absent]
+        + [
+            f"'{a}' and '{b}' are the other way round in the cited evidence"
+            for a, b in swapped(claim.number_pairs, evidence_pairs)
+        ]
+        + [
+            f"'{a}' to '{b}' is not a range in the cited evidence, which pairs them with others"
+            for a, b in (
+                repaired(ranges(claim_text, claim.quantities), evidence_pairs)
+                if claim.number_pairs and evidence_pairs
+                else ()
+            )
+        ]
+        + [
+            f"{claim_text[d.start : d.end]!r} matches no date in the cited evidence"
+            for d in wrong_dates
+        ]
+    )
+
+
+def _id_named_quantities(
+    claim: Analysis, ids: Sequence[str], evidence: Sequence[tuple[Quantity, frozenset[str]]]
+) -> set[Quantity]:
+    """Claim quantities that name a cited item by the number in its id (see ``_ID_INDEX_RE``).
+
+    A number the cited text itself holds is not exempt: there the usual context check decides
+    ("The OFC U-1986 Championship 20" against "The OFC U-20 Championship 1986").
+    """
     stems = [_ID_INDEX_RE.sub("", i) for i in ids]
     numbers = {n for s in stems for n in _ID_NUMBER_RE.findall(s)}
     if not numbers:
@@ -269,7 +307,7 @@ def _id_named_quantities(claim: Analysis, ids: Sequence[str]) -> set[Quantity]:
     named: set[Quantity] = set()
     starts = [t.start for t in claim.tokens]
     for q in claim.quantities:
-        if q.term not in numbers:
+        if q.term not in numbers or any(e.value == q.value for e, _ in evidence):
             continue
         if q.reference:
             named.add(q)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import filterfalse
+from operator import attrgetter
 
 from services.validator.text import NUMBER_WORDS, Clause, Token, word_list
 
@@ -24,7 +26,19 @@ _BOUNDS: dict[tuple[str, ...], str] = {
     ("exceeding",): "exceed",
     ("to", "exceed"): "exceed",
 }
+# The words that state each comparative: the claim's words are compared as written, so the bound
+# "not exceeding" fails a claim saying "exceeding" (or "exceeds") without negation.
+_BOUND_FORMS: dict[str, frozenset[str]] = {c: frozenset({c}) for c in _BOUNDS.values()} | {
+    "exceed": frozenset(word_list("exceed exceeds exceeded exceeding"))
+}
 SCOPE_TERMS = 3
+# A local edit (see ``edits``) is judged on the words right around a cue: this many on each
+# side, and at least ``_EDIT_MIN_CONTEXT`` in all, so that a coincidence rarely matches.
+_EDIT_CONTEXT = 2
+_EDIT_MIN_CONTEXT = 3
+# Words that say what the cue they replace says ("no deaths" = "zero deaths").
+_NEGATIVE_WORDS = frozenset(word_list("zero 0 nil"))
+_NORM = attrgetter("norm")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +51,9 @@ class NegationScope:
     end: int
     terms: tuple[str, ...]
     bound: bool = False
+    # The words right before and after the cue, digits left out (see ``edits``).
+    before: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
 
 
 def is_cue(tokens: Sequence[Token], i: int) -> bool:
@@ -70,7 +87,11 @@ def scopes(
         bound = _bound(tokens, i)
         if bound:
             negated.add(i + 1)
-            found.append(NegationScope(token.norm, token.start, token.end, (bound,), bound=True))
+            found.append(
+                NegationScope(
+                    token.norm, token.start, token.end, (bound,), True, *_context(tokens, i)
+                )
+            )
             continue
         terms: list[str] = []
         clause = token.clause
@@ -89,7 +110,11 @@ def scopes(
                 negated.add(j)
                 if term not in terms:
                     terms.append(term)
-        found.append(NegationScope(token.norm, token.start, token.end, tuple(terms)))
+        found.append(
+            NegationScope(
+                token.norm, token.start, token.end, tuple(terms), False, *_context(tokens, i)
+            )
+        )
     return tuple(found), frozenset(negated)
 
 
@@ -130,7 +155,9 @@ def mismatches(
     reported: set[str] = set()
     for scope in evidence_list:
         if scope.bound:
-            stated = {t for t in scope.terms if t in claim_words} - claim_negated
+            stated = {
+                t for t in scope.terms if not _BOUND_FORMS[t].isdisjoint(claim_words)
+            } - claim_negated
         else:
             stated = {
                 t
@@ -167,3 +194,137 @@ def _aligned_with_negation(
         if negated is not None and (positive is None or negated > positive):
             return True
     return False
+
+
+def edits(
+    claim_tokens: Sequence[Token],
+    claim_scopes: Sequence[NegationScope],
+    evidence: Sequence[tuple[Sequence[Token], Sequence[NegationScope]]],
+) -> list[str]:
+    """Negation cues deleted, swapped for another word, or inserted between claim and evidence.
+
+    For each cue of the cited evidence, the words right around it (stop words included, since
+    "there is no ART" and "Faith No More" turn on them) must not appear in the claim with the
+    cue deleted ("there is ART") or replaced by a word that is not a cue ("usual care with
+    training" for "without training"), unless the evidence itself also writes them so ("shall
+    not exceed six months ... shall exceed six months"). The same holds the other way round for
+    each claim cue ("is not the Japanese debut EP" against "is the Japanese debut EP") that no
+    evidence cue has amid the same words. Digits
+    are left out of the words compared: the number check owns them, and a swapped number must
+    not make two contexts look alike. This catches edits that the term-based check in
+    ``mismatches`` misses when the negated words are stop words or when another cue nearby
+    shares the scope terms.
+    """
+    if not claim_scopes and not any(scopes for _, scopes in evidence):
+        return []
+    claim_words = _words(claim_tokens)
+    cited: list[tuple[str, ...] | None] = [None] * len(evidence)
+
+    def words_of(k: int) -> tuple[str, ...]:
+        # Built on first use: most cited items never need theirs.
+        words = cited[k]
+        if words is None:
+            words = cited[k] = _words(evidence[k][0])
+        return words
+
+    problems: list[str] = []
+    for _, scopes in evidence:
+        for scope in scopes:
+            found = _edited(scope.before, scope.after, claim_words)
+            if found is not None and not any(
+                _holds(words_of(j), found) for j in range(len(evidence))
+            ):
+                problems.append(
+                    f"the claim has '{' '.join(found)}' where the cited evidence has "
+                    f"'{_quote(scope)}'"
+                )
+    # A claim cue amid the very words of an evidence cue is backed there, even where the
+    # evidence also writes those words without it ("shall not exceed six months ... shall
+    # exceed six months").
+    backed = {_key(scope) for _, scopes in evidence for scope in scopes}
+    for scope in claim_scopes:
+        if _key(scope) in backed:
+            continue
+        for k in range(len(evidence)):
+            found = _edited(scope.before, scope.after, words_of(k))
+            if found is not None and not _holds(claim_words, found):
+                problems.append(
+                    f"the claim has '{_quote(scope)}' where the cited evidence has "
+                    f"'{' '.join(found)}'"
+                )
+                break
+    return list(dict.fromkeys(problems))
+
+
+def _words(tokens: Sequence[Token]) -> tuple[str, ...]:
+    """The word norms of a text without bare digits (built at C speed: this runs per request)."""
+    return tuple(filterfalse(str.isdigit, map(_NORM, tokens)))
+
+
+def _context(tokens: Sequence[Token], i: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The words right before and after token ``i`` (``_EDIT_CONTEXT`` each), digits left out."""
+    before: list[str] = []
+    j = i - 1
+    while j >= 0 and len(before) < _EDIT_CONTEXT:
+        if not tokens[j].norm.isdigit():
+            before.append(tokens[j].norm)
+        j -= 1
+    after: list[str] = []
+    j = i + 1
+    while j < len(tokens) and len(after) < _EDIT_CONTEXT:
+        if not tokens[j].norm.isdigit():
+            after.append(tokens[j].norm)
+        j += 1
+    return tuple(reversed(before)), tuple(after)
+
+
+def _edited(
+    left: tuple[str, ...], right: tuple[str, ...], other: tuple[str, ...]
+) -> tuple[str, ...] | None:
+    """The words of ``other`` that repeat ``left`` and ``right`` around a cue, with the cue
+    deleted or replaced by one word that is no cue; None when ``other`` holds no such words."""
+    if not left or not right or len(left) + len(right) < _EDIT_MIN_CONTEXT:
+        return None
+    n, m = len(left), len(right)
+    for p in _positions(other, left[0], len(other) - n - m + 1):
+        if other[p : p + n] != left:
+            continue
+        if other[p + n : p + n + m] == right:
+            return left + right
+        word = other[p + n]
+        if (
+            not _is_cue_word(word)
+            and word not in _NEGATIVE_WORDS
+            and other[p + n + 1 : p + n + 1 + m] == right
+        ):
+            return (*left, word, *right)
+    return None
+
+
+def _key(scope: NegationScope) -> tuple[tuple[str, ...], str, tuple[str, ...]]:
+    return scope.before, scope.cue, scope.after
+
+
+def _quote(scope: NegationScope) -> str:
+    return " ".join((*scope.before, scope.cue, *scope.after))
+
+
+def _holds(norms: tuple[str, ...], words: tuple[str, ...]) -> bool:
+    k = len(words)
+    return any(norms[p : p + k] == words for p in _positions(norms, words[0], len(norms) - k + 1))
+
+
+def _positions(norms: tuple[str, ...], word: str, stop: int) -> Iterator[int]:
+    """Indices below ``stop`` where ``word`` occurs (found at C speed, not word by word)."""
+    p = 0
+    while p < stop:
+        try:
+            p = norms.index(word, p, stop)
+        except ValueError:
+            return
+        yield p
+        p += 1
+
+
+def _is_cue_word(norm: str) -> bool:
+    return norm in CUES or norm.endswith("n't")

@@ -95,9 +95,10 @@ STRICT_UNITS = frozenset({"calendar_month", "fraction", "ordinal"})
 # context terms with the claim number (one shared word is too weak a signal).
 MIN_RIVAL_FIT = 2
 
+# A middle dot between digits is a decimal point ("34·3%", Lancet style).
 _TOKEN_RE = re.compile(
-    r"(?P<ord>(?<![\w,])(?<![0-9][.])[0-9]+(?:st|nd|rd|th)(?!\w))"
-    r"|(?P<num>(?<![\w,])(?<![0-9][.])[0-9]+(?:[.,][0-9]+)*(?!\w))"
+    r"(?P<ord>(?<![\w,])(?<![0-9][.·])[0-9]+(?:st|nd|rd|th)(?!\w))"
+    r"|(?P<num>(?<![\w,])(?<![0-9][.·])[0-9]+(?:[.,·][0-9]+)*(?!\w))"
     r"|(?P<word>[^\W\d_]+)"
     r"|(?P<sym>[%₹$§])",
     re.IGNORECASE,
@@ -108,8 +109,23 @@ _ANCHOR_WORDS = frozenset({*_NUMBER_WORDS, *_ORDINALS, *_MONTHS, *_FRACTIONS})
 _THOUSANDS_RE = re.compile(r"[0-9]{1,3}(?:,[0-9]{2,3})+(?:\.[0-9]+)?")
 # What may stand between two numbers written as a pair (a range, a list, a comparison).
 _MAX_PAIR_GAP = 12
-_PAIR_JOINER_RE = re.compile(r"\b(?:to|and|or|vs|versus|through|till|until)\b")
-_PAIR_GAP_CHARS = " \t,.;:()/–—‐-%+±×"
+_PAIR_JOINER_RE = re.compile(
+    r"\b(?:to|and|or|vs|versus|through|till|until|before|after|circa|ca|c|about)\b"
+)
+# Primes, quotes and arrows too: 71' 9" (feet and inches), 5'-->3' (strand direction).
+_PAIR_GAP_CHARS = " \t,.;:()/–—‐-−%+±×'\"’‘“”<>→"
+# Between two provision numbers the reference word may repeat: "section 224 or section 225".
+_PAIR_REFERENCE_RE = re.compile(
+    r"\b(?:sections?|secs?|articles?|arts?|clauses?|rules?|paras?|paragraphs?|chapters?|s|ss)\b"
+)
+# What makes a pair a range: "-2.63 to 0.19", "30·4-38·2", "10% – 20%".
+_RANGE_GAP_RE = re.compile(r"\s*%?\s*(?:to|through|till|until|[-–—‐−])\s*", re.IGNORECASE)
+# A minus, hyphen or en dash right before a digit is a sign when it follows a space, an opening
+# bracket or a separator ("CI, −43.61% to −22.81%"), unless a number comes just before it: then
+# it joins a range ("10 – 20"); right after a digit or letter it always joins ("30·4-38·2", "U-20").
+_SIGNS = "-−–"
+_SIGN_OPENERS = "([,;:=<>/"
+_SIGNED_RE = re.compile(r"[-−–][0-9]")  # a cheap pre-check; ``_signed`` decides
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +177,8 @@ def extract_quantities(
         _Tok(m.lastgroup or "", m.group().casefold(), m.start(), m.end())
         for m in _TOKEN_RE.finditer(text)
     ]
+    if ("-" in text or "−" in text or "–" in text) and _SIGNED_RE.search(text):
+        toks = [_signed(text, t) if t.kind == "num" else t for t in toks]
     found: list[Quantity] = []
     reference_until = -1
     i = 0
@@ -255,22 +273,58 @@ def unsupported(
     return missing
 
 
+def displaced_references(
+    claim: Sequence[tuple[Quantity, frozenset[str]]],
+    evidence: Sequence[tuple[Quantity, frozenset[str]]],
+) -> list[Mismatch]:
+    """Claim provision numbers where the evidence cites another provision in the same words.
+
+    For a provision number that the cited id names but the text does not hold ("acts specified
+    in section 158" citing IPC_158_0): it fails when an evidence provision number with another
+    value fits its context as well as ``unsupported`` requires of a rival ("acts specified in
+    section 141").
+    """
+    missing: list[Mismatch] = []
+    for q, context in claim:
+        rivals = [(len(context & c), e) for e, c in evidence if e.reference and e.term != q.term]
+        if rivals:
+            fit, best = max(rivals, key=lambda r: r[0])
+            if fit >= MIN_RIVAL_FIT:
+                missing.append(Mismatch(q, best))
+    return missing
+
+
 def ordered_pairs(text: str, quantities: Sequence[Quantity]) -> frozenset[tuple[str, str]]:
     """Pairs of different numbers written next to each other ("1937 to 1945", "26–56", "35% and
-    55%"), in text order; a claim that reverses a pair its evidence writes the other way round
-    has swapped them. Month names and ordinals are left out: "June 12" and "12 June" agree.
+    55%", "71' 9\"", "1590 – before 1638", "section 224 or section 225"), in text order; a claim
+    that reverses a pair its evidence writes the other way round has swapped them. Month names
+    and ordinals are left out: "June 12" and "12 June" agree.
     """
     plain = [q for q in quantities if q.unit not in STRICT_UNITS]
     pairs: set[tuple[str, str]] = set()
     for left, right in itertools.pairwise(plain):
-        gap = text[left.end : right.start]
-        if (
-            left.term != right.term
-            and len(gap) <= _MAX_PAIR_GAP
-            and not _PAIR_JOINER_RE.sub("", gap.casefold()).strip(_PAIR_GAP_CHARS)
-        ):
+        if left.term == right.term or right.start - left.end > 2 * _MAX_PAIR_GAP:
+            continue
+        gap = text[left.end : right.start].casefold()
+        if left.reference and right.reference:
+            gap = _PAIR_REFERENCE_RE.sub("", gap)
+        if len(gap) <= _MAX_PAIR_GAP and not _PAIR_JOINER_RE.sub("", gap).strip(_PAIR_GAP_CHARS):
             pairs.add((left.term, right.term))
     return frozenset(pairs)
+
+
+def ranges(text: str, quantities: Sequence[Quantity]) -> frozenset[tuple[str, str]]:
+    """The pairs written as a range: "-2.63 to 0.19", "30·4-38·2" (see ``repaired``)."""
+    if len(quantities) < 2:
+        return frozenset()
+    plain = [q for q in quantities if q.unit not in STRICT_UNITS]
+    return frozenset(
+        (left.term, right.term)
+        for left, right in itertools.pairwise(plain)
+        if left.term != right.term
+        and right.start - left.end <= _MAX_PAIR_GAP
+        and _RANGE_GAP_RE.fullmatch(text, left.end, right.start)
+    )
 
 
 def swapped(
@@ -282,6 +336,132 @@ def swapped(
     )
 
 
+def repaired(
+    claim_ranges: frozenset[tuple[str, str]], evidence_pairs: frozenset[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """Claim ranges whose ends the evidence pairs with other numbers and never with each other.
+
+    "-2.63 to 0.19" fails against "-2.63 to 0.02 ... -0.60 to 0.19": both ends are in the
+    evidence, but as the ends of two other intervals.
+    """
+    has_right = {a for a, _ in evidence_pairs}
+    has_left = {b for _, b in evidence_pairs}
+    return sorted(
+        (a, b)
+        for a, b in claim_ranges
+        if a in has_right
+        and b in has_left
+        and (a, b) not in evidence_pairs
+        and (b, a) not in evidence_pairs
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Date:
+    """A calendar date as written: its month, and whichever of day and year the text states."""
+
+    month: Quantity
+    day: Quantity | None = None
+    year: Quantity | None = None
+
+    @property
+    def start(self) -> int:
+        return min(q.start for q in self._parts())
+
+    @property
+    def end(self) -> int:
+        return max(q.end for q in self._parts())
+
+    def shared(self, other: Date) -> tuple[Quantity, ...] | None:
+        """The day and year that ``other`` states too, when the two can be one date (same
+        month, no stated part in conflict, a day or year in common); None when they cannot."""
+        if self.month.value != other.month.value:
+            return None
+        shared: list[Quantity] = []
+        for mine, theirs in ((self.day, other.day), (self.year, other.year)):
+            if mine is not None and theirs is not None:
+                if mine.value != theirs.value:
+                    return None
+                shared.append(mine)
+        return tuple(shared) or None
+
+    def _parts(self) -> tuple[Quantity, ...]:
+        return tuple(q for q in (self.month, self.day, self.year) if q is not None)
+
+
+def extract_dates(text: str, quantities: Sequence[Quantity]) -> tuple[Date, ...]:
+    """Dates built from a month name and the numbers written next to it: "March 9, 1909",
+    "9 March 1909", "1945 May 17", "March 9", "9 March", "March 1909"."""
+    if not quantities or not any(q.unit == "calendar_month" for q in quantities):
+        return ()
+    found: list[Date] = []
+    for k, month in enumerate(quantities):
+        if month.unit != "calendar_month":
+            continue
+        before = quantities[k - 1] if k else None
+        after = quantities[k + 1] if k + 1 < len(quantities) else None
+        later = quantities[k + 2] if k + 2 < len(quantities) else None
+        if before and _is_day(before) and _date_gap(text, before, month, "of"):
+            year = (
+                after if after and _is_year(after) and _date_gap(text, month, after, ",") else None
+            )
+            found.append(Date(month, before, year))
+        elif (
+            before
+            and after
+            and _is_year(before)
+            and _is_day(after)
+            and _date_gap(text, before, month, "")
+            and _date_gap(text, month, after, "")
+        ):
+            found.append(Date(month, after, before))
+        elif after and _is_day(after) and _date_gap(text, month, after, ""):
+            year = (
+                later if later and _is_year(later) and _date_gap(text, after, later, ",") else None
+            )
+            found.append(Date(month, after, year))
+        elif after and _is_year(after) and _date_gap(text, month, after, ""):
+            found.append(Date(month, None, after))
+    return tuple(found)
+
+
+def compare_dates(
+    claim: Sequence[Date], evidence: Sequence[Date]
+) -> tuple[list[Date], set[Quantity]]:
+    """Claim dates that no evidence date can be, and the claim's day and year numbers that an
+    evidence date backs ("1945 May 17" is "17 May 1945": its numbers need no other check).
+
+    Only checked when the evidence writes dates at all: a date the evidence gives in another
+    form ("1909-03-09") is left to the number check.
+    """
+    if not claim or not evidence:
+        return [], set()
+    wrong: list[Date] = []
+    backed: set[Quantity] = set()
+    for date in claim:
+        matches = [parts for e in evidence if (parts := date.shared(e)) is not None]
+        if not matches:
+            wrong.append(date)
+        for parts in matches:
+            backed.update(parts)
+    return wrong, backed
+
+
+def _is_day(q: Quantity) -> bool:
+    return q.unit in ("", "ordinal") and q.value == int(q.value) and 1 <= q.value <= 31
+
+
+def _is_year(q: Quantity) -> bool:
+    return not q.unit and q.value == int(q.value) and 1000 <= q.value <= 2999
+
+
+def _date_gap(text: str, left: Quantity, right: Quantity, extra: str) -> bool:
+    """True when only spaces, or ``extra`` (a comma, or "of" after a day) amid them, separate
+    the two."""
+    gap = text[left.end : right.start]
+    return 0 < len(gap) <= 5 and gap.strip() in ("", extra)
+
+
 def _same_kind(claim: Quantity, evidence: Quantity) -> bool:
     if claim.unit in STRICT_UNITS or evidence.unit in STRICT_UNITS:
         return claim.unit == evidence.unit
@@ -289,12 +469,37 @@ def _same_kind(claim: Quantity, evidence: Quantity) -> bool:
 
 
 def _matches(claim: Quantity, evidence: Quantity) -> bool:
-    if not math.isclose(claim.value, evidence.value, rel_tol=1e-9, abs_tol=1e-12):
+    # A claim may drop a minus sign that a word carries ("reduced by 33%" for "−33%"), but a
+    # negative claim number needs a negative evidence number.
+    value = evidence.value if claim.value < 0 else abs(evidence.value)
+    if not math.isclose(claim.value, value, rel_tol=1e-9, abs_tol=1e-12):
         return False
     return _same_kind(claim, evidence)
 
 
+def _signed(text: str, tok: _Tok) -> _Tok:
+    """``tok`` with the sign written right before it, if any (see ``_SIGNS``)."""
+    sign = tok.start - 1
+    if sign < 0 or text[sign] not in _SIGNS:
+        return tok
+    if sign and not (text[sign - 1].isspace() or text[sign - 1] in _SIGN_OPENERS):
+        return tok
+    if _follows_number(text, sign):
+        return tok
+    return _Tok(tok.kind, "-" + tok.text, sign, tok.end)
+
+
+def _follows_number(text: str, position: int) -> bool:
+    before = text[max(position - 8, 0) : position].rstrip()
+    return bool(before) and (before[-1].isdigit() or before[-1] == "%")
+
+
 def _parse_digits(text: str) -> list[float]:
+    if text[0] in _SIGNS:
+        values = _parse_digits(text[1:])
+        return [-values[0], *values[1:]]
+    if "·" in text:
+        text = text.replace("·", ".")
     if "," in text:
         if _THOUSANDS_RE.fullmatch(text):
             return [float(text.replace(",", ""))]

@@ -36,6 +36,24 @@ class TestScan:
         assert report.malformed_citations == ()
         assert "'0.61'" in report.sentences[0].detail
 
+    def test_scan_checks_a_quoted_percentage_bracket_whose_number_changed(self) -> None:
+        evidence = [chunk("V_1_0", "The area fell by 8% [9%] in treated monkeys vs 47% [5%].")]
+
+        report = validate(
+            "The area fell by 8% [12%] in treated monkeys vs 47% [5%] [V_1_0].", evidence
+        )
+
+        assert report.reason is Reason.NUMBER_MISMATCH
+        assert report.invalid_citations == ()
+
+    def test_scan_keeps_a_bare_number_out_of_range_as_an_invalid_citation(self) -> None:
+        evidence = [chunk("V_1_0", "The area fell by 8% [9] in treated monkeys.")]
+
+        report = validate("The area fell by 8% in treated monkeys [12].", evidence)
+
+        assert report.reason is Reason.INVALID_CITATION
+        assert report.invalid_citations == ("12",)
+
     def test_scan_still_reports_a_spaced_id_as_malformed(self) -> None:
         index = EvidenceIndex.build([TRIAL])
 

@@ -461,6 +461,54 @@ class TestNumbers:
 
         assert report.reason is Reason.NUMBER_MISMATCH
 
+    def test_validate_accepts_a_date_written_year_month_day(self) -> None:
+        evidence = [
+            chunk("D_1_0", "Dino Buzzati (14 October 1906 – 28 January 1972) was a novelist.")
+        ]
+
+        report = check(
+            "Dino Buzzati (1906 October 14 – 28 January 1972) was a novelist [D_1_0].", evidence
+        )
+
+        assert report.verdict is Verdict.GROUNDED
+
+    def test_validate_rejects_days_exchanged_between_two_dates(self) -> None:
+        evidence = [chunk("N_1_0", "Nelson Algren (March 28, 1909 – May 9, 1981) was a writer.")]
+
+        report = check(
+            "Nelson Algren (March 9, 1909 – May 28, 1981) was a writer [N_1_0].", evidence
+        )
+
+        assert report.reason is Reason.NUMBER_MISMATCH
+        assert "'March 9, 1909' matches no date" in report.sentences[0].detail
+
+    def test_validate_checks_a_number_of_the_cited_id_that_its_text_also_holds(self) -> None:
+        evidence = [
+            chunk(
+                "1986 OFC U-20 Championship_0",
+                "The OFC U-20 Championship 1986 was a soccer tournament held in Auckland.",
+            )
+        ]
+        swapped = "The OFC U-1986 Championship 20 was a soccer tournament held in Auckland"
+        right = "The OFC U-20 Championship 1986 was a soccer tournament held in Auckland"
+
+        assert check(f"{right} [1986 OFC U-20 Championship_0].", evidence).accepted
+        report = check(f"{swapped} [1986 OFC U-20 Championship_0].", evidence)
+        assert report.reason is Reason.NUMBER_MISMATCH
+
+    def test_validate_rejects_a_cited_section_put_where_its_text_names_another(self) -> None:
+        text = ipc_text("158")
+        swapped = text.replace("Whoever", "Under Section 141 of the IPC, whoever").replace(
+            "section 141,", "section 158,"
+        )
+
+        assert check(f"Under Section 158 of the IPC, {text} [IPC_158_0]", [ipc("158")]).accepted
+        report = check(f"{swapped} [IPC_158_0]", [ipc("158")])
+        assert report.reason is Reason.NUMBER_MISMATCH
+        assert "'158' does not match the cited evidence, which has 141" in (
+            report.sentences[0].detail
+        )
+
     def test_validate_ignores_numbers_when_options_disable_the_check(self) -> None:
         answer = f"{CHEATING.replace('seven years', '10 years')} [IPC_420_0]."
 
@@ -493,6 +541,33 @@ class TestNegation:
         report = check("The drug did not reduce mortality in elderly patients [E_1_0].", evidence)
 
         assert report.verdict is Verdict.GROUNDED
+
+    def test_validate_rejects_a_negated_bound_stated_without_its_negation(self) -> None:
+        answer = (
+            "Under Section 122 of the IPC, "
+            + ipc_text("122").replace("not exceeding", "exceeding")
+            + " [IPC_122_0]"
+        )
+
+        report = check(answer, [ipc("122")])
+
+        assert report.reason is Reason.NEGATION_MISMATCH
+
+    def test_validate_rejects_a_negation_word_replaced_by_its_opposite(self) -> None:
+        evidence = [
+            chunk(
+                "E_1_0",
+                "Training improved health status compared with usual care without training.",
+            )
+        ]
+
+        report = check(
+            "Training improved health status compared with usual care with training [E_1_0].",
+            evidence,
+        )
+
+        assert report.reason is Reason.NEGATION_MISMATCH
+        assert "'usual care with training'" in report.sentences[0].detail
 
     def test_validate_ignores_negation_when_options_disable_the_check(self) -> None:
         answer = "Whoever commits theft shall not be punished with imprisonment [IPC_379_0]."

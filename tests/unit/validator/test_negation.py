@@ -1,0 +1,114 @@
+"""Negation: negated bounds, and cues deleted, replaced or inserted between claim and evidence."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.validator import negation
+from services.validator.coverage import analyse
+
+
+def edits(claim: str, *evidence: str) -> list[str]:
+    c = analyse(claim)
+    cited = [analyse(text, evidence=True) for text in evidence]
+    return negation.edits(c.tokens, c.negations, [(e.tokens, e.negations) for e in cited])
+
+
+def mismatches(claim: str, evidence: str) -> list[str]:
+    c, e = analyse(claim), analyse(evidence, evidence=True)
+    return negation.mismatches(
+        c.negations, c.clauses, frozenset(t.norm for t in c.tokens), e.negations, e.clauses
+    )
+
+
+class TestBounds:
+    def test_mismatches_rejects_a_bound_whose_negation_was_dropped(self) -> None:
+        found = mismatches(
+            "imprisonment for a term exceeding ten years",
+            "imprisonment for a term not exceeding ten years",
+        )
+
+        assert found
+        assert "exceed" in found[0]
+
+    @pytest.mark.parametrize(
+        "claim",
+        [
+            "imprisonment for a term of at least seven years",
+            "imprisonment for a term not less than seven years",
+        ],
+    )
+    def test_mismatches_accepts_a_bound_stated_the_same_way(self, claim: str) -> None:
+        assert mismatches(claim, "imprisonment for a term not less than seven years") == []
+
+
+class TestEdits:
+    @pytest.mark.parametrize(
+        ("claim", "evidence"),
+        [
+            # "art" and "more" are stop words: the term-based check cannot see these.
+            (
+                "compared to a counterfactual scenario in which there is ART",
+                "compared to a counterfactual scenario in which there is no ART",
+            ),
+            (
+                "the lead singer of the alternative metal band Faith More",
+                "the lead singer of the alternative metal band Faith No More",
+            ),
+            (
+                "improvements compared with usual care with training",
+                "improvements compared with usual care without training",
+            ),
+            (
+                "lower in those with (5.72%) vs those with (6.01%) SCT",
+                "lower in those with (5.72%) vs those without (6.01%) SCT",
+            ),
+        ],
+    )
+    def test_edits_finds_a_cue_deleted_or_replaced(self, claim: str, evidence: str) -> None:
+        assert edits(claim, evidence)
+
+    def test_edits_finds_a_cue_inserted_where_a_title_holds_another_cue(self) -> None:
+        found = edits(
+            "Nobody for Everybody is not the Japanese debut EP by Wonder Girls",
+            "Nobody for Everybody is the Japanese debut EP by Wonder Girls",
+        )
+
+        assert found == [
+            "the claim has 'everybody is not the japanese' where the cited evidence has "
+            "'everybody is the japanese'"
+        ]
+
+    @pytest.mark.parametrize(
+        ("claim", "evidence"),
+        [
+            ("There is no ART in the control arm", "There is no ART in the control arm"),
+            ("There were zero deaths in the trial arm", "There were no deaths in the trial arm"),
+            # The evidence itself writes both forms.
+            (
+                "if the term shall not exceed six months; two months if the term shall exceed "
+                "six months",
+                "if the term shall not exceed six months; two months if the term shall exceed "
+                "six months",
+            ),
+            # The claim keeps only the negated one of the two.
+            (
+                "a time not exceeding one month if the term shall not exceed six months",
+                "a time not exceeding one month if the term shall not exceed six months; two "
+                "months if the term shall exceed six months",
+            ),
+            # Swapped numbers must not make "with aura (1.23)" look like "without aura (1.23)".
+            (
+                "people with aura (1.23, 1.53 to 3.03) compared with people without aura (2.16)",
+                "people with aura (2.16, 1.53 to 3.03) compared with people without aura (1.23)",
+            ),
+        ],
+    )
+    def test_edits_accepts_text_that_keeps_the_negation(self, claim: str, evidence: str) -> None:
+        assert edits(claim, evidence) == []
+
+    def test_edits_leaves_a_cue_that_opens_the_text_to_the_term_check(self) -> None:
+        claim, evidence = "Deaths occurred in the trial", "No deaths occurred in the trial"
+
+        assert edits(claim, evidence) == []
+        assert mismatches(claim, evidence)
