@@ -5,8 +5,9 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
+from operator import attrgetter
 
 from services.validator import negation
 from services.validator.quantities import (
@@ -25,38 +26,63 @@ _NON_TERM_UNITS = frozenset({"calendar_month", "ordinal"})
 _CONTEXT_TERMS = 2
 # A supporting span may skip at most this many clauses that add nothing to reach one that does.
 _MAX_SPAN_GAP = 3
+_NORM = attrgetter("norm")
+_TERM = attrgetter("term")
+_EMPTY = frozenset({""})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Analysis:
-    """Everything the rules need about one text, computed once."""
+    """Everything the rules need about one text, computed once.
+
+    Clauses are built on first use: evidence needs them for every supporting span, a claim only
+    when its cited evidence holds a negation to align it with.
+    """
 
     tokens: tuple[Token, ...]
     terms: frozenset[str]
     quantities: tuple[Quantity, ...]
     contexts: tuple[frozenset[str], ...]
     negations: tuple[negation.NegationScope, ...]
-    clauses: tuple[Clause, ...]
     number_pairs: frozenset[tuple[str, str]] = frozenset()
+    negated: frozenset[int] = frozenset()
+    _clauses: tuple[Clause, ...] | None = field(default=None, repr=False, compare=False)
     dates: tuple[Date, ...] = ()
+
+    @property
+    def clauses(self) -> tuple[Clause, ...]:
+        # Idempotent, so two threads racing on a shared (cached) evidence analysis is harmless.
+        if self._clauses is None:
+            self._clauses = _clauses(self.tokens, self.quantities, self.negated)
+        return self._clauses
+
+    @property
+    def norms(self) -> frozenset[str]:
+        """Every word of the text, normalised (stop words included)."""
+        return frozenset(map(_NORM, self.tokens))
 
 
 def analyse(text: str, *, evidence: bool = False) -> Analysis:
     """Tokens, content terms (words and normalised numbers), quantities, negations, clauses."""
     tokens = tokenize(text)
-    quantities = extract_quantities(text, lenient_months=evidence, words={t.norm for t in tokens})
-    scopes, negated = negation.scopes(tokens)
-    terms = frozenset(t.term for t in tokens if t.term) | frozenset(
-        q.term for q in quantities if q.unit not in _NON_TERM_UNITS
-    )
+    norms = set(map(_NORM, tokens))
+    quantities = extract_quantities(text, lenient_months=evidence, words=norms)
+    if negation.CUES.isdisjoint(norms) and "n't" not in text and "n’t" not in text:
+        scopes: tuple[negation.NegationScope, ...] = ()
+        negated: frozenset[int] = frozenset()
+    else:
+        scopes, negated = negation.scopes(tokens)
+    terms = frozenset(map(_TERM, tokens))
+    if quantities:
+        terms |= {q.term for q in quantities if q.unit not in _NON_TERM_UNITS}
     return Analysis(
         tokens,
-        terms,
+        terms - _EMPTY,
         quantities,
         _contexts(tokens, quantities),
         scopes,
-        _clauses(tokens, quantities, negated),
         ordered_pairs(text, quantities),
+        negated,
         dates=extract_dates(text, quantities),
     )
 

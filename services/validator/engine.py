@@ -5,7 +5,8 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import lru_cache
 
 from services.validator import negation
 from services.validator.citations import (
@@ -56,6 +57,7 @@ __all__ = [
     "MAX_ANSWER_BYTES",
     "MAX_EVIDENCE",
     "EvidenceLike",
+    "clear_caches",
     "resolve_citations",
     "validate",
 ]
@@ -98,20 +100,32 @@ class _Evidence:
     """Per-request view of the evidence: unique items and their analyses, computed on demand."""
 
     index: EvidenceIndex
-    _terms: dict[str, frozenset[str]] = field(default_factory=dict)
+    _items: list[tuple[str, frozenset[str]]] | None = None
 
     def analysis(self, semantic_id: str) -> Analysis:
         return analyse_evidence(self.index.texts[self.index.position[semantic_id]])
 
     def terms(self, semantic_id: str) -> frozenset[str]:
-        cached = self._terms.get(semantic_id)
-        if cached is None:
-            cached = self.analysis(semantic_id).terms | id_terms(semantic_id)
-            self._terms[semantic_id] = cached
-        return cached
+        return _item_terms(semantic_id, self.index.texts[self.index.position[semantic_id]])
 
-    def unique_ids(self) -> Iterable[str]:
-        return self.index.position.keys()
+    def items(self) -> list[tuple[str, frozenset[str]]]:
+        """Every unique evidence id with its terms (built once per request)."""
+        if self._items is None:
+            texts = self.index.texts
+            self._items = [(i, _item_terms(i, texts[p])) for i, p in self.index.position.items()]
+        return self._items
+
+
+@lru_cache(maxsize=8192)
+def _item_terms(semantic_id: str, text: str) -> frozenset[str]:
+    """Terms of an evidence item: its text's and its id's (memoised like ``analyse_evidence``)."""
+    return analyse_evidence(text).terms | id_terms(semantic_id)
+
+
+def clear_caches() -> None:
+    """Forget the memoised evidence analyses (benchmarks measure the cold path with it)."""
+    analyse_evidence.cache_clear()
+    _item_terms.cache_clear()
 
 
 def validate(
@@ -223,12 +237,14 @@ def _judge(
             number_problems = _number_problems(claim_text, claim, ids, analyses)
             if number_problems:
                 problems[Reason.NUMBER_MISMATCH] = "; ".join(number_problems)
-        if options.check_negation:
+        evidence_scopes = [s for a in analyses for s in a.negations]
+        # With no negation on either side there is nothing to disagree on (and no clauses to build).
+        if options.check_negation and (claim.negations or evidence_scopes):
             disagreements = negation.mismatches(
                 claim.negations,
                 claim.clauses,
-                frozenset(t.norm for t in claim.tokens),
-                (s for a in analyses for s in a.negations),
+                claim.norms,
+                evidence_scopes,
                 [c for a in analyses for c in a.clauses],
             ) + negation.edits(
                 claim.tokens, claim.negations, [(a.tokens, a.negations) for a in analyses]
@@ -351,7 +367,7 @@ def _missing(
     return missing_citations(
         terms,
         cited_terms,
-        ((i, view.terms(i)) for i in view.unique_ids() if i not in cited),
+        [item for item in view.items() if item[0] not in cited],
         min_terms=options.missing_min_terms,
         min_fraction=options.missing_min_fraction,
         min_alone=options.single_citation_threshold,

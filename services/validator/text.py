@@ -198,18 +198,22 @@ def _word(raw: str) -> tuple[str, str]:
 def tokenize(text: str) -> tuple[Token, ...]:
     """Split ``text`` into word tokens; a clause number increments at clause punctuation."""
     tokens: list[Token] = []
+    append = tokens.append
+    new = tuple.__new__  # Token(...) without the NamedTuple's Python-level __new__ (hot loop)
+    word = _word
     clause = 0
     pending = False
     for match in _TOKEN_RE.finditer(text):
-        raw = match.group(1)
+        raw = match[1]
         if raw is None:
             pending = bool(tokens)
             continue
         if pending:
             clause += 1
             pending = False
-        norm, term = _word(raw)
-        tokens.append(Token(norm, term, match.start(), match.end(), clause))
+        norm, term = word(raw)
+        start, end = match.span()
+        append(new(Token, (norm, term, start, end, clause)))
     return tuple(tokens)
 
 
