@@ -240,9 +240,11 @@ def _judge(
         evidence_scopes = [s for a in analyses for s in a.negations]
         # With no negation on either side there is nothing to disagree on (and no clauses to build).
         if options.check_negation and (claim.negations or evidence_scopes):
+            # Claim clauses only matter for an evidence-negated term the claim holds at all.
+            aligned = any(t in terms for scope in evidence_scopes for t in scope.terms)
             disagreements = negation.mismatches(
                 claim.negations,
-                claim.clauses,
+                claim.clauses if aligned else (),
                 claim.norms,
                 evidence_scopes,
                 [c for a in analyses for c in a.clauses],
