@@ -4,8 +4,10 @@
 
 (a) In-process ``validate()`` on 10 cited sentences against 20 IPC chunks, pinned to one CPU:
     p50/p95 with a cold evidence cache (cleared before every call) and a warm one.
-(b) ``ValidateAnswer`` over a real in-process gRPC server at concurrency 8, and the echo server
-    of bench/echo.py with a payload of the same size, one after the other in this process.
+(b) ``ValidateAnswer`` over real in-process gRPC servers at concurrency 8 (the app as deployed;
+    the same with a worker thread for every call; a bare server; the exact refusal, which runs
+    no checks), and the echo server of bench/echo.py with a payload of the same size, one after
+    the other in this process.
 Targets (issue 4): in-process p95 <= 5 ms on one core; gRPC throughput >= 0.5 x echo.
 Writes reports/validator_perf.{json,md}.
 """
@@ -129,6 +131,12 @@ async def over_grpc(answer: str, chunks: list[Chunk], duration_s: float) -> dict
 
     app = create_app(ValidatorConfig.from_env({"VALIDATOR_PORT": "0"}))
     await app.start()
+    # The same app with every call sent to a worker thread (VALIDATOR_INLINE_MAX_BYTES=0): what
+    # validating small requests on the event loop saves.
+    threaded = create_app(
+        ValidatorConfig.from_env({"VALIDATOR_PORT": "0", "VALIDATOR_INLINE_MAX_BYTES": "0"})
+    )
+    await threaded.start()
     bare = aio.server()
     pb_grpc.add_ValidatorServiceServicer_to_server(ValidatorServicer(), bare)
     bare_port = bare.add_insecure_port("127.0.0.1:0")
@@ -136,6 +144,13 @@ async def over_grpc(answer: str, chunks: list[Chunk], duration_s: float) -> dict
     echo_server, echo_port = await start_echo_server()
     runs = (
         ("validator", "ValidateAnswer", app.port, request, pb.VALIDATION_VERDICT_GROUNDED),
+        (
+            "validator_threaded",
+            "ValidateAnswer (worker thread for every call)",
+            threaded.port,
+            request,
+            pb.VALIDATION_VERDICT_GROUNDED,
+        ),
         (
             "validator_bare",
             "ValidateAnswer (bare server)",
@@ -175,6 +190,7 @@ async def over_grpc(answer: str, chunks: list[Chunk], duration_s: float) -> dict
             )
     finally:
         await app.stop(None)
+        await threaded.stop(None)
         await bare.stop(None)
         await echo_server.stop(None)
     echo = results["echo"].throughput
@@ -182,6 +198,7 @@ async def over_grpc(answer: str, chunks: list[Chunk], duration_s: float) -> dict
     report.update({key: result.as_dict() for key, result in results.items()})
     for key, suffix in (
         ("validator", ""),
+        ("validator_threaded", "_threaded"),
         ("validator_bare", "_bare"),
         ("validator_refusal", "_refusal"),
     ):
@@ -193,7 +210,10 @@ async def over_grpc(answer: str, chunks: list[Chunk], duration_s: float) -> dict
 
 def markdown(report: dict[str, Any]) -> str:
     local, remote = report["in_process"], report["grpc"]
-    rows = [remote[k] for k in ("validator", "validator_bare", "validator_refusal", "echo")]
+    rows = [
+        remote[k]
+        for k in ("validator", "validator_threaded", "validator_bare", "validator_refusal", "echo")
+    ]
     lines = [
         "# Validator performance",
         "",
@@ -228,12 +248,15 @@ def markdown(report: dict[str, Any]) -> str:
     lines += [
         "",
         f"Throughput ratio ValidateAnswer / echo: **{remote['throughput_ratio']}** "
-        f"(target >= {TARGET_RATIO}); on the bare server: {remote['throughput_ratio_bare']}; "
+        f"(target >= {TARGET_RATIO}); worker thread for every call: "
+        f"{remote['throughput_ratio_threaded']}; on the bare server: "
+        f"{remote['throughput_ratio_bare']}; "
         f"exact refusal, no checks run: {remote['throughput_ratio_refusal']}.",
         "",
         "ValidateAnswer runs on the validator as deployed (service interceptor: request id, "
         "metrics, access log; logging left unconfigured here, so the access log is not "
-        "written), and on a bare server with only the servicer. The exact-refusal run sends the "
+        "written), the same app with every call in a worker thread (VALIDATOR_INLINE_MAX_BYTES=0), "
+        "and a bare server with only the servicer. The exact-refusal run sends the "
         "same evidence but the engine returns at once: it is what the RPC, interceptor and "
         "proto conversion cost alone, the ceiling for the ratio. Every call sends the same "
         "request, so the evidence analyses are cached after the first call (as for chunks that "

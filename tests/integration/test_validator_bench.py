@@ -1,0 +1,32 @@
+"""The validator benchmark harness runs end to end (a smoke run; timings are not asserted)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench import validator_perf
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+RUNS = ("validator", "validator_threaded", "validator_bare", "validator_refusal", "echo")
+
+
+class TestValidatorPerfHarness:
+    def test_validator_perf_quick_run_writes_every_row_without_errors(self, tmp_path: Path) -> None:
+        out = tmp_path / "validator_perf.json"
+
+        assert validator_perf.main(["--quick", "--out", str(out)]) == 0
+
+        report = json.loads(out.read_text())
+        assert report["in_process"]["verdict"] == "grounded"
+        for key in RUNS:
+            row = report["grpc"][key]
+            assert row["calls"] > 0, key
+            assert row["errors"] == 0, key
+        assert report["grpc"]["throughput_ratio"] is not None
+        markdown = out.with_suffix(".md").read_text()
+        assert "exact refusal (no checks run)" in markdown
+        assert "python -m bench.validator_perf --quick" in markdown
