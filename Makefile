@@ -86,6 +86,7 @@ bench-retrieval: install ## Retrieval latency/throughput over gRPC vs echo and r
 .PHONY: bench-validator
 bench-validator: install ## Validator latency in-process and over gRPC vs echo; instructions per call; accuracy.
 	$(PY) -m bench.validator_perf
+	$(PY) -m bench.validator_inline
 	@if command -v valgrind >/dev/null; then $(PY) -m bench.validator_instructions; \
 	else echo "valgrind not installed: instructions per call not counted (apt-get install valgrind)"; fi
 	$(PY) -m bench.validator_accuracy
