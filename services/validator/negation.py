@@ -210,9 +210,9 @@ def edits(
     not exceed six months ... shall exceed six months"). The same holds the other way round for
     each claim cue ("is not the Japanese debut EP" against "is the Japanese debut EP") that no
     evidence cue has amid the same words. Digits are left out of the words compared: the
-    number check owns them, and a swapped number must not make two contexts look alike. This catches edits that the term-based check in
-    ``mismatches`` misses when the negated words are stop words or when another cue nearby
-    shares the scope terms.
+    number check owns them, and a swapped number must not make two contexts look alike. This
+    catches edits that the term-based check in ``mismatches`` misses when the negated words are
+    stop words or when another cue nearby shares the scope terms.
     """
     if not claim_scopes and not any(scopes for _, scopes in evidence):
         return []
