@@ -184,8 +184,11 @@ def extract_quantities(
     i = 0
     while i < len(toks):
         tok = toks[i]
-        reference = _is_reference(text, toks, i, reference_until)
+        if tok.kind == "word" and tok.text not in _ANCHOR_WORDS:
+            i += 1  # most words: no quantity starts here (the branches below need an anchor)
+            continue
         if tok.kind == "num":
+            reference = _is_reference(text, toks, i, reference_until)
             values: list[float] = _parse_digits(tok.text)
             j = i + 1
             if (
@@ -204,9 +207,11 @@ def extract_quantities(
                 reference_until = j
             i = j
         elif tok.kind == "ord":
+            reference = _is_reference(text, toks, i, reference_until)
             found.append(Quantity(float(tok.text[:-2]), "ordinal", tok.start, tok.end, reference))
             i += 1
         elif tok.kind == "word" and tok.text in _NUMBER_WORDS:
+            reference = _is_reference(text, toks, i, reference_until)
             j = i
             while j + 1 < len(toks) and _continues_number(text, toks, j):
                 j += 1
