@@ -19,13 +19,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from grounded.type.v1 import evidence_pb2
-from grounded.validator.v1 import validator_service_pb2 as pb
 from grounded.validator.v1 import validator_service_pb2_grpc as pb_grpc
 from grpc import aio
 
 from bench.loadgen import machine_context, run_load, write_report
-from bench.validator_perf import CONCURRENCY, workload
+from bench.validator_perf import CONCURRENCY, grpc_request, workload
 from services.common.server import ServiceApp
 from services.validator.config import ValidatorConfig
 from services.validator.server import create_app
@@ -37,13 +35,7 @@ VARIANTS: Final = (("inline", None), ("worker thread", "0"))
 
 async def measure(rounds: int, seconds: float) -> list[dict[str, Any]]:
     answer, chunks = workload()
-    request = pb.ValidateAnswerRequest(
-        answer=answer,
-        evidence=[
-            evidence_pb2.Passage(semantic_id=c.semantic_id, doc_id=c.doc_id, text=c.text)
-            for c in chunks
-        ],
-    )
+    request = grpc_request(answer, chunks)
     apps: dict[str, ServiceApp] = {}
     for name, limit in VARIANTS:
         env = {"VALIDATOR_PORT": "0"}

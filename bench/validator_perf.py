@@ -112,6 +112,17 @@ def in_process(answer: str, chunks: list[Chunk], iterations: int) -> dict[str, A
     return results
 
 
+def grpc_request(answer: str, chunks: list[Chunk]) -> pb.ValidateAnswerRequest:
+    """The ValidateAnswer request for ``answer`` over ``chunks`` (in evidence order)."""
+    return pb.ValidateAnswerRequest(
+        answer=answer,
+        evidence=[
+            evidence_pb2.Passage(semantic_id=c.semantic_id, doc_id=c.doc_id, text=c.text)
+            for c in chunks
+        ],
+    )
+
+
 async def over_grpc(answer: str, chunks: list[Chunk], duration_s: float) -> dict[str, Any]:
     """Throughput and latency of ValidateAnswer vs the echo RPC, all at concurrency 8.
 
@@ -121,12 +132,8 @@ async def over_grpc(answer: str, chunks: list[Chunk], duration_s: float) -> dict
     exact refusal with the same evidence: the engine returns at once, so it measures what the
     RPC, the interceptor and the proto conversion cost alone, the ceiling for any validation.
     """
-    evidence = [
-        evidence_pb2.Passage(semantic_id=c.semantic_id, doc_id=c.doc_id, text=c.text)
-        for c in chunks
-    ]
-    request = pb.ValidateAnswerRequest(answer=answer, evidence=evidence)
-    refusal = pb.ValidateAnswerRequest(answer=REFUSAL, evidence=evidence)
+    request = grpc_request(answer, chunks)
+    refusal = grpc_request(REFUSAL, chunks)
     payload = request.SerializeToString()
 
     app = create_app(ValidatorConfig.from_env({"VALIDATOR_PORT": "0"}))
