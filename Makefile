@@ -91,8 +91,12 @@ bench-validator: install ## Validator latency in-process and over gRPC vs echo; 
 	else echo "valgrind not installed: instructions per call not counted (apt-get install valgrind)"; fi
 	$(PY) -m bench.validator_accuracy
 
+.PHONY: bench-synthesis
+bench-synthesis: install ## The first OpenAI call of a fresh process, with and without the warm-up.
+	$(PY) -m bench.openai_first_call
+
 .PHONY: bench
-bench: bench-retrieval bench-validator ## Every benchmark (run on a quiet machine: check `uptime`).
+bench: bench-retrieval bench-validator bench-synthesis ## Every benchmark (run on a quiet machine: check `uptime`).
 
 .PHONY: eval
 eval: install ## Evaluate over gRPC: make eval [DATASET=ipc|squad2|hotpotqa|scifact|all] [DATA=file] [LIMIT=n] [ABLATIONS=1]

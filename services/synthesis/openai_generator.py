@@ -7,6 +7,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio.lowlevel
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
@@ -85,6 +86,16 @@ class OpenAIGenerator:
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""
         await self._client.close()
+
+    async def warm_up(self) -> None:
+        """Load what the client imports lazily on its first request; sends nothing.
+
+        openai resolves ``client.chat`` on first use (about 100 ms of imports) and httpx loads
+        anyio's asyncio backend on its first request, all inside the first call's time budget:
+        on a busy machine a short ``timeout_s`` expired before the request was even sent.
+        """
+        _ = self._client.chat.completions
+        await anyio.lowlevel.checkpoint()
 
     def prompt_for(self, request: GenerationRequest) -> Prompt:
         """The prompt this generator sends for ``request``."""

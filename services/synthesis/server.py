@@ -97,6 +97,8 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
     )
 
     async def warm_up() -> None:
+        if default_openai is not None:
+            await default_openai.warm_up()
         logger.info(
             "synthesis ready",
             extra={

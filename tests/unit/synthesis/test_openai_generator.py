@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
+import subprocess
+import sys
+import textwrap
 from collections.abc import AsyncIterator, Mapping
 
 import pytest
@@ -146,11 +150,14 @@ class TestOpenAIGenerator:
         failure: GenerationFailure,
     ) -> None:
         fake_llm.script(behaviour)
-        gen = OpenAIGenerator(settings(fake_llm.base_url, timeout_s=0.2))
+        gen = OpenAIGenerator(settings(fake_llm.base_url))
+        # Only the case that must time out gets a short budget: a short one for every case
+        # lets a slow first request (lazy imports on a busy machine) time out instead.
+        budget_s = 0.2 if isinstance(behaviour, Delay) else 5.0
 
         try:
             with pytest.raises(GenerationError) as caught:
-                await gen.generate(cheating, timeout_s=5.0)
+                await gen.generate(cheating, timeout_s=budget_s)
         finally:
             await gen.aclose()
 
@@ -197,6 +204,44 @@ class TestOpenAIGenerator:
         assert caught.value.failure is GenerationFailure.LLM_TIMEOUT
 
 
+_WARM_UP_PROBE = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from services.synthesis.openai_generator import OpenAIGenerator, OpenAISettings
+
+    LAZY = ("openai.resources.chat.completions.completions", "anyio._backends._asyncio")
+
+    async def main():
+        gen = OpenAIGenerator(OpenAISettings(base_url=sys.argv[1], model="m"))
+        before = [name in sys.modules for name in LAZY]
+        await gen.warm_up()
+        after = [name in sys.modules for name in LAZY]
+        await gen.aclose()
+        print(json.dumps({"before": before, "after": after}))
+
+    asyncio.run(main())
+    """
+)
+
+
+class TestWarmUp:
+    def test_warm_up_loads_the_lazy_imports_without_a_request(
+        self, fake_llm: FakeOpenAIServer
+    ) -> None:
+        # A fresh interpreter: in this one earlier tests have long imported everything.
+        probe = subprocess.run(
+            [sys.executable, "-c", _WARM_UP_PROBE, fake_llm.base_url],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+
+        loaded = json.loads(probe.stdout)
+        assert loaded == {"before": [False, False], "after": [True, True]}
+        assert fake_llm.requests == []
+
+
 class TestSecretHygiene:
     async def test_api_key_never_reaches_logs_errors_or_repr(
         self,
@@ -207,18 +252,23 @@ class TestSecretHygiene:
         caplog.set_level(logging.DEBUG)
         # The endpoint echoes the key in its error body, as some proxies do.
         fake_llm.script(HttpError(401, f"invalid api key {API_KEY}"), Delay(5.0), MalformedJson())
-        config = settings(fake_llm.base_url, timeout_s=0.2)
+        config = settings(fake_llm.base_url)
         gen = OpenAIGenerator(config)
         errors: list[GenerationError] = []
         try:
-            for _ in range(3):
+            for budget_s in (5.0, 0.2, 5.0):  # the 401 and the bad JSON must not time out
                 with pytest.raises(GenerationError) as caught:
-                    await gen.generate(cheating, timeout_s=5.0)
+                    await gen.generate(cheating, timeout_s=budget_s)
                 errors.append(caught.value)
         finally:
             await gen.aclose()
 
         assert fake_llm.requests[0].headers["authorization"] == f"Bearer {API_KEY}"
+        assert [e.failure for e in errors] == [
+            GenerationFailure.LLM_HTTP_ERROR,
+            GenerationFailure.LLM_TIMEOUT,
+            GenerationFailure.LLM_MALFORMED_OUTPUT,
+        ]
         assert "[REDACTED]" in str(errors[0])
         for error in errors:
             assert API_KEY not in str(error)

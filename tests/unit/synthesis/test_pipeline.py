@@ -415,7 +415,7 @@ class TestOpenAIPath:
     async def llm(self, fake_llm: FakeOpenAIServer) -> AsyncIterator[OpenAIGenerator]:
         generator = OpenAIGenerator(
             OpenAISettings(
-                base_url=fake_llm.base_url, model="fake-legal-7b", api_key="sk-x", timeout_s=0.3
+                base_url=fake_llm.base_url, model="fake-legal-7b", api_key="sk-x", timeout_s=5.0
             )
         )
         yield generator
@@ -475,7 +475,11 @@ class TestOpenAIPath:
         code: str,
     ) -> None:
         fake_llm.script(behaviour)
-        synth = pipeline(FakeRetriever(scored(ipc, *CHEATING_IDS)), llm)
+        # Only the timeout case gets a short budget (see test_openai_generator).
+        budget_s = 0.3 if isinstance(behaviour, Delay) else 5.0
+        synth = pipeline(
+            FakeRetriever(scored(ipc, *CHEATING_IDS)), llm, generation_timeout_s=budget_s
+        )
 
         result = await synth.answer(SynthesisRequest(CHEATING))
 
@@ -517,7 +521,7 @@ class TestOpenAIPathWithTheRealValidatorEngine:
     async def llm(self, fake_llm: FakeOpenAIServer) -> AsyncIterator[OpenAIGenerator]:
         generator = OpenAIGenerator(
             OpenAISettings(
-                base_url=fake_llm.base_url, model="fake-legal-7b", api_key="sk-x", timeout_s=0.3
+                base_url=fake_llm.base_url, model="fake-legal-7b", api_key="sk-x", timeout_s=5.0
             )
         )
         yield generator
