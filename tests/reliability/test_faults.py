@@ -226,14 +226,15 @@ class TestRetrievalDeadline:
             await server.stop(0)
         assert isinstance(outcome, grpc.aio.AioRpcError)
         assert outcome.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-        assert 0.9 <= elapsed < 1.6, elapsed
+        # Well under the fake's 4 s: slack for a busy CI machine, still telling the two apart.
+        assert 0.9 <= elapsed < 2.5, elapsed
         # Propagated: retrieval got the caller's remaining time, not its own 30 s limit ...
         remaining = fake.log.time_remaining[0]
         # (grpc-timeout is sent at millisecond-ish precision and rounded up, hence the slack.)
         assert remaining is not None and 0.5 < remaining <= 1.05, remaining
         # ... and its work stopped when that ran out instead of finishing for nobody.
         assert len(fake.log.cancelled) == 1 and not fake.log.finished
-        assert fake.log.cancelled[0] - started < 1.6
+        assert fake.log.cancelled[0] - started < 2.5
         # The synthesis side counts the call as ended by its caller's deadline, not as OK.
         ended = {code: _rpc_count(code) - before for code, before in ended_before.items()}
         assert ended == {"OK": 0, "DEADLINE_EXCEEDED": 1, "CANCELLED": 0}, ended
@@ -255,7 +256,7 @@ class TestRetrievalDeadline:
         assert isinstance(outcome, grpc.aio.AioRpcError)
         assert outcome.code() == grpc.StatusCode.DEADLINE_EXCEEDED
         assert error_reason(outcome) == "DEPENDENCY_TIMEOUT"
-        assert elapsed < 1.5, elapsed
+        assert elapsed < 2.5, elapsed  # the fake would take 4 s
         remaining = fake.log.time_remaining[0]
         assert remaining is not None and remaining <= 0.55, remaining
         assert len(fake.log.cancelled) == 1 and not fake.log.finished
