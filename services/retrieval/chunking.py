@@ -17,7 +17,7 @@ logger = logging.getLogger(__name__)
 Span = tuple[int, int]
 
 # Bumped whenever splitting changes what chunks come out; part of the artifact checksum.
-SPLITTER_VERSION: Final = "pysbd-0.3.4+legal-1"
+SPLITTER_VERSION: Final = "pysbd-0.3.4+legal-2"
 DEFAULT_CONTEXT: Final = 1
 DEFAULT_MIN_WORDS: Final = 2
 
@@ -56,7 +56,8 @@ class SplitAlignmentError(RuntimeError):
 class LegalSentenceSplitter:
     """pysbd segmentation corrected for statute text.
 
-    Lines are hard boundaries (clauses in the source sit on their own lines). Inside a line,
+    Lines are boundaries (clauses in the source sit on their own lines) unless the next line
+    continues the same sentence (see ``_continues_on_next_line``). Inside a line,
     pysbd's breaks are undone after a known abbreviation, when the left piece has no terminal
     punctuation (``in clause | (i) of``), or when the right piece starts in lower case or with
     continuation punctuation (``Explanation II. | -- For``). Pieces with fewer than
@@ -71,9 +72,13 @@ class LegalSentenceSplitter:
         spans: list[Span] = []
         for line_start, line_end in _line_spans(text):
             pieces = self._pysbd_spans(text[line_start:line_end])
-            spans.extend(
-                _join_false_breaks(text, [(line_start + s, line_start + e) for s, e in pieces])
-            )
+            line = _join_false_breaks(text, [(line_start + s, line_start + e) for s, e in pieces])
+            if spans and _continues_on_next_line(
+                text[spans[-1][0] : spans[-1][1]], text[line[0][0] : line[0][1]]
+            ):
+                spans[-1] = (spans[-1][0], line[0][1])
+                line = line[1:]
+            spans.extend(line)
         return _merge_fragments(text, spans, self.min_words)
 
     def _pysbd_spans(self, line: str) -> list[Span]:
@@ -122,6 +127,22 @@ def _is_false_break(left: str, right: str) -> bool:
     if left.rstrip(_CLOSING)[-1:] not in _TERMINAL:
         return True
     return right[:1].islower() or right[:1] in _CONTINUATION_START
+
+
+def _continues_on_next_line(left: str, right: str) -> bool:
+    """Whether a line break between ``left`` and ``right`` falls inside one sentence.
+
+    Only a lower-case start continues (a clause marker, a capital or a number starts anew):
+    after a line with no terminal punctuation (a wrapped line: ``is situated,`` | ``for the
+    issue``), or after a list intro (``done:``, ``includes—``) when the next line is no clause
+    of its own either (``an illegal act, or``), as in s.120A's single-sentence definition.
+    """
+    if not right[:1].islower():
+        return False
+    left_end = left.rstrip(_CLOSING)[-1:]
+    if left_end not in _TERMINAL:
+        return True
+    return left_end in ":—–-" and right.rstrip(_CLOSING)[-1:] not in _TERMINAL
 
 
 def _word_count(piece: str) -> int:

@@ -65,12 +65,41 @@ class TestLegalSentenceSplitter:
         )
         assert sentences(text) == [text]
 
-    def test_split_treats_lines_as_clause_boundaries(self) -> None:
-        text = (
+    def test_split_joins_a_sentence_that_runs_across_lines(self) -> None:
+        # s.120A: the list intro and its items are one sentence; the proviso is the next one.
+        definition = (
             "When two or more persons agree to do, or cause to be done:\n"
             "an illegal act, or\n"
             "an act which is not illegal by illegal means, such an agreement is a conspiracy;"
         )
+        proviso = "Provided that no agreement except an agreement to commit an offence shall."
+        assert sentences(f"{definition}\n{proviso}") == [definition, proviso]
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            # a wrapped line: no terminal punctuation before a lower-case start
+            "the school from where he is receiving instruction is situated,\nfor the issue to "
+            "him of a driving licence.",
+            "such an agreement shall\nif the expression means transportation, be construed.",
+        ],
+    )
+    def test_split_joins_wrapped_lines(self, text: str) -> None:
+        assert sentences(text) == [text]
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            # list items that are clauses of their own stay apart
+            "Fact means and includes—\nany thing capable of being perceived by the senses;\n"
+            "any mental condition of which any person is conscious.",
+            # a finished sentence, a capital, or a clause marker starts anew
+            "The first rule applies here.\nthe second rule applies there.",
+            "The Court may order it, where\nThe Magistrate decides otherwise.",
+            "Whoever commits the offence shall—\n(a) be fined; or\n(b) be imprisoned.",
+        ],
+    )
+    def test_split_keeps_line_boundaries_between_clauses(self, text: str) -> None:
         assert sentences(text) == text.split("\n")
 
     def test_split_numbered_clauses(self) -> None:
@@ -113,9 +142,16 @@ class TestLegalSentenceSplitter:
     def test_split_real_ipc_sections(self, ipc: dict[str, Document]) -> None:
         for single in ("IPC_420", "IPC_299", "IPC_300", "IPC_378", "IPC_499"):
             assert sentences(ipc[single].text) == [ipc[single].text]
-        assert len(sentences(ipc["IPC_120A"].text)) == 4
+        conspiracy = sentences(ipc["IPC_120A"].text)
+        assert len(conspiracy) == 2
+        assert conspiracy[0].endswith("such an agreement is designated a criminal conspiracy;")
+        assert conspiracy[1].startswith("Provided that")
         rape = sentences(ipc["IPC_375"].text)
-        assert "Explanations\nFor the purposes of this section" in rape[11]
+        # The four clauses ending "; or" on their own lines are one sentence with its opening.
+        assert rape[0].startswith("A man is said to commit “rape” if he, penetrates")
+        assert rape[0].endswith("any of the following seven descriptions1:")
+        assert rape[1:3] == ["Against her will.", "Without her consent."]
+        assert "Explanations\nFor the purposes of this section" in rape[8]
         assert all(len(s.split()) >= 2 for s in rape)
 
     def test_split_crpc_section_full_of_clauses(self) -> None:
