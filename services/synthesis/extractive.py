@@ -27,6 +27,8 @@ _ABBREVIATIONS = frozenset(
     | {"etc", "mr", "mrs", "ms", "dr", "st", "co", "ltd", "vol", "p", "pp", "para", "sub", "ch"}
 )
 _TRAILING = re.compile(r"[\s.;:,—–-]+$")
+# A line ending like this ends its sentence; any other line break falls inside one.
+_LINE_END = re.compile(r"[.!?][\"'”’)\]]*\s*$")
 # Where a compound question splits into clauses: "What is X and how is it punished?".
 _CLAUSE = re.compile(r"\s*(?:[,;]|\band\b|\balso\b)\s*", re.IGNORECASE)
 
@@ -92,9 +94,14 @@ def question_aspects(question: str, intent: Intent) -> tuple[Intent, ...]:
 
 
 def split_sentences(text: str) -> list[str]:
-    """Split a chunk's text at newlines and sentence ends, keeping abbreviations intact."""
+    """Split a chunk's text at sentence ends, keeping abbreviations intact.
+
+    A line break counts as a sentence end only after ``.``, ``!`` or ``?``: a statute sentence
+    that runs across lines ("done:" / "an illegal act, or" / "an act which …") is one chunk and
+    must be quoted whole, never as the fragment on one of its lines.
+    """
     pieces: list[str] = []
-    for line in text.splitlines():
+    for line in _logical_lines(text):
         start = 0
         for match in _BOUNDARY.finditer(line):
             before = line[start : match.start()].rstrip(".!?").split()
@@ -104,6 +111,16 @@ def split_sentences(text: str) -> list[str]:
             start = match.end()
         pieces.append(line[start:].strip())
     return [" ".join(p.split()) for p in pieces if p.strip()]
+
+
+def _logical_lines(text: str) -> list[str]:
+    lines: list[str] = []
+    for line in text.splitlines():
+        if lines and not _LINE_END.search(lines[-1]):
+            lines[-1] = f"{lines[-1]} {line.strip()}"
+        elif line.strip():
+            lines.append(line.strip())
+    return lines
 
 
 class ExtractiveGenerator:

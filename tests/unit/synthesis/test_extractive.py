@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
+from pathlib import Path
 
 import pytest
 
 from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import Intent, classify_intent
+from services.retrieval.chunking import chunk_documents
+from services.retrieval.corpus import load_statutes
 from services.synthesis.extractive import ExtractiveGenerator, question_aspects, split_sentences
 from services.synthesis.generation import GenerationRequest
 from services.validator.report import REFUSAL, Verdict
-from tests.unit.synthesis.fakes import RuleValidator, chunk, scored
+from tests.unit.synthesis.fakes import EngineValidator, RuleValidator, chunk, scored
 
+ROOT = Path(__file__).resolve().parents[3]
 KIDNAPPING = (
     "Kidnapping is of two kinds: kidnapping from India, and kidnapping from lawful guardianship."
 )
@@ -175,6 +180,53 @@ class TestExtractiveGenerator:
         assert "WIKI_3_0" not in cited
 
 
+@functools.cache
+def statute_chunks() -> dict[str, Chunk]:
+    """Three IPC sections as the retrieval chunker cuts them."""
+    docs = load_statutes(ROOT / "data" / "corpora" / "indian_law" / "ipc.json")
+    wanted = [d for d in docs if d.doc_id in {"IPC_120A", "IPC_120B", "IPC_294"}]
+    return {c.semantic_id: c for c in chunk_documents(wanted)}
+
+
+class TestRealChunks:
+    """Chunks cut by the retrieval chunker itself, not this package's one-line-per-chunk fixture."""
+
+    @pytest.mark.parametrize(
+        ("question", "ids", "cited", "must_contain"),
+        [
+            (
+                "What is criminal conspiracy?",
+                ("IPC_120A_0", "IPC_120A_1", "IPC_120B_0"),
+                "IPC_120A_0",
+                ("When two or more persons agree", "an illegal act, or", "criminal conspiracy"),
+            ),
+            (
+                "What is the punishment for obscene acts in a public place?",
+                ("IPC_294_0",),
+                "IPC_294_0",
+                ("does any obscene act in any public place", "three months"),
+            ),
+        ],
+    )
+    async def test_a_sentence_on_several_lines_is_quoted_whole_and_validates(
+        self,
+        question: str,
+        ids: tuple[str, ...],
+        cited: str,
+        must_contain: tuple[str, ...],
+    ) -> None:
+        chunks = statute_chunks()
+        evidence = tuple(ScoredChunk(chunks[i], 1.0 - n / 10) for n, i in enumerate(ids))
+
+        answer = await compose(question, evidence)
+
+        assert f"[{cited}]" in answer
+        for phrase in must_contain:
+            assert phrase in answer
+        report = await EngineValidator().validate(answer, [e.chunk for e in evidence], timeout_s=1)
+        assert report.verdict is Verdict.GROUNDED, report
+
+
 class TestCompoundQuestions:
     @pytest.mark.parametrize(
         ("question", "ids", "definition", "penalty"),
@@ -258,6 +310,17 @@ class TestSplitSentences:
             "Wrongful loss is loss.",
             "A person is said to gain.",
         ]
+
+    def test_split_sentences_keeps_a_sentence_that_runs_across_lines_whole(self) -> None:
+        # IPC_120A_0 as the retrieval chunker now cuts it: one sentence on three lines.
+        text = (
+            "When two or more persons agree to do, or cause to be done:\n"
+            "an illegal act, or\n"
+            "an act which is not illegal by illegal means, such an agreement is designated a "
+            "criminal conspiracy;"
+        )
+
+        assert split_sentences(text) == [" ".join(text.split())]
 
     def test_split_sentences_keeps_abbreviations_inside_a_sentence(self) -> None:
         text = "It is punishable under s. 302 of the Code. A fine of Rs. 500 applies."
