@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from services.common.evidence import ScoredChunk
 from services.common.intent import Intent, classify_intent
+from services.synthesis.comparison import term_stems, titled_with
 from services.synthesis.generation import GenerationRequest, GenerationResult
 from services.synthesis.sufficiency import (
     STOP_WORDS,
@@ -73,6 +74,7 @@ class _Unit:
     stems: frozenset[str]
     score: float
     aspects: frozenset[Intent] = frozenset()  # the asked intents whose language it carries
+    title: frozenset[str] = frozenset()  # stems of its section's title
 
 
 def question_aspects(question: str, intent: Intent) -> tuple[Intent, ...]:
@@ -152,7 +154,8 @@ class ExtractiveGenerator:
         units = self._units(request.evidence, aspects, key_terms)
         if not units:
             return REFUSAL
-        chosen = self._select(units, request.synthesis_mode, aspects)
+        seed = _one_per_compared_term(units, request.compared)
+        chosen = self._select(units, request.synthesis_mode, aspects, seed)
         chosen = self._complement(units, chosen, key_terms)
         return " ".join(_cite(unit) for unit in _reading_order(chosen))
 
@@ -210,19 +213,25 @@ class ExtractiveGenerator:
                         stems=stems,
                         score=score,
                         aspects=carried,
+                        title=title,
                     )
                 )
         return units
 
     def _select(
-        self, units: list[_Unit], synthesis_mode: bool, aspects: tuple[Intent, ...]
+        self,
+        units: list[_Unit],
+        synthesis_mode: bool,
+        aspects: tuple[Intent, ...],
+        seed: list[_Unit],
     ) -> list[_Unit]:
         opts = self._options
         limit = opts.synthesis_max_sentences if synthesis_mode else opts.max_sentences
+        limit = max(limit, len(seed))
         share = opts.synthesis_relative_threshold if synthesis_mode else opts.relative_threshold
         top = max(unit.score for unit in units)
         ranked = sorted(units, key=lambda u: (-u.score, u.position, u.piece))
-        chosen: list[_Unit] = []
+        chosen: list[_Unit] = list(seed)
         if len(aspects) > 1:
             # A compound question gets the best sentence for each part it asks about, even when
             # one part (the definition) scores below the other (the penalty) overall.
@@ -271,6 +280,36 @@ class ExtractiveGenerator:
             return chosen
         best = max(candidates, key=lambda u: (len(missing & u.stems), u.score, -u.position))
         return [*chosen, best]
+
+
+def _one_per_compared_term(units: list[_Unit], compared: tuple[str, ...]) -> list[_Unit]:
+    """For a comparison, the best sentence about each compared term, in the question's order.
+
+    A sentence is about a term when the term's content words are all in it or in its section
+    title. One from a section titled with the term ("Assault", "Punishment for theft") comes
+    first; then one about this term alone over one that also names the other terms (s.390
+    names theft and extortion but defines neither); then one in the asked aspect's language;
+    then the score.
+    """
+    wanted = [term_stems(term) for term in compared]
+    chosen: list[_Unit] = []
+    for index, stems in enumerate(wanted):
+        if not stems:
+            continue
+        # What the other terms add to this one: "grievous hurt" adds "grievous" to "hurt".
+        extra = [w - stems for i, w in enumerate(wanted) if i != index and w - stems]
+        about = [u for u in units if u not in chosen and stems <= (u.stems | u.title)]
+        if about:
+            chosen.append(max(about, key=lambda u: _comparison_rank(u, stems, extra)))
+    return chosen
+
+
+def _comparison_rank(
+    unit: _Unit, term: frozenset[str], extra: list[frozenset[str]]
+) -> tuple[bool, bool, bool, float]:
+    mentions_other = any(words <= (unit.stems | unit.title) for words in extra)
+    titled = titled_with(unit.title, term)
+    return (titled, not mentions_other, bool(unit.aspects), unit.score)
 
 
 _TITLE_CUES: dict[Intent, frozenset[str]] = {

@@ -23,7 +23,8 @@ class GenerationRequest:
 
     ``evidence`` is numbered 1..n in this order: compact citations ``[1-3]`` in a draft refer
     to these positions. ``focus_question`` is the question with follow-up context folded in
-    (equal to ``question`` when the question stands alone).
+    (equal to ``question`` when the question stands alone). ``compared`` names what a
+    comparison question compares, so that a generator can address each (see comparison.py).
     """
 
     question: str
@@ -32,6 +33,8 @@ class GenerationRequest:
     focus_question: str = ""
     history: tuple[Turn, ...] = ()
     synthesis_mode: bool = False
+    # The terms a comparison question compares ("theft", "extortion"); empty otherwise.
+    compared: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,12 @@ from services.common.errors import (
 )
 from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import Intent, classify_intent
+from services.synthesis.comparison import (
+    Comparison,
+    assess_comparison,
+    find_comparison,
+    interleave,
+)
 from services.synthesis.generation import (
     GenerationError,
     GenerationFailure,
@@ -324,29 +330,31 @@ class SynthesisPipeline:
             intent = classify_intent(retrieval_query)
         terms = extract_key_terms(question)
         focus = question if (terms.terms or terms.sections) else retrieval_query
+        comparison = None if follow_up else find_comparison(question, intent)
+        queries = (retrieval_query, *(comparison.queries if comparison is not None else ()))
+        pool = max(request.top_k, min(settings.candidate_pool, settings.max_top_k))
 
         mark = time.perf_counter()
-        retrieved = await self._bounded(
+        results = await self._bounded(
             "retrieval",
             deadline,
             settings.retrieval_timeout_s,
-            lambda timeout_s: self._retriever.retrieve(
-                retrieval_query,
-                top_k=max(request.top_k, min(settings.candidate_pool, settings.max_top_k)),
-                acts=request.acts,
-                doc_ids=request.doc_ids,
-                timeout_s=timeout_s,
-            ),
+            lambda timeout_s: self._retrieve_all(queries, request, pool, timeout_s),
         )
+        retrieved = results[0]
         timings["retrieval"] = _ms_since(mark)
         for stage, ms in retrieved.timings_ms.items():
             timings[f"retrieval.{stage}"] = ms
 
-        candidates = _dedupe(retrieved.chunks)
+        candidates = _dedupe(_interleave(results, comparison, intent))
         evidence = candidates[: request.top_k]
         mark = time.perf_counter()
-        decision = assess_sufficiency(focus, intent, evidence, settings.sufficiency)
-        if not decision.sufficient and len(candidates) > request.top_k:
+        if comparison is not None:
+            # Each term's own ranking already put its passages among the first top_k.
+            decision = assess_comparison(comparison, intent, evidence, settings.sufficiency)
+        else:
+            decision = assess_sufficiency(focus, intent, evidence, settings.sufficiency)
+        if comparison is None and not decision.sufficient and len(candidates) > request.top_k:
             evidence = promote_supporting(
                 focus,
                 intent,
@@ -369,7 +377,7 @@ class SynthesisPipeline:
             source_doc_count=len(source_documents([s.chunk for s in evidence])),
             generator=generator.name,
             retrieval_query=retrieval_query,
-            cache_hit=retrieved.cache_hit,
+            cache_hit=all(result.cache_hit for result in results),
             timings=timings,
             started=started,
         )
@@ -389,6 +397,7 @@ class SynthesisPipeline:
             if settings.history_turns > 0
             else (),
             synthesis_mode=synthesis,
+            compared=comparison.terms if comparison is not None else (),
         )
         mark = time.perf_counter()
         try:
@@ -467,6 +476,29 @@ class SynthesisPipeline:
         violations.raise_if_any()
         return self._generators[name]
 
+    async def _retrieve_all(
+        self, queries: Sequence[str], request: SynthesisRequest, top_k: int, timeout_s: float
+    ) -> list[RetrievedEvidence]:
+        """One retrieval per query, concurrently; the first failure cancels the others."""
+        calls = [
+            asyncio.ensure_future(
+                self._retriever.retrieve(
+                    query,
+                    top_k=top_k,
+                    acts=request.acts,
+                    doc_ids=request.doc_ids,
+                    timeout_s=timeout_s,
+                )
+            )
+            for query in queries
+        ]
+        try:
+            return list(await asyncio.gather(*calls))
+        except BaseException:
+            for call in calls:
+                call.cancel()
+            raise
+
     async def _bounded(
         self,
         dependency: str,
@@ -538,6 +570,16 @@ def promote_supporting(
     if not promoted:
         return head
     return head[: top_k - len(promoted)] + promoted
+
+
+def _interleave(
+    results: Sequence[RetrievedEvidence], comparison: Comparison | None, intent: Intent
+) -> list[ScoredChunk]:
+    """The ranked chunks; for a comparison, each compared term's best passages come first."""
+    if comparison is None:
+        return list(results[0].chunks)
+    rankings = [r.chunks for r in results[1:]]
+    return interleave(rankings, comparison.terms, results[0].chunks, intent)
 
 
 def _dedupe(chunks: Sequence[ScoredChunk]) -> list[ScoredChunk]:

@@ -60,6 +60,8 @@ class FakeRetriever:
     error: Exception | None = None
     delay_s: float = 0.0
     calls: list[RetrieveCall] = field(default_factory=list)
+    # Per-query answers (chunks, or an exception to raise) that override ``chunks``/``error``.
+    by_query: Mapping[str, Sequence[ScoredChunk] | Exception] = field(default_factory=dict)
 
     async def retrieve(
         self,
@@ -73,10 +75,11 @@ class FakeRetriever:
         self.calls.append(RetrieveCall(query, top_k, acts, doc_ids, timeout_s))
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
-        if self.error is not None:
-            raise self.error
+        scripted = self.by_query.get(query, self.error or self.chunks)
+        if isinstance(scripted, Exception):
+            raise scripted
         return RetrievedEvidence(
-            chunks=list(self.chunks)[:top_k], cache_hit=False, timings_ms={"dense": 1.5}
+            chunks=list(scripted)[:top_k], cache_hit=False, timings_ms={"dense": 1.5}
         )
 
 

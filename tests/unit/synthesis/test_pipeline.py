@@ -374,6 +374,72 @@ class TestDeadlines:
             await synth.answer(SynthesisRequest(CHEATING), deadline=time.monotonic() + 0.05)
 
 
+class TestComparisons:
+    THEFT_VS_EXTORTION = "What is the difference between theft and extortion?"
+
+    def retriever(self, ipc: Mapping[str, Chunk]) -> FakeRetriever:
+        # What the real index returns: s.390 (robbery), which names both terms, ranks first.
+        return FakeRetriever(
+            scored(ipc, "IPC_390_0", "IPC_390_1", "IPC_390_2", "IPC_384_0", "IPC_382_0"),
+            by_query={
+                "What is theft?": scored(ipc, "IPC_390_0", "IPC_390_1", "IPC_382_0", "IPC_378_0"),
+                "What is extortion?": scored(
+                    ipc, "IPC_390_0", "IPC_390_2", "IPC_384_0", "IPC_383_0"
+                ),
+            },
+        )
+
+    async def test_each_compared_term_is_retrieved_and_its_own_section_cited(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        retriever = self.retriever(ipc)
+        validator = EngineValidator()
+        synth = pipeline(retriever, ExtractiveGenerator(), validator)
+
+        result = await synth.answer(SynthesisRequest(self.THEFT_VS_EXTORTION))
+
+        assert sorted(call.query for call in retriever.calls) == sorted(
+            [self.THEFT_VS_EXTORTION, "What is theft?", "What is extortion?"]
+        )
+        assert result.status is SynthesisStatus.ANSWERED, result.refusal_reason
+        assert "[IPC_378_0]" in result.answer and "[IPC_383_0]" in result.answer
+        assert result.validation is not None and result.validation.verdict is Verdict.GROUNDED
+        assert [call.answer for call in validator.calls] == [result.answer]
+
+    async def test_a_comparison_whose_terms_bring_no_sections_of_their_own_is_refused(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        # Every query gets the whole question's ranking, which holds neither definition: half a
+        # comparison, or none, is refused.
+        only_question = FakeRetriever(self.retriever(ipc).chunks)
+        synth = pipeline(only_question, ExtractiveGenerator(), EngineValidator())
+
+        result = await synth.answer(SynthesisRequest(self.THEFT_VS_EXTORTION))
+
+        assert len(only_question.calls) == 3
+        assert result.status is SynthesisStatus.REFUSED_INSUFFICIENT_EVIDENCE
+
+    async def test_a_failed_per_term_retrieval_fails_the_request_closed(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        retriever = self.retriever(ipc)
+        retriever.by_query = {
+            **retriever.by_query,
+            "What is extortion?": DependencyUnavailableError("retrieval", "refused"),
+        }
+        synth = pipeline(retriever, ExtractiveGenerator(), EngineValidator())
+
+        with pytest.raises(DependencyUnavailableError):
+            await synth.answer(SynthesisRequest(self.THEFT_VS_EXTORTION))
+
+    async def test_other_questions_retrieve_once(self, ipc: Mapping[str, Chunk]) -> None:
+        retriever = FakeRetriever(scored(ipc, *CHEATING_IDS))
+
+        await pipeline(retriever, ExtractiveGenerator()).answer(SynthesisRequest(CHEATING))
+
+        assert [call.query for call in retriever.calls] == [CHEATING]
+
+
 class TestFollowUps:
     async def test_follow_up_prepends_the_previous_question_to_retrieval(
         self, ipc: Mapping[str, Chunk]

@@ -1,0 +1,182 @@
+"""Comparison questions: "What is the difference between theft and extortion?" and kin.
+
+A comparison needs evidence for each thing compared, but one retrieval for the whole question
+tends to return a provision that merely mentions both (s.390, robbery, "there is either theft or
+extortion") and neither definition. The pipeline therefore also retrieves for each compared term
+on its own and gives every term a place in the evidence. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from services.common.evidence import ScoredChunk
+from services.common.intent import Intent
+from services.synthesis.sufficiency import (
+    STOP_WORDS,
+    SufficiencyDecision,
+    SufficiencyOptions,
+    assess_sufficiency,
+    extract_key_terms,
+    text_stems,
+)
+
+_END: Final = r"\s*[?.!]*\s*$"
+# Each pattern captures the two compared terms, "a" and "b", in the order the question names them.
+_PATTERNS: Final = tuple(
+    re.compile(pattern + _END, re.IGNORECASE)
+    for pattern in (
+        r"\bdifferences?\s+between\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)",
+        r"\bdistinguish(?:es|ed)?\s+(?:between\s+)?(?P<a>.+?)\s+(?:from|and)\s+(?P<b>.+?)",
+        r"\b(?:does|do|is|are)\s+(?P<a>.+?)\s+(?:differ|different)\s+from\s+(?P<b>.+?)",
+        r"\bcompare\s+(?P<a>.+?)\s+(?:and|with|to)\s+(?P<b>.+?)",
+        r"\b(?:does|do)\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s+compare",
+        r"^(?P<a>.+?)\s+(?:vs\.?|versus)\s+(?P<b>.+?)",
+    )
+)
+_LEADING: Final = re.compile(r"^(?:(?:the|a|an|offences?\s+of|offence|crimes?\s+of)\s+)+", re.I)
+# "the punishments for voluntarily causing hurt and grievous hurt": the head names the aspect.
+_HEAD: Final = re.compile(
+    r"^(?P<head>(?:the\s+)?(?:punishments?|penalty|penalties|sentences?|definitions?|meaning)"
+    r"\s+(?:for|of)\s+)(?P<rest>.+)$",
+    re.IGNORECASE,
+)
+MAX_TERM_WORDS: Final = 6
+# Title words around the term itself: "Punishment for theft", "Definition of criminal conspiracy".
+_TITLE_FILLER: Final = frozenset({"punish", "definition", "of", "for"})
+
+_CUE: Final = {
+    Intent.PUNISHMENT: "What is the punishment for {}?",
+    Intent.PROCEDURE: "What is the procedure for {}?",
+    Intent.SCOPE: "What is the scope of {}?",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """The compared terms and one retrieval query for each, in the question's order."""
+
+    terms: tuple[str, ...]
+    queries: tuple[str, ...]
+
+    @property
+    def focus(self) -> str:
+        """The terms alone ("theft and extortion"): what the evidence must be about, without the
+        comparison words ("difference", "differ", "compare") that no provision contains."""
+        return " and ".join(self.terms)
+
+
+def find_comparison(question: str, intent: Intent) -> Comparison | None:
+    """The comparison ``question`` asks for, or None when it asks for none.
+
+    Terms longer than ``MAX_TERM_WORDS`` words, or without a content word, mean the pattern
+    matched something else ("How does the right of private defence of the body ..."), and no
+    comparison is returned.
+    """
+    text = " ".join(question.split())
+    for pattern in _PATTERNS:
+        match = pattern.search(text)
+        if match is None:
+            continue
+        terms = _terms(match.group("a"), match.group("b"))
+        if terms is not None:
+            template = _CUE.get(intent, "What is {}?")
+            return Comparison(terms, tuple(template.format(term) for term in terms))
+    return None
+
+
+def _terms(a: str, b: str) -> tuple[str, str] | None:
+    a, b = _clean(a), _clean(b)
+    head = _HEAD.match(a)
+    if head is not None:
+        # The aspect applies to both terms; each query names it once, through the intent cue.
+        a = _clean(head.group("rest"))
+        b = _clean(_HEAD.sub(r"\g<rest>", b))
+    for term in (a, b):
+        if not term or len(term.split()) > MAX_TERM_WORDS or not (text_stems(term) - STOP_WORDS):
+            return None
+    if text_stems(a) == text_stems(b):
+        return None
+    return a, b
+
+
+def _clean(term: str) -> str:
+    term = term.strip(" ,;:?.!\"'“”‘’")
+    return _LEADING.sub("", term).strip()
+
+
+def assess_comparison(
+    comparison: Comparison,
+    intent: Intent,
+    evidence: Sequence[ScoredChunk],
+    options: SufficiencyOptions | None = None,
+) -> SufficiencyDecision:
+    """Sufficient only when the evidence supports every compared term on its own.
+
+    One check over "theft and extortion" would want a passage naming both, which only s.390
+    (robbery) and s.410 (stolen property) do; a comparison instead needs each side answered.
+    Half a comparison is refused, as any answer the evidence cannot carry is.
+    """
+    decisions = [assess_sufficiency(term, intent, evidence, options) for term in comparison.terms]
+    failed = next((d for d in decisions if not d.sufficient), None)
+    return SufficiencyDecision(
+        sufficient=failed is None,
+        intent=intent,
+        key_terms=extract_key_terms(comparison.focus),
+        requirements=decisions[0].requirements if failed is None else failed.requirements,
+        failed=None if failed is None else failed.failed,
+        relevant_ids=tuple(dict.fromkeys(i for d in decisions for i in d.relevant_ids)),
+        supporting_ids=tuple(dict.fromkeys(i for d in decisions for i in d.supporting_ids)),
+        best_score=max(d.best_score for d in decisions),
+    )
+
+
+def term_stems(term: str) -> frozenset[str]:
+    """The content stems of a compared term."""
+    return text_stems(term) - STOP_WORDS
+
+
+def titled_with(title_stems: frozenset[str], term: frozenset[str]) -> bool:
+    """Whether a section's title is the term itself ("Theft", "Punishment for theft"): that
+    section defines or punishes it, where others ("Robbery") only mention it in passing."""
+    return bool(title_stems) and title_stems - _TITLE_FILLER == term
+
+
+def interleave(
+    term_rankings: Sequence[Sequence[ScoredChunk]],
+    terms: Sequence[str],
+    question_ranking: Sequence[ScoredChunk],
+    intent: Intent,
+) -> list[ScoredChunk]:
+    """One ranking for a comparison: the per-term rankings and the whole question's take turns.
+
+    In each term's ranking the passages of sections titled with the term move to the front, so
+    "What is theft?" leads with s.378 (Theft), not s.390 (Robbery), which retrieval ranks first
+    because it names theft three times. Among those, a "Punishment for …" title comes first for
+    a punishment question and last otherwise (s.383 Extortion before s.384 Punishment for
+    extortion when the question asks what extortion is).
+    """
+    rankings = [
+        _titled_first(ranking, term_stems(term), intent)
+        for ranking, term in zip(term_rankings, terms, strict=True)
+    ]
+    rankings.append(list(question_ranking))
+    merged: list[ScoredChunk] = []
+    for rank in range(max(len(r) for r in rankings)):
+        merged.extend(ranking[rank] for ranking in rankings if rank < len(ranking))
+    return merged
+
+
+def _titled_first(
+    ranking: Sequence[ScoredChunk], term: frozenset[str], intent: Intent
+) -> list[ScoredChunk]:
+    wants_penalty = intent is Intent.PUNISHMENT
+
+    def key(scored: ScoredChunk) -> tuple[bool, bool]:
+        title = text_stems(scored.chunk.title)
+        return (not titled_with(title, term), ("punish" in title) != wants_penalty)
+
+    return sorted(ranking, key=key)  # stable: retrieval order within each group
