@@ -49,6 +49,27 @@ class TestSynthesizeAnswer:
         assert response.refusal_reason
 
     @pytest.mark.parametrize(
+        ("question", "sections"),
+        [
+            ("What is the difference between theft and extortion?", {"IPC_378", "IPC_383"}),
+            (
+                "How does wrongful confinement differ from wrongful restraint?",
+                {"IPC_339", "IPC_340"},
+            ),
+        ],
+    )
+    async def test_synthesize_a_comparison_cites_the_section_of_each_side(
+        self, stack: Stack, question: str, sections: set[str]
+    ) -> None:
+        # One retrieval for the whole question finds s.390 (robbery) and no definition; the
+        # per-term retrievals over the real index find each side's own section.
+        response = await _ask(stack, question)
+
+        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
+        assert response.validation.verdict == vpb.VALIDATION_VERDICT_GROUNDED
+        assert sections <= {d.doc_id for d in response.citations}, response.answer
+
+    @pytest.mark.parametrize(
         ("request_kwargs", "field"),
         [
             ({"question": ""}, "question"),
