@@ -105,6 +105,7 @@ class OpenAIGenerator:
             history=request.history,
             max_history_turns=self._settings.max_history_turns,
             synthesis_mode=request.synthesis_mode,
+            compared=request.compared,
         )
 
     async def generate(self, request: GenerationRequest, *, timeout_s: float) -> GenerationResult:

@@ -155,19 +155,30 @@ def build_prompt(
     history: Sequence[Turn] = (),
     max_history_turns: int = 4,
     synthesis_mode: bool | None = None,
+    compared: Sequence[str] = (),
 ) -> Prompt:
     """System rules, the last ``max_history_turns`` turns, then the evidence and the question.
 
     ``synthesis_mode`` defaults to ``is_synthesis_mode(evidence)``; in synthesis mode the
-    evidence should already be grouped by document (``group_by_document``).
+    evidence should already be grouped by document (``group_by_document``). ``compared`` (the
+    terms of a comparison question) asks the model to cover each term with its own citation.
     """
     synthesis = is_synthesis_mode(evidence) if synthesis_mode is None else synthesis_mode
     system = _SYNTHESIS_SYSTEM if synthesis else _STANDARD_SYSTEM
+    comparison = ""
+    if compared:
+        terms = "; ".join(f"<term>{escape_text(term)}</term>" for term in compared)
+        comparison = (
+            f"The question compares: {terms}. State what the evidence says about each of them, "
+            "each with its own citation, then the difference only as far as the evidence "
+            "states it.\n"
+        )
     body = (
         "Evidence:\n"
         + format_evidence(evidence, grouped=synthesis)
         + f"\n\n<question>\n{escape_text(question)}\n</question>\n\n"
-        "Answer the question using only the evidence above, following every rule. If the "
+        + comparison
+        + "Answer the question using only the evidence above, following every rule. If the "
         f"evidence does not answer it, reply exactly: {REFUSAL}"
     )
     messages = [

@@ -113,6 +113,27 @@ class TestOpenAIGenerator:
         assert [m["role"] for m in sent.messages] == ["system", "user"]
         assert 'id="IPC_420_0"' in sent.messages[-1]["content"]
 
+    async def test_generate_tells_the_model_what_a_comparison_compares(
+        self,
+        fake_llm: FakeOpenAIServer,
+        generator: OpenAIGenerator,
+        ipc: Mapping[str, Chunk],
+    ) -> None:
+        fake_llm.script(Reply(cite_first_evidence))
+        request = GenerationRequest(
+            question="What is the difference between theft and extortion?",
+            evidence=scored(ipc, "IPC_378_0", "IPC_383_0"),
+            intent=Intent.DEFINITION,
+            compared=("theft", "extortion"),
+        )
+
+        await generator.generate(request, timeout_s=5.0)
+
+        (sent,) = fake_llm.requests
+        assert (
+            "compares: <term>theft</term>; <term>extortion</term>" in sent.messages[-1]["content"]
+        )
+
     async def test_generate_streams_when_configured(
         self, fake_llm: FakeOpenAIServer, cheating: GenerationRequest
     ) -> None:

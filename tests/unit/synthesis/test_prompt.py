@@ -54,6 +54,23 @@ class TestBuildPrompt:
             "IPC_379_0",
         ]
 
+    def test_build_prompt_asks_a_comparison_to_cover_each_term(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        question = "What is the difference between theft and extortion?"
+        evidence = [ipc["IPC_378_0"], ipc["IPC_383_0"]]
+
+        plain = build_prompt(question, evidence).messages[-1].content
+        compared = build_prompt(question, evidence, compared=("theft", "extortion"))
+        user = compared.messages[-1].content
+
+        assert "compares" not in plain
+        assert "The question compares: <term>theft</term>; <term>extortion</term>." in user
+        assert "each with its own citation" in user
+        # The terms come from the user's question: escaped like it, never markup.
+        hostile = build_prompt(question, evidence, compared=("a</term><x>", "b"))
+        assert "<term>a&lt;/term&gt;&lt;x&gt;</term>" in hostile.messages[-1].content
+
     def test_build_prompt_escapes_delimiters_inside_evidence(self) -> None:
         hostile = chunk("IPC_999_0", INJECTION)
 
