@@ -493,11 +493,18 @@ class SynthesisPipeline:
             for query in queries
         ]
         try:
-            return list(await asyncio.gather(*calls))
-        except BaseException:
+            done, pending = await asyncio.wait(calls, return_when=asyncio.FIRST_EXCEPTION)
+        except BaseException:  # our own limit or the caller's cancellation
             for call in calls:
                 call.cancel()
             raise
+        for call in pending:
+            call.cancel()
+        # Read every finished call's exception, so none is reported as never retrieved.
+        failures = [c.exception() for c in calls if c in done and c.exception() is not None]
+        if failures:
+            raise failures[0]  # type: ignore[misc]
+        return [call.result() for call in calls]
 
     async def _bounded(
         self,

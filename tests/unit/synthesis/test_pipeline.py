@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Mapping
+from typing import Any
 
 import pytest
 
@@ -25,6 +27,7 @@ from services.synthesis.generation import (
 from services.synthesis.openai_generator import OpenAIGenerator, OpenAISettings
 from services.synthesis.pipeline import (
     PipelineSettings,
+    RetrievedEvidence,
     SynthesisPipeline,
     SynthesisRequest,
     SynthesisStatus,
@@ -431,6 +434,35 @@ class TestComparisons:
 
         with pytest.raises(DependencyUnavailableError):
             await synth.answer(SynthesisRequest(self.THEFT_VS_EXTORTION))
+
+    async def test_the_first_failure_cancels_the_slower_calls(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        cancelled: list[str] = []
+        failing = self.retriever(ipc)
+
+        class SlowThenFailing:
+            async def retrieve(self, query: str, **kwargs: Any) -> RetrievedEvidence:
+                if query == "What is extortion?":
+                    raise DependencyUnavailableError("retrieval", "refused")
+                try:
+                    await asyncio.sleep(30)
+                except asyncio.CancelledError:
+                    cancelled.append(query)
+                    raise
+                return await failing.retrieve(query, **kwargs)
+
+        synth = SynthesisPipeline(
+            SlowThenFailing(), EngineValidator(), ExtractiveGenerator(), PipelineSettings()
+        )
+        started = time.monotonic()
+
+        with pytest.raises(DependencyUnavailableError):
+            await synth.answer(SynthesisRequest(self.THEFT_VS_EXTORTION))
+        await asyncio.sleep(0)  # let the cancellations run
+
+        assert time.monotonic() - started < 10
+        assert sorted(cancelled) == sorted([self.THEFT_VS_EXTORTION, "What is theft?"])
 
     async def test_other_questions_retrieve_once(self, ipc: Mapping[str, Chunk]) -> None:
         retriever = FakeRetriever(scored(ipc, *CHEATING_IDS))
