@@ -37,6 +37,16 @@ _PATTERNS: Final = tuple(
         r"^(?P<a>.+?)\s+(?:vs\.?|versus)\s+(?P<b>.+?)",
     )
 )
+# Choices between two named things ("Which is older, X or Y?", "Are X and Y both ...?"):
+# case-sensitive, and both terms must be names, so "legal or illegal" is no comparison.
+_CHOICES: Final = tuple(
+    re.compile(pattern)
+    for pattern in (
+        r",\s*(?P<a>[^,]+?)\s+or\s+(?P<b>[^,]+?)" + _END,
+        r"^(?i:are|were|is|was|do|does|did|have|has)\s+(?i:both\s+)?(?P<a>[^,]+?),?\s+and\s+"
+        r"(?P<b>[^,]+?),?\s+both\b",
+    )
+)
 _LEADING: Final = re.compile(r"^(?:(?:the|a|an|offences?\s+of|offence|crimes?\s+of)\s+)+", re.I)
 # "the punishments for voluntarily causing hurt and grievous hurt": the head names the aspect.
 _HEAD: Final = re.compile(
@@ -77,15 +87,19 @@ def find_comparison(question: str, intent: Intent) -> Comparison | None:
     comparison is returned.
     """
     text = " ".join(question.split())
-    for pattern in _PATTERNS:
+    for pattern, names_only in [(p, False) for p in _PATTERNS] + [(p, True) for p in _CHOICES]:
         match = pattern.search(text)
         if match is None:
             continue
         terms = _terms(match.group("a"), match.group("b"))
-        if terms is not None:
+        if terms is not None and (not names_only or all(_is_name(t) for t in terms)):
             template = _CUE.get(intent, "What is {}?")
             return Comparison(terms, tuple(template.format(term) for term in terms))
     return None
+
+
+def _is_name(term: str) -> bool:
+    return term[:1].isupper() or term[:1].isdigit()
 
 
 def _terms(a: str, b: str) -> tuple[str, str] | None:

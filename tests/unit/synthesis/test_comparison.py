@@ -26,6 +26,13 @@ class TestFindComparison:
             ("Compare assault with criminal force", ("assault", "criminal force")),
             ("theft vs. extortion?", ("theft", "extortion")),
             ("Murder versus culpable homicide", ("Murder", "culpable homicide")),
+            # Choices between two named things (HotpotQA's comparison questions).
+            ("Which is older, the Eiffel Tower or Big Ben?", ("Eiffel Tower", "Big Ben")),
+            (
+                "Who was born first, Morgan Llywelyn or Robert Jordan ?",
+                ("Morgan Llywelyn", "Robert Jordan"),
+            ),
+            ("Are Cryptanthus and Gagea, both a genus?", ("Cryptanthus", "Gagea")),
             (
                 # The aspect ("punishments for") is said once but applies to both terms.
                 "How do the punishments for voluntarily causing hurt and grievous hurt compare?",
@@ -46,7 +53,10 @@ class TestFindComparison:
             "What is theft?",
             "What is criminal conspiracy and how is it punished?",  # compound, not a comparison
             "When does robbery become dacoity?",
-            "Which is older, the Eiffel Tower or Big Ben?",
+            # A choice between things that are not names is no comparison of two things.
+            "Is it legal, or illegal to carry a knife?",
+            "What is the punishment for theft, robbery or extortion?",
+            "Which is older, the tower or the bridge?",
             "What is the difference between theft and theft?",  # nothing to compare
             "What is the difference between the?",
             # Terms longer than six words: the pattern matched a sentence, not two terms.
