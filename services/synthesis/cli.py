@@ -71,6 +71,8 @@ def _print_human(response: pb.SynthesizeAnswerResponse, verbose: bool) -> None:
     print(f"  status:     {pb.AnswerStatus.Name(response.status).removeprefix('ANSWER_STATUS_')}")
     detail = s.requirement if s.sufficient else f"{s.failed_requirement}: {s.failure}"
     print(f"  sufficient: {'yes' if s.sufficient else 'no'} ({detail})")
+    if s.compared_terms:
+        print(f"  compared:   {'; '.join(s.compared_terms)} (each supported on its own)")
     verdict = vpb.ValidationVerdict.Name(v.verdict).removeprefix("VALIDATION_VERDICT_")
     print(f"  grounded:   {verdict} (support {v.support_score:.2f})")
     print(

@@ -145,6 +145,7 @@ def assess_comparison(
         relevant_ids=tuple(dict.fromkeys(i for d in decisions for i in d.relevant_ids)),
         supporting_ids=tuple(dict.fromkeys(i for d in decisions for i in d.supporting_ids)),
         best_score=max(d.best_score for d in decisions),
+        compared=comparison.terms,
     )
 
 

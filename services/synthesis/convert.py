@@ -123,6 +123,7 @@ def result_to_proto(result: SynthesisResult) -> pb.SynthesizeAnswerResponse:
             failure=decision.reason,
             supporting_ids=decision.supporting_ids,
             failed_requirement=decision.failed.value if decision.failed else "",
+            compared_terms=decision.compared,
         ),
         timings=timings_to_proto((stage, True, ms) for stage, ms in result.timings_ms.items()),
         synthesis_mode=result.synthesis_mode,

@@ -373,6 +373,8 @@ class SufficiencyDecision:
     relevant_ids: tuple[str, ...] = ()
     supporting_ids: tuple[str, ...] = ()
     best_score: float = 0.0
+    # A comparison's terms, each checked on its own (comparison.assess_comparison).
+    compared: tuple[str, ...] = ()
 
     @property
     def reason(self) -> str:

@@ -68,6 +68,7 @@ class TestSynthesizeAnswer:
         assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
         assert response.validation.verdict == vpb.VALIDATION_VERDICT_GROUNDED
         assert sections <= {d.doc_id for d in response.citations}, response.answer
+        assert len(response.sufficiency.compared_terms) == 2
 
     @pytest.mark.parametrize(
         ("request_kwargs", "field"),

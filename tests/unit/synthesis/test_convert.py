@@ -121,6 +121,22 @@ class TestResultToProto:
         assert sufficiency.sufficient and sufficiency.failed_requirement == ""
         assert "IPC_420_0" in sufficiency.supporting_ids
 
+    async def test_result_to_proto_names_the_compared_terms_of_a_comparison(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        evidence = scored(ipc, "IPC_378_0", "IPC_383_0")
+        draft = quote(ipc, "IPC_378_0", "IPC_383_0")
+
+        compared = await answer(
+            evidence, draft, "What is the difference between theft and extortion?"
+        )
+        plain = await answer(scored(ipc, "IPC_420_0"), quote(ipc, "IPC_420_0"))
+
+        report = convert.result_to_proto(compared).sufficiency
+        assert report.sufficient, report.failure
+        assert list(report.compared_terms) == ["theft", "extortion"]
+        assert list(convert.result_to_proto(plain).sufficiency.compared_terms) == []
+
     @pytest.mark.parametrize(
         ("usage", "total"),
         [(TokenUsage(120, 30, 150), 150), (TokenUsage(120, 30, 0), 150)],
