@@ -135,7 +135,8 @@ def assess_comparison(
     Half a comparison is refused, as any answer the evidence cannot carry is.
     """
     decisions = [assess_sufficiency(term, intent, evidence, options) for term in comparison.terms]
-    failed = next((d for d in decisions if not d.sufficient), None)
+    failing = [i for i, d in enumerate(decisions) if not d.sufficient]
+    failed = decisions[failing[0]] if failing else None
     return SufficiencyDecision(
         sufficient=failed is None,
         intent=intent,
@@ -146,6 +147,7 @@ def assess_comparison(
         supporting_ids=tuple(dict.fromkeys(i for d in decisions for i in d.supporting_ids)),
         best_score=max(d.best_score for d in decisions),
         compared=comparison.terms,
+        unsupported=comparison.terms[failing[0]] if failing else "",
     )
 
 

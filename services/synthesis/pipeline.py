@@ -385,7 +385,8 @@ class SynthesisPipeline:
             return base.refuse(
                 SynthesisStatus.REFUSED_INSUFFICIENT_EVIDENCE,
                 "INSUFFICIENT_EVIDENCE",
-                f"{decision.reason} ({decision.failed.value if decision.failed else ''})",
+                f"{decision.reason} ({decision.failed.value if decision.failed else ''})"
+                + (f' for "{decision.unsupported}"' if decision.unsupported else ""),
             )
 
         generation = GenerationRequest(

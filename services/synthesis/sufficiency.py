@@ -373,8 +373,10 @@ class SufficiencyDecision:
     relevant_ids: tuple[str, ...] = ()
     supporting_ids: tuple[str, ...] = ()
     best_score: float = 0.0
-    # A comparison's terms, each checked on its own (comparison.assess_comparison).
+    # A comparison's terms, each checked on its own (comparison.assess_comparison), and the
+    # first one the evidence did not support ("" when all were, or for other questions).
     compared: tuple[str, ...] = ()
+    unsupported: str = ""
 
     @property
     def reason(self) -> str:

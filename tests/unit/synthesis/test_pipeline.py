@@ -422,6 +422,20 @@ class TestComparisons:
         assert len(only_question.calls) == 3
         assert result.status is SynthesisStatus.REFUSED_INSUFFICIENT_EVIDENCE
 
+    async def test_a_refused_comparison_names_the_side_without_evidence(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        question = "What is the difference between theft and the capital of France?"
+        retriever = FakeRetriever(scored(ipc, "IPC_378_0", "IPC_379_0", "IPC_380_0"))
+        synth = pipeline(retriever, ExtractiveGenerator(), EngineValidator())
+
+        result = await synth.answer(SynthesisRequest(question))
+
+        assert result.status is SynthesisStatus.REFUSED_INSUFFICIENT_EVIDENCE
+        assert result.answer == REFUSAL
+        assert result.refusal_reason.endswith('for "capital of France"'), result.refusal_reason
+        assert result.sufficiency.compared == ("theft", "capital of France")
+
     async def test_a_failed_per_term_retrieval_fails_the_request_closed(
         self, ipc: Mapping[str, Chunk]
     ) -> None:
