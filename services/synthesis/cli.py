@@ -72,7 +72,7 @@ def _print_human(response: pb.SynthesizeAnswerResponse, verbose: bool) -> None:
     detail = s.requirement if s.sufficient else f"{s.failed_requirement}: {s.failure}"
     print(f"  sufficient: {'yes' if s.sufficient else 'no'} ({detail})")
     if s.compared_terms:
-        print(f"  compared:   {'; '.join(s.compared_terms)} (each supported on its own)")
+        print(f"  compared:   {'; '.join(s.compared_terms)} (each must be supported on its own)")
     verdict = vpb.ValidationVerdict.Name(v.verdict).removeprefix("VALIDATION_VERDICT_")
     print(f"  grounded:   {verdict} (support {v.support_score:.2f})")
     print(
