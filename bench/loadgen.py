@@ -6,8 +6,9 @@ import asyncio
 import json
 import os
 import subprocess
+import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,12 @@ def machine_context() -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "git_revision": revision,
     }
+
+
+def command_line(module: str, argv: Sequence[str] | None) -> str:
+    """The command that produced a report: ``python -m <module>`` and its arguments."""
+    args = sys.argv[1:] if argv is None else argv
+    return " ".join(["python -m", module, *args])
 
 
 def write_report(json_path: Path, report: dict[str, Any], markdown: str) -> None:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from bench.loadgen import machine_context, write_report
+from bench.loadgen import command_line, machine_context, write_report
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 
 ROOT: Final = Path(__file__).resolve().parents[1]
@@ -101,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for mode, rows in samples.items()
     }
     report = {
-        "command": f"python -m bench.openai_first_call --runs {args.runs}",
+        "command": command_line("bench.openai_first_call", argv),
         "machine_before": before,
         "machine_after": machine_context(),
         "median_ms": summary,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -22,7 +21,7 @@ from typing import Any, Final
 from grounded.validator.v1 import validator_service_pb2_grpc as pb_grpc
 from grpc import aio
 
-from bench.loadgen import machine_context, run_load, write_report
+from bench.loadgen import command_line, machine_context, run_load, write_report
 from bench.validator_perf import CONCURRENCY, grpc_request, workload
 from services.common.server import ServiceApp
 from services.validator.config import ValidatorConfig
@@ -104,9 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         for name, _ in VARIANTS
     }
-    argv_text = " ".join(sys.argv[1:] if argv is None else argv)
     report = {
-        "command": f"python -m bench.validator_inline {argv_text}".strip(),
+        "command": command_line("bench.validator_inline", argv),
         "machine": machine,
         "rows": rows,
         "summary": summary,

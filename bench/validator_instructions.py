@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from bench.loadgen import machine_context, write_report
+from bench.loadgen import command_line, machine_context, write_report
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 REPORTS: Final = ROOT / "reports"
@@ -76,9 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     base = _instructions(valgrind, 0)
     total = _instructions(valgrind, args.calls)
     per_call = (total - base) / args.calls
-    argv_text = " ".join(sys.argv[1:] if argv is None else argv)
     report: dict[str, Any] = {
-        "command": f"python -m bench.validator_instructions {argv_text}".strip(),
+        "command": command_line("bench.validator_instructions", argv),
         "machine": machine_context(),
         "calls": args.calls,
         "instructions_start_and_one_call": base,

@@ -32,7 +32,14 @@ from grounded.validator.v1 import validator_service_pb2_grpc as pb_grpc
 from grpc import aio
 
 from bench.echo import echo_callable, start_echo_server
-from bench.loadgen import LoadResult, machine_context, percentile, run_load, write_report
+from bench.loadgen import (
+    LoadResult,
+    command_line,
+    machine_context,
+    percentile,
+    run_load,
+    write_report,
+)
 from services.common.evidence import Chunk
 from services.validator.config import ValidatorConfig
 from services.validator.engine import clear_caches, validate
@@ -287,9 +294,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if local["verdict"] != Verdict.GROUNDED.value:
         print(f"warning: the benchmark answer is {local['reason']}", file=sys.stderr)
     remote = asyncio.run(over_grpc(answer, chunks, duration))
-    argv_text = " ".join(sys.argv[1:] if argv is None else argv)
     report = {
-        "command": f"python -m bench.validator_perf {argv_text}".strip(),
+        "command": command_line("bench.validator_perf", argv),
         "uptime": uptime,
         "machine": machine_context(),
         "targets": {"in_process_p95_ms": TARGET_P95_MS, "throughput_ratio": TARGET_RATIO},

@@ -110,7 +110,7 @@ def _terms(a: str, b: str) -> tuple[str, str] | None:
         a = _clean(head.group("rest"))
         b = _clean(_HEAD.sub(r"\g<rest>", b))
     for term in (a, b):
-        if not term or len(term.split()) > MAX_TERM_WORDS or not (text_stems(term) - STOP_WORDS):
+        if not term or len(term.split()) > MAX_TERM_WORDS or not term_stems(term):
             return None
     if text_stems(a) == text_stems(b):
         return None
