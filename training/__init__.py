@@ -1,0 +1,1 @@
+"""Training code for the models the services ship (kept apart from serving code)."""

@@ -1,0 +1,211 @@
+"""Build the entailment training mix and vendor it into ``training/data/entailment/``.
+
+The only step that reads ``../shared/data/train`` (``make train-data``); training itself reads
+the vendored files, so a clone can retrain without the shared folder. Output:
+
+- ``train.jsonl.gz``: the pairs the model is trained on;
+- ``heldback.jsonl.gz``: general NLI pairs kept out of training (accuracy is reported on them);
+- ``manifest.json``: counts per source and label, the seed and the sha256 of each file.
+
+Sources (all with licences that allow shipping a model trained on them; see SOURCE.md):
+the permissive NLI mix (SNLI, MNLI, CAD-SNLI, FEVER), "related but not saying that" neutral
+pairs made from FEVER and HotpotQA evidence, and rule-made statute pairs over the IPC.
+The restricted NLI file (non-commercial / no licence) is never read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import gzip
+import hashlib
+import json
+import random
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from training import statute_pairs
+
+LABELS = ("entailment", "neutral", "contradiction")
+DEFAULT_SEED = 20261124
+HELDBACK_PER_LABEL = 800
+_WORD = re.compile(r"[a-z0-9]{3,}")
+# Only for picking related-but-neutral pairs by word overlap. Frozen as the shipped model's data
+# was built with it: the validator's STOP_WORDS picks other pairs (checked: other sha256).
+_OVERLAP_STOP = frozenset(
+    {
+        "the", "and", "for", "was", "were", "with", "that", "this", "from", "his", "her", "its",
+        "are", "has", "had", "have", "which", "who", "whom", "their", "they", "them", "into",
+        "also", "not", "but", "one", "two", "been", "than", "after", "before", "when", "where",
+        "what",
+    }
+)  # fmt: skip
+
+
+def _content(text: str) -> frozenset[str]:
+    return frozenset(w for w in _WORD.findall(text.lower()) if w not in _OVERLAP_STOP)
+
+
+def read_jsonl(path: Path) -> list[dict[str, object]]:
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def split_heldback(
+    rows: Sequence[dict[str, object]], per_label: int, rng: random.Random
+) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+    """Keep ``per_label`` pairs of each label out of training, stratified by label."""
+    by_label: dict[object, list[int]] = collections.defaultdict(list)
+    for i, row in enumerate(rows):
+        by_label[row["label"]].append(i)
+    held: set[int] = set()
+    for label in LABELS:
+        held.update(rng.sample(by_label[label], per_label))
+    train = [r for i, r in enumerate(rows) if i not in held]
+    return train, [rows[i] for i in sorted(held)]
+
+
+def fever_related_neutrals(
+    rows: Sequence[dict[str, object]], count: int, rng: random.Random
+) -> list[dict[str, object]]:
+    """A FEVER claim against another claim's evidence that shares words with it: neutral.
+
+    FEVER in the mix has only entail/contradict pairs, while a retrieval checker mostly meets
+    evidence that is about the same thing but does not say what the claim says.
+    """
+    fever = [r for r in rows if r["source"] == "fever_dev"]
+    premises = [str(r["premise"]) for r in fever]
+    words = [_content(p) for p in premises]
+    out: list[dict[str, object]] = []
+    for row in rng.sample(fever, min(len(fever), count * 3)):
+        claim = str(row["hypothesis"])
+        cw = _content(claim)
+        best, best_overlap = -1, 1
+        for j in rng.sample(range(len(fever)), 300):
+            if premises[j] == row["premise"] or claim in premises[j]:
+                continue
+            overlap = len(cw & words[j])
+            if overlap > best_overlap:
+                best, best_overlap = j, overlap
+        if best >= 0:
+            out.append(
+                {"premise": premises[best], "hypothesis": claim, "label": "neutral",
+                 "source": "fever_related"}
+            )  # fmt: skip
+        if len(out) >= count:
+            break
+    return out
+
+
+def hotpot_related_neutrals(
+    ecm: Sequence[dict[str, object]], rpt: Sequence[dict[str, object]], rng: random.Random
+) -> list[dict[str, object]]:
+    """Bridge evidence: one gold sentence does not state what the other says (neutral)."""
+    out: list[dict[str, object]] = []
+    for row in ecm:
+        evidence = [str(e) for e in row["evidence"]]  # type: ignore[attr-defined]
+        if len(evidence) >= 2:
+            a, b = rng.sample(evidence, 2)
+            out.append(
+                {"premise": a, "hypothesis": b, "label": "neutral", "source": "hotpot_bridge"}
+            )
+    for row in rpt:
+        context = row["context"]
+        titles: list[str] = context["title"]  # type: ignore[index]
+        sentences: list[list[str]] = context["sentences"]  # type: ignore[index]
+        sf = row["supporting_facts"]
+        # Sorted: a set's order follows the per-process string hash seed.
+        gold = sorted(set(zip(sf["title"], sf["sent_id"], strict=True)))  # type: ignore[index]
+        gold_titles = {t for t, _ in gold}
+        gold_sents = [
+            sentences[titles.index(t)][i]
+            for t, i in gold
+            if t in titles and i < len(sentences[titles.index(t)])
+        ]
+        distractors = [
+            s.strip()
+            for t, sents in zip(titles, sentences, strict=True)
+            if t not in gold_titles
+            for s in sents
+            if len(s.split()) >= 6
+        ]
+        for claim in gold_sents[:2]:
+            cw = _content(claim)
+            ranked = sorted(distractors, key=lambda s: -len(cw & _content(s)))
+            if ranked and len(cw & _content(ranked[0])) >= 2:
+                out.append(
+                    {"premise": ranked[0], "hypothesis": claim.strip(), "label": "neutral",
+                     "source": "hotpot_distractor"}
+                )  # fmt: skip
+    return out
+
+
+def ipc_sections(corpus: Path) -> list[statute_pairs.Section]:
+    """The corpus's sections split into sentences by the project's own chunker."""
+    from services.retrieval.chunking import chunk_document
+    from services.retrieval.corpus import load_statutes
+
+    return [
+        statute_pairs.Section(d.doc_id, d.title, tuple(c.text for c in chunk_document(d)))
+        for d in load_statutes(corpus)
+    ]
+
+
+def write_jsonl_gz(path: Path, rows: Iterable[dict[str, object]]) -> str:
+    """Write rows deterministically (fixed gzip mtime) and return the file's sha256."""
+    with (
+        path.open("wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz,
+    ):
+        for row in rows:
+            gz.write((json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n").encode())
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shared", type=Path, default=Path("../shared/data/train"))
+    parser.add_argument("--corpus", type=Path, default=Path("data/corpora/indian_law/ipc.json"))
+    parser.add_argument("--out", type=Path, default=Path("training/data/entailment"))
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    args = parser.parse_args(argv)
+    rng = random.Random(args.seed)
+
+    nli = read_jsonl(args.shared / "nli" / "train.jsonl")
+    train, heldback = split_heldback(nli, HELDBACK_PER_LABEL, rng)
+    extra = fever_related_neutrals(train, 2500, rng)
+    extra += hotpot_related_neutrals(
+        read_jsonl(args.shared / "hotpotqa" / "train_evidence_only_ecm.jsonl"),
+        read_jsonl(args.shared / "hotpotqa" / "train_rpt_devsample.jsonl"),
+        rng,
+    )
+    statute = [
+        {"premise": p.premise, "hypothesis": p.hypothesis, "label": p.label, "source": p.source}
+        for p in statute_pairs.generate(ipc_sections(args.corpus), args.seed)
+    ]
+    rows = train + extra + statute
+    rng.shuffle(rows)
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    counts: dict[str, dict[str, int]] = collections.defaultdict(collections.Counter)  # type: ignore[arg-type]
+    for row in rows:
+        source = str(row["source"]).split(":")[0]
+        counts[source][str(row["label"])] += 1
+    manifest = {
+        "seed": args.seed,
+        "files": {
+            "train.jsonl.gz": write_jsonl_gz(args.out / "train.jsonl.gz", rows),
+            "heldback.jsonl.gz": write_jsonl_gz(args.out / "heldback.jsonl.gz", heldback),
+        },
+        "train_pairs": len(rows),
+        "heldback_pairs": len(heldback),
+        "train_by_source": {k: dict(v) for k, v in sorted(counts.items())},
+        "heldback_by_label": dict(collections.Counter(str(r["label"]) for r in heldback)),
+    }
+    (args.out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    print(json.dumps(manifest, indent=2))
+
+
+if __name__ == "__main__":
+    main()

