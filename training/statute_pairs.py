@@ -217,7 +217,9 @@ def generate(sections: Sequence[Section], seed: int, per_section: int = 24) -> l
             if rng.random() < 0.4:
                 bucket.append(Pair(sentence, hyp, "contradiction", f"ipc_rules:{rule}"))
         # A penalty claim judged against another section's penalty: related, not supported.
-        for other, other_sentence, other_clause in rng.sample(with_penalty, 3):
+        for other, other_sentence, other_clause in rng.sample(
+            with_penalty, min(3, len(with_penalty))
+        ):
             if other.doc_id != section.doc_id and other_clause != clause:
                 claim = rng.choice(_claims_about(section, clause, rng))
                 bucket.append(Pair(other_sentence, claim, "neutral", "ipc_rules:other"))

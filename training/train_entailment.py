@@ -31,8 +31,19 @@ from transformers import (
     get_linear_schedule_with_warmup,
 )
 
+# The NLI labels; another task's data names its own in its manifest.json ("labels").
 LABELS = ("entailment", "neutral", "contradiction")
 LABEL_ID = {label: i for i, label in enumerate(LABELS)}
+
+
+def data_labels(data: Path) -> tuple[str, ...]:
+    """The label set of a training-data directory (its manifest's "labels", else NLI's)."""
+    manifest = data / "manifest.json"
+    if manifest.exists():
+        return tuple(json.loads(manifest.read_text()).get("labels", LABELS))
+    return LABELS
+
+
 logger = logging.getLogger("training.entailment")
 
 
@@ -86,10 +97,10 @@ def collate(ids: Sequence[list[int]], pad_id: int) -> dict[str, torch.Tensor]:
 
 @torch.no_grad()
 def predict(model: Any, ids: Sequence[list[int]], pad_id: int, batch_size: int = 64) -> np.ndarray:
-    """Softmax probabilities (rows in ``LABELS`` order), sorted by length for speed."""
+    """Softmax probabilities (rows in label order), sorted by length for speed."""
     model.eval()
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-    out = np.zeros((len(ids), len(LABELS)), dtype=np.float32)
+    out = np.zeros((len(ids), model.config.num_labels), dtype=np.float32)
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
         batch = collate([ids[i] for i in idx], pad_id)
@@ -131,14 +142,32 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--limit", type=int, default=0, help="train on the first N pairs (smoke runs)"
     )
+    parser.add_argument(
+        "--heldback-limit", type=int, default=0, help="score only N held-back pairs"
+    )
+    parser.add_argument(
+        "--max-steps", type=int, default=0, help="stop after N steps (a later run resumes)"
+    )
     args = parser.parse_args(argv)
 
     args.out.mkdir(parents=True, exist_ok=True)
-    logging.basicConfig(
-        level=logging.INFO,
-        format="%(asctime)s %(levelname)s %(message)s",
-        handlers=[logging.FileHandler(args.out / "train.log"), logging.StreamHandler()],
-    )
+    handlers: list[logging.Handler] = [
+        logging.FileHandler(args.out / "train.log"),
+        logging.StreamHandler(),
+    ]
+    for handler in handlers:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        _train(args)
+    finally:
+        for handler in handlers:
+            logger.removeHandler(handler)
+            handler.close()
+
+
+def _train(args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
 
@@ -148,8 +177,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.limit:
         rows = rows[: args.limit]
     heldback = read_pairs(args.data / "heldback.jsonl.gz")
+    if args.heldback_limit:
+        heldback = heldback[: args.heldback_limit]
     train_ids = encode(tokenizer, rows, args.max_length)
-    labels = [LABEL_ID[r["label"]] for r in rows]
+    names = data_labels(args.data)
+    label_id = {label: i for i, label in enumerate(names)}
+    labels = [label_id[r["label"]] for r in rows]
     lengths = [len(x) for x in train_ids]
     logger.info(
         "train pairs %d (mean %.1f tokens, %d at the %d-token limit), held back %d",
@@ -159,9 +192,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     model = AutoModelForSequenceClassification.from_pretrained(
         str(base),
-        num_labels=len(LABELS),
-        id2label=dict(enumerate(LABELS)),
-        label2id=LABEL_ID,
+        num_labels=len(names),
+        id2label=dict(enumerate(names)),
+        label2id=label_id,
     )
     model.train()
     steps_per_epoch = math.ceil(len(rows) / args.batch_size)
@@ -184,14 +217,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     loss_fn = torch.nn.CrossEntropyLoss()
     started = time.monotonic()
     progress = tqdm(total=total, initial=state["step"], desc="train", unit="step", mininterval=30)
-    while state["step"] < total:
+    stop_at = min(total, args.max_steps) if args.max_steps else total
+    while state["step"] < stop_at:
         # The batch order of an epoch depends only on the seed and the epoch number, so a
         # resumed run replays the same order and skips the batches it already did.
         batches = bucketed_batches(
             lengths, args.batch_size, random.Random(args.seed + state["epoch"])
         )
         for b in range(state["batch"], len(batches)):
-            if state["step"] >= total:
+            if state["step"] >= stop_at:
                 break
             idx = batches[b]
             batch = collate([train_ids[i] for i in idx], pad)
@@ -221,10 +255,15 @@ def main(argv: Sequence[str] | None = None) -> None:
             state["batch"] = 0
     progress.close()
     save_checkpoint(ckpt, model, optimizer, scheduler, state)
+    if state["step"] < total:
+        logger.info(
+            "stopped at step %d of %d (--max-steps); run again to resume", state["step"], total
+        )
+        return
 
     held_ids = encode(tokenizer, heldback, args.max_length)
     probs = predict(model, held_ids, pad)
-    gold = np.array([LABEL_ID[r["label"]] for r in heldback])
+    gold = np.array([label_id[r["label"]] for r in heldback])
     accuracy = float((probs.argmax(1) == gold).mean())
     logger.info("held-back NLI accuracy %.4f on %d pairs", accuracy, len(heldback))
     final = args.out / "final"

@@ -1,0 +1,137 @@
+"""The training pipeline: rule-made statute pairs, the held-back split, batching, and resume.
+
+The resume test trains the real model for a few steps on a few pairs, twice: once straight
+through, once stopped half-way and resumed from its checkpoint; the weights must be the same.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+from training import statute_pairs
+from training.build_data import split_heldback
+from training.train_entailment import bucketed_batches
+from training.train_entailment import main as train
+
+S379 = (
+    "Whoever commits theft shall be punished with imprisonment of either description for a term "
+    "which may extend to three years, or with fine, or with both."
+)
+DATA = Path(__file__).resolve().parents[3] / "training" / "data" / "entailment"
+
+
+class TestStatutePairs:
+    def test_contradictions_change_what_the_penalty_says(self) -> None:
+        made: dict[str, list[str]] = {}
+        for hypothesis, rule in statute_pairs.contradictions(S379, random.Random(1)):
+            made.setdefault(rule, []).append(hypothesis)
+        assert "shall not be less than three years" in made["bound_min"][0]
+        assert "exactly three years" in made["bound_exact"][0]
+        assert any("and with fine" in h for h in made["or_and"])
+        assert "three years" not in made["term"][0]
+
+    def test_generate_is_deterministic_and_labelled(self) -> None:
+        section = statute_pairs.Section("IPC_379", "Punishment for theft", (S379,))
+        first = statute_pairs.generate([section, section], seed=7)
+        again = statute_pairs.generate([section, section], seed=7)
+        assert first == again
+        assert {p.label for p in first} <= {"entailment", "neutral", "contradiction"}
+        assert any(p.label == "contradiction" for p in first)
+        assert all(p.source.startswith("ipc_rules:") for p in first)
+
+    def test_offence_phrase_reads_the_title(self) -> None:
+        assert statute_pairs.offence_phrase("Punishment for theft") == "theft"
+
+
+class TestData:
+    def test_heldback_split_is_balanced_and_disjoint(self) -> None:
+        rows = [
+            {"premise": f"p{i}", "hypothesis": "h", "label": label, "source": "s"}
+            for i, label in enumerate(["entailment", "neutral", "contradiction"] * 10)
+        ]
+        train, held = split_heldback(rows, 3, random.Random(0))
+        assert len(held) == 9 and len(train) == 21
+        assert {r["label"] for r in held} == {"entailment", "neutral", "contradiction"}
+        assert not {r["premise"] for r in held} & {r["premise"] for r in train}
+
+    def test_vendored_heldback_pairs_are_not_trained_on(self) -> None:
+        import gzip
+
+        def pairs(name: str) -> set[tuple[str, str]]:
+            with gzip.open(DATA / name, "rt", encoding="utf-8") as handle:
+                return {(r["premise"], r["hypothesis"]) for r in map(json.loads, handle)}
+
+        assert not pairs("heldback.jsonl.gz") & pairs("train.jsonl.gz")
+
+    def test_bucketed_batches_cover_every_pair_once(self) -> None:
+        lengths = [random.Random(i).randint(5, 200) for i in range(500)]
+        batches = bucketed_batches(lengths, 32, random.Random(3))
+        assert sorted(i for b in batches for i in b) == list(range(500))
+        assert all(len(b) <= 32 for b in batches)
+
+
+@pytest.mark.slow
+class TestResume:
+    def test_training_resumed_from_a_checkpoint_matches_an_unbroken_run(
+        self, tmp_path: Path
+    ) -> None:
+        common = [
+            "--data", str(DATA), "--limit", "48", "--batch-size", "16", "--epochs", "1",
+            "--heldback-limit", "6", "--checkpoint-every", "1", "--threads", "1",
+        ]  # fmt: skip
+        train([*common, "--out", str(tmp_path / "straight")])
+        train([*common, "--out", str(tmp_path / "resumed"), "--max-steps", "2"])
+        assert not (tmp_path / "resumed" / "final").exists()
+        train([*common, "--out", str(tmp_path / "resumed")])
+
+        log = (tmp_path / "resumed" / "train.log").read_text()
+        assert "resumed from" in log and "at step 2" in log
+        straight = torch.load(tmp_path / "straight" / "checkpoint.pt", weights_only=False)
+        resumed = torch.load(tmp_path / "resumed" / "checkpoint.pt", weights_only=False)
+        assert straight["state"]["step"] == resumed["state"]["step"] == 3
+        for name, tensor in straight["model"].items():
+            assert torch.allclose(tensor, resumed["model"][name], atol=1e-6), name
+        summary = json.loads((tmp_path / "resumed" / "final" / "training.json").read_text())
+        assert summary["steps"] == 3 and 0.0 <= summary["heldback_accuracy"] <= 1.0
+
+
+class TestAnswerabilityData:
+    def test_changed_questions_no_longer_match_their_answer_sentence(self) -> None:
+        from training.build_answerability_data import changed_questions
+
+        sentence = "In 1829 Chopin heard Paganini play the violin in Warsaw."
+        made = dict(
+            (rule, q)
+            for q, rule in changed_questions(
+                "When did Chopin hear Paganini in 1829?",
+                sentence,
+                ["Liszt", "Paris"],
+                random.Random(0),
+            )
+        )
+        assert "Paganini" not in made["hard_entity"] or "Chopin" not in made["hard_entity"]
+        assert "1829" not in made["hard_number"]
+        assert " not " in made["hard_negation"]
+
+    def test_held_back_groups_are_fixed(self) -> None:
+        from training.build_answerability_data import held_back
+
+        groups = [f"squad:A:{i}" for i in range(200)]
+        assert [held_back(g) for g in groups] == [held_back(g) for g in groups]
+        assert 5 <= sum(map(held_back, groups)) <= 40
+
+    def test_vendored_answerability_split_is_disjoint(self) -> None:
+        import gzip
+
+        folder = DATA.parent / "answerability"
+
+        def groups(name: str) -> set[str]:
+            with gzip.open(folder / name, "rt", encoding="utf-8") as handle:
+                return {json.loads(line)["group"] for line in handle}
+
+        assert not groups("heldback.jsonl.gz") & groups("train.jsonl.gz")

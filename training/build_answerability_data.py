@@ -1,0 +1,239 @@
+"""Build the answerability training mix: does this sentence answer this question?
+
+    python -m training.build_answerability_data [--shared ../shared/data/train]
+
+Writes ``training/data/answerability/{train,heldback}.jsonl.gz`` and ``manifest.json``. Each line
+is ``{"premise": sentence, "hypothesis": question, "label": "answers" | "not_answers", "source"}``
+(premise/hypothesis so the entailment trainer reads it unchanged).
+
+Sources (licences allow shipping a model trained on them; see SOURCE.md):
+- SQuAD 2.0 train subset: the sentence holding the answer span answers; other sentences of the
+  paragraph and the most similar sentence of another paragraph do not; an unanswerable question
+  against its paragraph's most similar sentence does not. **Hard negatives** are made the way
+  SQuAD 2.0's own unanswerables were written: an answerable question changed so that its answer
+  sentence no longer answers it (a name from another paragraph swapped in, a number or year
+  changed, a negation inserted) and paired with that very sentence.
+- HotpotQA (train-side files): a supporting sentence answers (part of) its question; the
+  distractor sentences sharing most words with it do not.
+- IPC: template questions about each section ("What is the punishment for X?", "What is X?")
+  against the section's sentences and other sections' penalty sentences.
+
+Sentences are split with the validator's splitter, the project's one definition of a sentence.
+Groups (a SQuAD paragraph, a HotpotQA question, an IPC section) are split 90/10 into train and
+held-back before any pair is made, so no held-back group is trained on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import random
+import re
+import zlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from services.validator.text import split_sentences
+from training.build_data import read_jsonl, write_jsonl_gz
+from training.statute_pairs import Section, offence_phrase, penalty_clause
+
+ANSWERS, NOT_ANSWERS = "answers", "not_answers"
+DEFAULT_SEED = 20261124
+_WORD = re.compile(r"[a-z0-9]{3,}")
+_NAME = re.compile(r"\b(?:[A-Z][\w'’.-]+)(?:\s+(?:of\s+|the\s+)?[A-Z][\w'’.-]+)*")
+_NUMBER = re.compile(r"\b\d{1,4}(?:[.,]\d+)?\b")
+_AUX = re.compile(r"\b(is|was|are|were|did|does|do|has|had|have|can|could|will|would)\b")
+
+
+def sentences(text: str) -> list[str]:
+    return [text[s:e].strip() for s, e in split_sentences(text) if text[s:e].strip()]
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower()))
+
+
+def held_back(group: str) -> bool:
+    return zlib.crc32(group.encode()) % 10 == 0
+
+
+def pair(sentence: str, question: str, label: str, source: str, group: str) -> dict[str, str]:
+    return {
+        "premise": sentence,
+        "hypothesis": question,
+        "label": label,
+        "source": source,
+        "group": group,
+    }
+
+
+def changed_questions(
+    question: str, answer_sentence: str, other_names: Sequence[str], rng: random.Random
+) -> Iterator[tuple[str, str]]:
+    """Edits after which ``answer_sentence`` no longer answers ``question`` (SQuAD 2.0 style)."""
+    names = [m.group(0) for m in _NAME.finditer(question) if m.start() > 0]
+    foreign = [n for n in other_names if n not in answer_sentence and n not in question]
+    if names and foreign:
+        yield question.replace(rng.choice(names), rng.choice(foreign), 1), "hard_entity"
+    numbers = _NUMBER.findall(question)
+    if numbers:
+        n = rng.choice(numbers)
+        if n.isdigit():
+            new = str(int(n) + rng.choice((-7, -3, 2, 5, 11)))
+            if new not in answer_sentence:
+                yield re.sub(rf"\b{re.escape(n)}\b", new, question, count=1), "hard_number"
+    aux = _AUX.search(question)
+    if aux and " not " not in question:
+        yield question[: aux.end()] + " not" + question[aux.end() :], "hard_negation"
+
+
+def squad_pairs(path: Path, rng: random.Random) -> Iterator[dict[str, str]]:
+    data = json.loads(path.read_text(encoding="utf-8"))["data"]
+    for article in data:
+        paragraphs = [(p, sentences(p["context"])) for p in article["paragraphs"]]
+        names = sorted({m.group(0) for p, _ in paragraphs for m in _NAME.finditer(p["context"])})
+        for k, (paragraph, sents) in enumerate(paragraphs):
+            # Held back by paragraph: the 10 articles are too few to split by article.
+            group = f"squad:{article['title']}:{k}"
+            context = paragraph["context"]
+            spans = [(context.find(s), s) for s in sents]
+            others = [s for p2, ss in paragraphs if p2 is not paragraph for s in ss]
+            for qa in paragraph["qas"]:
+                question = qa["question"].strip()
+                qw = _words(question)
+                if qa.get("is_impossible"):
+                    ranked = sorted(sents, key=lambda s: -len(qw & _words(s)))
+                    for s in ranked[:2]:
+                        yield pair(s, question, NOT_ANSWERS, "squad_impossible", group)
+                    continue
+                start = qa["answers"][0]["answer_start"]
+                gold = next((s for at, s in reversed(spans) if 0 <= at <= start), None)
+                if gold is None:
+                    continue
+                yield pair(gold, question, ANSWERS, "squad_answer", group)
+                rest = [s for s in sents if s != gold]
+                for s in rng.sample(rest, min(2, len(rest))):
+                    yield pair(s, question, NOT_ANSWERS, "squad_other_sentence", group)
+                if others:
+                    pool = rng.sample(others, min(40, len(others)))
+                    close = max(pool, key=lambda s: len(qw & _words(s)))
+                    yield pair(close, question, NOT_ANSWERS, "squad_other_paragraph", group)
+                for changed, rule in changed_questions(question, gold, names, rng):
+                    if rng.random() < 0.5:
+                        yield pair(gold, changed, NOT_ANSWERS, f"squad_{rule}", group)
+
+
+def hotpot_pairs(
+    rpt: Sequence[dict[str, object]], ecm: Sequence[dict[str, object]]
+) -> Iterator[dict[str, str]]:
+    for row in rpt:
+        group = f"hotpot:{row['id']}"
+        question = str(row["question"]).strip()
+        context = row["context"]
+        titles: list[str] = context["title"]  # type: ignore[index]
+        paragraphs: list[list[str]] = context["sentences"]  # type: ignore[index]
+        sf = row["supporting_facts"]
+        gold = sorted(set(zip(sf["title"], sf["sent_id"], strict=True)))  # type: ignore[index]
+        gold_text = {
+            paragraphs[titles.index(t)][i].strip()
+            for t, i in gold
+            if t in titles and i < len(paragraphs[titles.index(t)])
+        }
+        for s in sorted(gold_text):
+            yield pair(s, question, ANSWERS, "hotpot_support", group)
+        qw = _words(question)
+        distractors = sorted(
+            {
+                s.strip()
+                for ss in paragraphs
+                for s in ss
+                if s.strip() and s.strip() not in gold_text
+            },
+            key=lambda s: (-len(qw & _words(s)), s),
+        )
+        for s in distractors[:2]:
+            yield pair(s, question, NOT_ANSWERS, "hotpot_distractor", group)
+    for row in ecm:
+        question = str(row["question"]).strip()
+        for s in row["evidence"]:  # type: ignore[attr-defined]
+            yield pair(
+                str(s).strip(), question, ANSWERS, "hotpot_support", f"hotpot-ecm:{question}"
+            )
+
+
+_PUNISH_QUESTIONS = (
+    "What is the punishment for {x}?",
+    "How is {x} punished under the IPC?",
+    "What penalty does the law provide for {x}?",
+    "How long can someone be jailed for {x}?",
+)
+_DEFINE_QUESTIONS = ("What is {x}?", "How does the IPC define {x}?", "What counts as {x}?")
+
+
+def ipc_pairs(sections: Sequence[Section], rng: random.Random) -> Iterator[dict[str, str]]:
+    penalties = [(s, x) for s in sections for x in s.sentences if penalty_clause(x)]
+    for section in sections:
+        group = f"ipc:{section.doc_id}"
+        offence = offence_phrase(section.title)
+        own = [x for x in section.sentences if penalty_clause(x)]
+        if len(offence.split()) < 2 and not own:
+            continue  # "Offence", "Act": too generic to ask about
+        if own:
+            question = rng.choice(_PUNISH_QUESTIONS).format(x=offence)
+            yield pair(own[0], question, ANSWERS, "ipc_punishment", group)
+            for other, sentence in rng.sample(penalties, 2):
+                if other.doc_id != section.doc_id:
+                    yield pair(sentence, question, NOT_ANSWERS, "ipc_other_penalty", group)
+        elif not own and section.sentences:
+            question = rng.choice(_DEFINE_QUESTIONS).format(x=offence)
+            yield pair(section.sentences[0], question, ANSWERS, "ipc_definition", group)
+            other, sentence = rng.choice(penalties)
+            if other.doc_id != section.doc_id:
+                yield pair(sentence, question, NOT_ANSWERS, "ipc_other_penalty", group)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shared", type=Path, default=Path("../shared/data/train"))
+    parser.add_argument("--corpus", type=Path, default=Path("data/corpora/indian_law/ipc.json"))
+    parser.add_argument("--out", type=Path, default=Path("training/data/answerability"))
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    args = parser.parse_args(argv)
+    rng = random.Random(args.seed)
+    from training.build_data import ipc_sections
+
+    rows = [
+        *squad_pairs(args.shared / "squad2" / "train_subset.json", rng),
+        *hotpot_pairs(
+            read_jsonl(args.shared / "hotpotqa" / "train_rpt_devsample.jsonl"),
+            read_jsonl(args.shared / "hotpotqa" / "train_evidence_only_ecm.jsonl"),
+        ),
+        *ipc_pairs(ipc_sections(args.corpus), rng),
+    ]
+    rows = list({(r["premise"], r["hypothesis"]): r for r in rows}.values())  # first label wins
+    train = [r for r in rows if not held_back(r["group"])]
+    heldback = [r for r in rows if held_back(r["group"])]
+    rng.shuffle(train)
+    args.out.mkdir(parents=True, exist_ok=True)
+    counts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for row in train:
+        counts[row["source"]][row["label"]] += 1
+    manifest = {
+        "seed": args.seed,
+        "labels": [ANSWERS, NOT_ANSWERS],
+        "files": {
+            "train.jsonl.gz": write_jsonl_gz(args.out / "train.jsonl.gz", train),
+            "heldback.jsonl.gz": write_jsonl_gz(args.out / "heldback.jsonl.gz", heldback),
+        },
+        "train_pairs": len(train),
+        "heldback_pairs": len(heldback),
+        "train_by_source": {k: dict(v) for k, v in sorted(counts.items())},
+        "heldback_by_label": dict(collections.Counter(r["label"] for r in heldback)),
+    }
+    (args.out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    print(json.dumps(manifest, indent=2))
+
+
+if __name__ == "__main__":
+    main()
