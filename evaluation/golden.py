@@ -13,7 +13,8 @@ from evaluation.matching import normalize_ws
 from services.common.errors import CorpusFormatError
 from services.common.intent import Intent
 
-_ID = re.compile(r"^ipc-\d{3}$")
+# ipc-NNN: the team's golden set; plain-NNN: the plain-language set (report-only, never tuned on).
+_ID = re.compile(r"^(?:ipc|plain)-\d{3}$")
 _DOC_ID = re.compile(r"^IPC_\d+[A-Z]*$")
 _REQUIRED = {
     "id": str,
@@ -118,7 +119,7 @@ def _parse(path: Path, line: int, record: Any) -> GoldenItem:
         if key in record and not isinstance(record[key], kind):
             raise _fail(path, line, f"'{key}' must be a {kind.__name__}")
     if not _ID.match(record["id"]):
-        raise _fail(path, line, f"id {record['id']!r} does not match ipc-NNN")
+        raise _fail(path, line, f"id {record['id']!r} does not match ipc-NNN or plain-NNN")
     if not record["question"].strip() or not record["rationale"].strip():
         raise _fail(path, line, "'question' and 'rationale' must not be empty")
     try:

@@ -19,6 +19,7 @@ from services.common.intent import Intent
 
 ROOT = Path(__file__).resolve().parents[3]
 GOLDEN = ROOT / "data/golden/ipc_golden_v1.jsonl"
+PLAIN = ROOT / "data/golden/ipc_plain_v1.jsonl"
 IPC = ROOT / "data/corpora/indian_law/ipc.json"
 
 
@@ -78,6 +79,12 @@ class TestShippedGolden:
 
     def test_check_against_corpus_shipped_file_matches_corpus(self) -> None:
         assert check_against_corpus(load_golden(GOLDEN), load_ipc_sections(IPC)) == []
+
+    def test_plain_language_set_loads_and_matches_corpus(self) -> None:
+        items = load_golden(PLAIN)
+        answerable = [i for i in items if i.answerable]
+        assert len(answerable) >= 80 and len(items) - len(answerable) >= 30
+        assert check_against_corpus(items, load_ipc_sections(IPC)) == []
 
 
 class TestLoadGolden:
