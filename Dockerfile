@@ -95,6 +95,9 @@ EXPOSE 50052 9092
 ENTRYPOINT ["python", "-m", "services.synthesis"]
 
 FROM app AS service-validator
+# The trained entailment model (int8 ONNX, ~23 MB); its manifest's checksums are verified at start.
+COPY models/entailment-minilm-l6/ models/entailment-minilm-l6/
+ENV VALIDATOR_ENTAILMENT_MODEL_DIR=/app/models/entailment-minilm-l6
 EXPOSE 50053 9093
 ENTRYPOINT ["python", "-m", "services.validator"]
 

@@ -84,8 +84,9 @@ bench-retrieval: install ## Retrieval latency/throughput over gRPC vs echo and r
 	$(PY) -m bench.retrieval_quality
 
 .PHONY: bench-validator
-bench-validator: install ## Validator latency in-process and over gRPC vs echo; instructions per call; accuracy.
+bench-validator: install ## Validator latency (lexical tiers and the entailment model); instructions per call; accuracy.
 	$(PY) -m bench.validator_perf
+	$(PY) -m bench.validator_model
 	$(PY) -m bench.validator_inline
 	@if command -v valgrind >/dev/null; then $(PY) -m bench.validator_instructions; \
 	else echo "valgrind not installed: instructions per call not counted (apt-get install valgrind)"; fi
@@ -114,6 +115,24 @@ load: install index ## 60 s at concurrency 8 and 32 against SynthesizeAnswer; wr
 soak: install index ## The 10-minute soak variant of make load (concurrency 8).
 	$(PY) -m bench.load --duration 600 --concurrency 8 --index-dir $(INDEX_DIR) --name soak
 
+# ---------------------------------------------------------------------------- trained models
+# Training never runs in make run / make test: they load the shipped files in models/ and verify
+# their checksums. These targets rebuild them (hours on a 2-core CPU; see training/README.md).
+SHARED_TRAIN ?= ../shared/data/train
+TRAIN_DIR    ?= var/train/entailment
+EPOCHS       ?= 1.8
+
+.PHONY: train-data
+train-data: install ## Re-vendor the training mixes from $(SHARED_TRAIN) into training/data/ (the only step that reads it).
+	$(PY) -m training.build_data --shared $(SHARED_TRAIN)
+	$(PY) -m training.build_answerability_data --shared $(SHARED_TRAIN)
+
+.PHONY: train-models
+train-models: install ## Train, export (int8 ONNX) and calibrate the entailment model into models/ (long; resumable).
+	nice -n 19 $(PY) -m training.train_entailment --out $(TRAIN_DIR) --epochs $(EPOCHS) --lr 6e-5
+	$(PY) -m training.export_onnx --model $(TRAIN_DIR)/final --out models/entailment-minilm-l6
+	$(PY) -m training.calibrate --model-dir models/entailment-minilm-l6
+
 # ---------------------------------------------------------------------------- quality gates
 node_modules/.bin/buf: package.json
 	npm install --no-audit --no-fund --silent
@@ -121,8 +140,8 @@ node_modules/.bin/buf: package.json
 
 .PHONY: lint
 lint: install node_modules/.bin/buf ## ruff, mypy --strict, buf lint (+ buf breaking against main when it exists).
-	$(VENV)/bin/ruff check services tests scripts bench evaluation
-	$(VENV)/bin/ruff format --check services tests scripts bench evaluation
+	$(VENV)/bin/ruff check services tests scripts bench evaluation training
+	$(VENV)/bin/ruff format --check services tests scripts bench evaluation training
 	$(VENV)/bin/mypy services
 	node_modules/.bin/buf lint
 	@if git rev-parse --verify -q origin/main >/dev/null; then \

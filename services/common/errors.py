@@ -5,6 +5,7 @@
     ├── NotReadyError                NOT_READY              warm-up not finished
     ├── IndexIntegrityError          INDEX_INTEGRITY        index / id map / manifest disagree
     ├── CorpusFormatError            CORPUS_FORMAT          a source file cannot be parsed
+    ├── ModelUnavailableError        MODEL_UNAVAILABLE      a shipped model is missing, corrupt or fails
     ├── DependencyError              DEPENDENCY_FAILED      a downstream service failed
     │   ├── DependencyUnavailableError  DEPENDENCY_UNAVAILABLE  unreachable or refused
     │   └── DependencyTimeoutError      DEPENDENCY_TIMEOUT      deadline passed downstream
@@ -66,6 +67,12 @@ class CorpusFormatError(GroundedError):
     """A source document file cannot be parsed into documents."""
 
     reason = "CORPUS_FORMAT"
+
+
+class ModelUnavailableError(GroundedError):
+    """A shipped model is missing, fails its checksum, or cannot run (the service stops serving)."""
+
+    reason = "MODEL_UNAVAILABLE"
 
 
 class DependencyError(GroundedError):

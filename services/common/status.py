@@ -18,6 +18,7 @@ STATUS_BY_ERROR: dict[type[errors.GroundedError], grpc.StatusCode] = {
     errors.NotReadyError: grpc.StatusCode.UNAVAILABLE,
     errors.IndexIntegrityError: grpc.StatusCode.FAILED_PRECONDITION,
     errors.CorpusFormatError: grpc.StatusCode.FAILED_PRECONDITION,
+    errors.ModelUnavailableError: grpc.StatusCode.UNAVAILABLE,
     errors.DependencyError: grpc.StatusCode.UNAVAILABLE,
     errors.DependencyUnavailableError: grpc.StatusCode.UNAVAILABLE,
     errors.DependencyTimeoutError: grpc.StatusCode.DEADLINE_EXCEEDED,

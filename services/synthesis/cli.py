@@ -80,6 +80,11 @@ def _print_human(response: pb.SynthesizeAnswerResponse, verbose: bool) -> None:
         f"{len(v.missing_citations)} missing"
     )
     print(f"  uncovered:  {', '.join(str(i) for i in v.uncovered_sentences) or 'none'}")
+    tiers = ", ".join(
+        vpb.ValidationTier.Name(t).removeprefix("VALIDATION_TIER_").lower() for t in v.tiers
+    )
+    model = f" (model {v.entailment_model})" if v.entailment_model else ""
+    print(f"  tiers:      {tiers or 'none reported'}{model}")
     print(f"  retrieved:  {len(response.evidence)} passages from {len(docs)} documents")
     if response.synthesis_mode:
         print(f"  synthesis:  multi-document mode over {response.source_doc_count} documents")
@@ -100,6 +105,14 @@ def _print_human(response: pb.SynthesizeAnswerResponse, verbose: bool) -> None:
             print(
                 f"  #{sent.index} {reason:<18} coverage {sent.coverage:.2f} cites {list(sent.cited_ids)}"
             )
+            if sent.HasField("entailment"):
+                e = sent.entailment
+                how = (
+                    "verbatim quote"
+                    if e.verbatim
+                    else (f"entailment {e.entailment:.2f}, contradiction {e.contradiction:.2f}")
+                )
+                print(f"      {how} from {e.semantic_id}[{e.char_start}:{e.char_end}]")
 
 
 def ask(args: argparse.Namespace) -> int:

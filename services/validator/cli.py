@@ -11,12 +11,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from services.validator.engine import validate
+from services.common.errors import ModelUnavailableError
+from services.validator.config import ValidatorConfig
+from services.validator.engine import EntailmentTier, validate
+from services.validator.nli_onnx import tier_from_config
 from services.validator.report import ValidationReport
 
 EXIT_ACCEPTED = 0
 EXIT_REJECTED = 1
 EXIT_BAD_INPUT = 2
+EXIT_MODEL_UNAVAILABLE = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +72,10 @@ def render(report: ValidationReport) -> str:
     """Human-readable verdict with one line per sentence."""
     lines = [
         f"verdict: {report.verdict.value} ({report.reason.value}), "
-        f"support {report.support_score:.2f}, accepted: {'yes' if report.accepted else 'no'}"
+        f"support {report.support_score:.2f}, accepted: {'yes' if report.accepted else 'no'}",
+        "tiers: "
+        + ", ".join(t.value for t in report.tiers)
+        + (f" (model {report.entailment_model})" if report.entailment_model else ""),
     ]
     for label, values in (
         ("invalid citations", report.invalid_citations),
@@ -83,6 +90,13 @@ def render(report: ValidationReport) -> str:
             f"  [{s.index}] {s.verdict.value:<11} {s.reason.value:<19} cov={s.coverage:.2f} "
             f"cites={cited}  {_shorten(s.text)}"
         )
+        if s.entailment is not None:
+            e = s.entailment
+            lines.append(
+                f"        entailment {e.entailment:.2f} neutral {e.neutral:.2f} "
+                f"contradiction {e.contradiction:.2f} from {e.semantic_id or '-'}"
+                f"[{e.char_start}:{e.char_end}]" + (" (verbatim)" if e.verbatim else "")
+            )
         if s.detail:
             lines.append(f"        {s.detail}")
     return "\n".join(lines)
@@ -99,6 +113,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--chunks-file", type=Path, required=True, help="JSON list or JSONL of {semantic_id, text}"
     )
     parser.add_argument("--json", action="store_true", help="print the full report as JSON")
+    parser.add_argument(
+        "--no-entailment",
+        action="store_true",
+        help="skip the entailment model (as VALIDATOR_ENTAILMENT=off does for the service)",
+    )
     args = parser.parse_args(argv)
     try:
         try:
@@ -109,7 +128,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BadInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    report = validate(answer, chunks)
+    # The same configuration as the service (VALIDATOR_* variables), so the same judgement.
+    config = ValidatorConfig.from_env()
+    tier: EntailmentTier | None = None
+    if config.entailment and not args.no_entailment:
+        try:
+            tier = tier_from_config(config)
+        except ModelUnavailableError as exc:
+            print(f"error: entailment model unavailable: {exc.message}", file=sys.stderr)
+            return EXIT_MODEL_UNAVAILABLE
+    report = validate(answer, chunks, tier=tier)
     if args.json:
         print(json.dumps(report_to_dict(report), ensure_ascii=False, indent=2))
     else:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from services.common.config import EnvReader, ServerSettings
 
 SERVICE_NAME = "grounded.validator.v1.ValidatorService"
+# The shipped entailment model, found from the repository root (the image copies models/ too).
+DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[2] / "models" / "entailment-minilm-l6"
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,6 +19,15 @@ class ValidatorConfig:
     # thread. A few milliseconds inline cost less than the thread hand-off and the GIL contention
     # it brings; a long validation inline would stall health checks and other calls.
     inline_max_bytes: int = 32 * 1024
+    # The entailment tier. Off only when an operator says so; then every response's ``tiers``
+    # omits ENTAILMENT. On, a model that cannot be loaded stops the service at start-up.
+    entailment: bool = True
+    model_dir: Path = DEFAULT_MODEL_DIR
+    model_threads: int = 1
+    # Threshold overrides; None keeps the model's calibrated values from its manifest.
+    entail_threshold: float | None = None
+    contradiction_threshold: float | None = None
+    coverage_rescue_threshold: float | None = None
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> ValidatorConfig:
@@ -25,4 +37,16 @@ class ValidatorConfig:
             inline_max_bytes=env.int(
                 "INLINE_MAX_BYTES", 32 * 1024, minimum=0, maximum=64 * 1024 * 1024
             ),
+            entailment=env.bool("ENTAILMENT", True),
+            model_dir=Path(env.str("ENTAILMENT_MODEL_DIR", str(DEFAULT_MODEL_DIR))),
+            model_threads=env.int("MODEL_THREADS", 1, minimum=1, maximum=64),
+            entail_threshold=_probability(env, "ENTAIL_THRESHOLD"),
+            contradiction_threshold=_probability(env, "CONTRADICTION_THRESHOLD"),
+            coverage_rescue_threshold=_probability(env, "COVERAGE_RESCUE_THRESHOLD"),
         )
+
+
+def _probability(env: EnvReader, name: str) -> float | None:
+    """An optional probability: unset (or invalid, with a warning) keeps the model's value."""
+    value = env.float(name, -1.0, minimum=0.0, maximum=1.0)
+    return None if value < 0 else value

@@ -30,9 +30,25 @@ _REASON: dict[r.Reason, pb.ValidationReason] = {
     )
     for reason in r.Reason
 }
+_TIER: dict[r.Tier, pb.ValidationTier] = {
+    tier: cast(pb.ValidationTier, pb.ValidationTier.Value(f"VALIDATION_TIER_{tier.name}"))
+    for tier in r.Tier
+}
 VERDICT_FROM_PROTO = {v: k for k, v in _VERDICT.items()}
+TIER_FROM_PROTO = {v: k for k, v in _TIER.items()}
 SENTENCE_VERDICT_FROM_PROTO = {v: k for k, v in _SENTENCE_VERDICT.items()}
 REASON_FROM_PROTO = {v: k for k, v in _REASON.items()}
+
+
+_THRESHOLDS = ("single_citation_threshold", "multi_citation_threshold")
+_SWITCHES = (
+    "check_numbers",
+    "check_negation",
+    "require_complete_citation",
+    "check_penalties",
+    "check_entailment",
+)
+_MODEL_THRESHOLDS = ("entail_threshold", "contradiction_threshold", "coverage_rescue_threshold")
 
 
 class EvidenceItem(NamedTuple):
@@ -79,7 +95,7 @@ def request_from_proto(
             )
     options = r.ValidationOptions()
     o = request.options
-    for name in ("single_citation_threshold", "multi_citation_threshold"):
+    for name in (*_THRESHOLDS, *_MODEL_THRESHOLDS):
         if o.HasField(name):
             value = getattr(o, name)
             if not 0.0 <= value <= 1.0:
@@ -87,13 +103,7 @@ def request_from_proto(
     violations.raise_if_any()
     overrides = {
         name: getattr(o, name)
-        for name in (
-            "single_citation_threshold",
-            "multi_citation_threshold",
-            "check_numbers",
-            "check_negation",
-            "require_complete_citation",
-        )
+        for name in (*_THRESHOLDS, *_SWITCHES, *_MODEL_THRESHOLDS)
         if o.HasField(name)
     }
     if overrides:
@@ -137,9 +147,46 @@ def report_to_proto(report: r.ValidationReport) -> pb.ValidateAnswerResponse:
                     for sp in s.spans
                 ],
                 detail=s.detail,
+                entailment=_scores_to_proto(s.entailment),
+                decided_by=_TIER[s.decided_by] if s.decided_by else pb.VALIDATION_TIER_UNSPECIFIED,
             )
             for s in report.sentences
         ],
+        tiers=[_TIER[t] for t in report.tiers],
+        entailment_model=report.entailment_model,
+    )
+
+
+def _scores_to_proto(e: r.EntailmentScores | None) -> pb.EntailmentScores | None:
+    if e is None:
+        return None
+    return pb.EntailmentScores(
+        entailment=e.entailment,
+        neutral=e.neutral,
+        contradiction=e.contradiction,
+        semantic_id=e.semantic_id,
+        char_start=e.char_start,
+        char_end=e.char_end,
+        windows=e.windows,
+        split=e.split,
+        verbatim=e.verbatim,
+    )
+
+
+def _scores_from_proto(s: pb.SentenceReport) -> r.EntailmentScores | None:
+    if not s.HasField("entailment"):
+        return None
+    e = s.entailment
+    return r.EntailmentScores(
+        e.entailment,
+        e.neutral,
+        e.contradiction,
+        e.semantic_id,
+        e.char_start,
+        e.char_end,
+        e.windows,
+        e.split,
+        e.verbatim,
     )
 
 
@@ -171,7 +218,11 @@ def report_from_proto(response: pb.ValidateAnswerResponse) -> r.ValidationReport
                     r.SupportSpan(sp.semantic_id, sp.char_start, sp.char_end) for sp in s.spans
                 ),
                 detail=s.detail,
+                entailment=_scores_from_proto(s),
+                decided_by=TIER_FROM_PROTO.get(s.decided_by),
             )
             for s in response.sentences
         ),
+        tiers=tuple(TIER_FROM_PROTO[t] for t in response.tiers if t in TIER_FROM_PROTO),
+        entailment_model=response.entailment_model,
     )

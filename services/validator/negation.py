@@ -121,8 +121,10 @@ def scopes(
 def _bound(tokens: Sequence[Token], i: int) -> str:
     if tokens[i].norm not in ("not", "no"):
         return ""
+    # The statutes' usual form puts "be" between: "shall not be less than seven years".
+    first = i + 2 if i + 1 < len(tokens) and tokens[i + 1].norm == "be" else i + 1
     for phrase, comparative in _BOUNDS.items():
-        if tuple(t.norm for t in tokens[i + 1 : i + 1 + len(phrase)]) == phrase:
+        if tuple(t.norm for t in tokens[first : first + len(phrase)]) == phrase:
             return comparative
     return ""
 

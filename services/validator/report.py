@@ -39,6 +39,40 @@ class Reason(enum.Enum):
     MISSING_CITATION = "MISSING_CITATION"
     CITATION_IN_REFUSAL = "CITATION_IN_REFUSAL"
     EMPTY_ANSWER = "EMPTY_ANSWER"
+    PENALTY_MISMATCH = "PENALTY_MISMATCH"
+    CONTRADICTED = "CONTRADICTED"
+    NOT_ENTAILED = "NOT_ENTAILED"
+
+
+class Tier(enum.Enum):
+    """The layers of checks, cheapest first; a report names those that ran and which decided."""
+
+    CITATIONS = "citations"
+    COVERAGE = "coverage"
+    NUMBERS = "numbers"
+    NEGATION = "negation"
+    PENALTY = "penalty"
+    ENTAILMENT = "entailment"
+
+
+# The tier each sentence reason belongs to (the one that decided a sentence with that reason).
+TIER_OF_REASON: dict[Reason, Tier] = {
+    Reason.SUPPORTED: Tier.COVERAGE,
+    Reason.META_STATEMENT: Tier.CITATIONS,
+    Reason.REFUSAL: Tier.CITATIONS,
+    Reason.NO_CITATION: Tier.CITATIONS,
+    Reason.INVALID_CITATION: Tier.CITATIONS,
+    Reason.MALFORMED_CITATION: Tier.CITATIONS,
+    Reason.MISSING_CITATION: Tier.CITATIONS,
+    Reason.CITATION_IN_REFUSAL: Tier.CITATIONS,
+    Reason.EMPTY_ANSWER: Tier.CITATIONS,
+    Reason.LOW_COVERAGE: Tier.COVERAGE,
+    Reason.NUMBER_MISMATCH: Tier.NUMBERS,
+    Reason.NEGATION_MISMATCH: Tier.NEGATION,
+    Reason.PENALTY_MISMATCH: Tier.PENALTY,
+    Reason.CONTRADICTED: Tier.ENTAILMENT,
+    Reason.NOT_ENTAILED: Tier.ENTAILMENT,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +95,27 @@ class MalformedCitation:
 
 
 @dataclass(frozen=True, slots=True)
+class EntailmentScores:
+    """The entailment model's probabilities for a sentence and the evidence that decided them.
+
+    ``char_start``/``char_end`` locate the deciding evidence sentence (or window) inside the
+    passage ``semantic_id``; ``windows`` counts the (evidence, claim) pairs judged, and
+    ``split`` says a text was longer than the model's window and was judged in pieces.
+    ``verbatim`` means the claim is an evidence sentence word for word (no model call).
+    """
+
+    entailment: float
+    neutral: float
+    contradiction: float
+    semantic_id: str
+    char_start: int
+    char_end: int
+    windows: int
+    split: bool = False
+    verbatim: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class SentenceReport:
     """Verdict for one answer sentence."""
 
@@ -74,6 +129,8 @@ class SentenceReport:
     missing_ids: tuple[str, ...] = ()
     spans: tuple[SupportSpan, ...] = ()
     detail: str = ""
+    entailment: EntailmentScores | None = None
+    decided_by: Tier | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +146,15 @@ class ValidationOptions:
     # ceil(missing_min_fraction * claim terms)) claim content terms the cited items lack.
     missing_min_terms: int = 2
     missing_min_fraction: float = 0.25
+    check_penalties: bool = True
+    # The entailment tier runs when the server has it on and this is true. Thresholds left
+    # None use the model's calibrated defaults (its manifest, or the server's configuration).
+    check_entailment: bool = True
+    entail_threshold: float | None = None
+    contradiction_threshold: float | None = None
+    # A sentence whose only cheap failure is LOW_COVERAGE (a paraphrase in other words) is
+    # accepted when the model entails it with at least this probability.
+    coverage_rescue_threshold: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +170,8 @@ class ValidationReport:
     missing_citations: tuple[str, ...] = ()
     uncovered_sentences: tuple[int, ...] = ()
     sentences: tuple[SentenceReport, ...] = field(default_factory=tuple)
+    tiers: tuple[Tier, ...] = ()
+    entailment_model: str = ""
 
     @property
     def accepted(self) -> bool:

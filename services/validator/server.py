@@ -3,21 +3,47 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from grounded.validator.v1 import validator_service_pb2_grpc as pb_grpc
 
+from services.common.errors import ModelUnavailableError
 from services.common.logs import configure_logging
-from services.common.server import GrpcService, ServiceApp, run_until_signalled
+from services.common.server import NOT_SERVING, GrpcService, ServiceApp, run_until_signalled
 from services.validator.config import SERVICE_NAME, ValidatorConfig
+from services.validator.nli_onnx import tier_from_config
 from services.validator.servicer import ValidatorServicer
+
+logger = logging.getLogger(__name__)
 
 
 def create_app(config: ValidatorConfig) -> ServiceApp:
     service = GrpcService(label="validator", service_names=[SERVICE_NAME], settings=config.server)
-    servicer = ValidatorServicer(inline_max_bytes=config.inline_max_bytes)
+
+    async def model_failed() -> None:
+        # A model that stopped working must take the pod out of rotation, not degrade answers.
+        for name in ("", *service.service_names):
+            await service.health.set(name, NOT_SERVING)
+
+    servicer = ValidatorServicer(
+        inline_max_bytes=config.inline_max_bytes, on_model_failure=model_failed
+    )
 
     async def warm_up() -> None:
-        return None  # nothing to load: the validator is pure computation
+        if not config.entailment:
+            logger.warning(
+                "entailment tier switched off by VALIDATOR_ENTAILMENT; lexical tiers only"
+            )
+            return
+        try:
+            servicer.tier = await asyncio.to_thread(tier_from_config, config)
+        except ModelUnavailableError as exc:
+            logger.error(
+                "entailment model unavailable, not serving: %s (set VALIDATOR_ENTAILMENT=off to "
+                "run without it on purpose)",
+                exc.message,
+            )
+            raise
 
     return ServiceApp(
         service,

@@ -3,23 +3,36 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from grounded.validator.v1 import validator_service_pb2 as pb
 from grounded.validator.v1 import validator_service_pb2_grpc as pb_grpc
 from grpc import aio
 
+from services.common.errors import ModelUnavailableError
 from services.common.metrics import VALIDATION_FAILURES
 from services.validator import convert
-from services.validator.engine import validate
+from services.validator.engine import EntailmentTier, validate
 from services.validator.report import Verdict
 
 DEFAULT_INLINE_MAX_BYTES = 32 * 1024
+logger = logging.getLogger(__name__)
 
 
 class ValidatorServicer(pb_grpc.ValidatorServiceServicer):
-    def __init__(self, inline_max_bytes: int = DEFAULT_INLINE_MAX_BYTES) -> None:
+    def __init__(
+        self,
+        inline_max_bytes: int = DEFAULT_INLINE_MAX_BYTES,
+        *,
+        tier: EntailmentTier | None = None,
+        on_model_failure: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self.inline_max_bytes = inline_max_bytes
+        # Set by the server's warm-up once the model is loaded (None: the tier is switched off).
+        self.tier = tier
+        self.on_model_failure = on_model_failure
 
     async def ValidateAnswer(
         self, request: pb.ValidateAnswerRequest, context: aio.ServicerContext[Any, Any]
@@ -29,16 +42,26 @@ class ValidatorServicer(pb_grpc.ValidatorServiceServicer):
         # A large one (up to 200 passages) goes to a worker thread, so that the loop keeps
         # accepting calls and answering health checks meanwhile (which also lets a SIGTERM
         # drain pick queued calls up instead of cancelling them).
-        if request.ByteSize() <= self.inline_max_bytes:
-            response = _validate_request(request)
-        else:
-            response = await asyncio.to_thread(_validate_request, request)
+        # With the entailment model the call takes milliseconds of ONNX Runtime, which releases
+        # the GIL: a worker thread then lets other calls and health checks proceed meanwhile.
+        try:
+            if self.tier is None and request.ByteSize() <= self.inline_max_bytes:
+                response = _validate_request(request, None)
+            else:
+                response = await asyncio.to_thread(_validate_request, request, self.tier)
+        except ModelUnavailableError as exc:
+            logger.error("entailment model failed on a request, not serving: %s", exc.message)
+            if self.on_model_failure is not None:
+                await self.on_model_failure()
+            raise
         return response
 
 
-def _validate_request(request: pb.ValidateAnswerRequest) -> pb.ValidateAnswerResponse:
+def _validate_request(
+    request: pb.ValidateAnswerRequest, tier: EntailmentTier | None
+) -> pb.ValidateAnswerResponse:
     answer, evidence, options = convert.request_from_proto(request)
-    report = validate(answer, evidence, options)
+    report = validate(answer, evidence, options, tier)
     if report.verdict is Verdict.NOT_GROUNDED:
         VALIDATION_FAILURES.labels(report.reason.value).inc()
     return convert.report_to_proto(report)

@@ -5,15 +5,18 @@ slips through, whatever the answer or the evidence says, prompt injection includ
 from __future__ import annotations
 
 import math
+from functools import cache
 
 import pytest
 from grounded.validator.v1 import validator_service_pb2 as vpb
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from services.common.evidence import Chunk
 from services.validator import convert
-from services.validator.engine import validate
+from services.validator.config import DEFAULT_MODEL_DIR
+from services.validator.engine import EntailmentTier, validate
+from services.validator.nli_onnx import load_tier
 from services.validator.report import (
     REFUSAL,
     SentenceVerdict,
@@ -54,7 +57,15 @@ _OPTIONS = st.builds(
     check_numbers=st.booleans(),
     check_negation=st.booleans(),
     require_complete_citation=st.booleans(),
+    check_penalties=st.booleans(),
 )
+# The real model costs milliseconds per pair: a few dozen inputs, whatever the profile.
+_WITH_MODEL = settings(FUZZ, max_examples=40)
+
+
+@cache
+def _tier() -> EntailmentTier:
+    return load_tier(DEFAULT_MODEL_DIR)
 
 
 class TestValidatorEngine:
@@ -79,3 +90,19 @@ class TestValidatorEngine:
         response = convert.report_to_proto(report)
         assert response.verdict != vpb.VALIDATION_VERDICT_UNSPECIFIED
         assert convert.report_from_proto(response).verdict is report.verdict
+
+    @_WITH_MODEL
+    @given(st.one_of(answers(), st.text(CHAR, max_size=400)), _EVIDENCE)
+    def test_validate_with_the_model_never_raises_and_scores_are_probabilities(
+        self, answer: str, evidence: list[Chunk]
+    ) -> None:
+        report = validate(answer, evidence, ValidationOptions(), _tier())
+        for sentence in report.sentences:
+            scores = sentence.entailment
+            if scores is None:
+                continue
+            values = (scores.entailment, scores.neutral, scores.contradiction)
+            assert all(math.isfinite(v) and 0.0 <= v <= 1.0 for v in values), sentence
+            assert scores.verbatim or abs(sum(values) - 1.0) < 1e-4, sentence
+        if report.verdict is Verdict.GROUNDED:
+            assert set(report.cited_ids) <= {c.semantic_id for c in evidence}, report

@@ -73,10 +73,15 @@ class TestCliAsk:
         run = await run_cli(ANSWERABLE, "--address", stack.synthesis, "--verbose")
 
         assert run.code == 0, run.err
-        sentences = run.out[run.out.index("Sentences:") :].splitlines()[1:]
+        lines = run.out[run.out.index("Sentences:") :].splitlines()[1:]
+        sentences = [line for line in lines if line.lstrip().startswith("#")]
         assert sentences and all("coverage" in line for line in sentences)
         assert sentences[0].split()[:2] == ["#0", "SUPPORTED"]
         assert "IPC_420_" in sentences[0]
+        # Each judged sentence says what decided it: a verbatim quote or the model's scores.
+        details = [line for line in lines if not line.lstrip().startswith("#")]
+        assert details and all("from IPC_" in line for line in details)
+        assert "tiers:      citations, coverage, numbers, negation, penalty, entailment" in run.out
 
     async def test_ask_json_prints_the_whole_response(self, stack: Stack) -> None:
         run = await run_cli(ANSWERABLE, "--address", stack.synthesis, "--json", "--top-k", "3")

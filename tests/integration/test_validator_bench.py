@@ -30,3 +30,20 @@ class TestValidatorPerfHarness:
         markdown = out.with_suffix(".md").read_text()
         assert "exact refusal (no checks run)" in markdown
         assert "python -m bench.validator_perf --quick" in markdown
+
+
+class TestValidatorModelHarness:
+    def test_validator_model_quick_run_times_every_configuration(self, tmp_path: Path) -> None:
+        from bench import validator_model
+
+        out = tmp_path / "validator_model.json"
+
+        assert validator_model.main(["--quick", "--out", str(out)]) == 0
+
+        report = json.loads(out.read_text())
+        local = report["in_process"]
+        assert local["lexical_only"]["model_judged"] == 0
+        assert local["model_1_thread"]["model_judged"] == 5  # every sentence reached the model
+        assert {"lexical_only", "model"} <= set(report["grpc"])
+        assert report["model_alone"]["threads_1_batch_5"]["p50_ms"] > 0
+        assert "python -m bench.validator_model --quick" in out.with_suffix(".md").read_text()

@@ -4,7 +4,9 @@ event loop, large ones in a worker thread, with the same responses and errors ei
 from __future__ import annotations
 
 import asyncio
+import shutil
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -13,11 +15,14 @@ from grounded.type.v1 import evidence_pb2
 from grounded.validator.v1 import validator_service_pb2 as pb
 from grounded.validator.v1 import validator_service_pb2_grpc as pb_grpc
 from grpc import aio
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from services.common.errors import ModelUnavailableError
 from services.common.server import ServiceApp
 from services.validator import servicer as servicer_module
-from services.validator.config import ValidatorConfig
+from services.validator.config import DEFAULT_MODEL_DIR, SERVICE_NAME, ValidatorConfig
 from services.validator.server import create_app
+from tests.support.grpc_helpers import error_reason, field_violations
 from tests.unit.validator.samples import ipc_evidence
 
 pytestmark = pytest.mark.integration
@@ -38,11 +43,17 @@ def _request(answer: str = ANSWER) -> pb.ValidateAnswerRequest:
     )
 
 
-async def _serve(inline_max_bytes: int) -> ServiceApp:
-    """The validator as deployed (interceptor, error mapping), on a free loopback port."""
+async def _serve(inline_max_bytes: int, **extra: str) -> ServiceApp:
+    """The validator as deployed (interceptor, error mapping), on a free loopback port.
+
+    The inline/worker-thread choice only exists without the entailment model (with it every
+    call goes to a worker thread), so these servers run with the tier off unless asked.
+    """
     env = {
         "VALIDATOR_PORT": "0",
         "VALIDATOR_INLINE_MAX_BYTES": str(inline_max_bytes),
+        "VALIDATOR_ENTAILMENT": "off",
+        **extra,
     }
     app = create_app(ValidatorConfig.from_env(env))
     await app.start()
@@ -127,3 +138,115 @@ class TestValidatorServicer:
             with pytest.raises(aio.AioRpcError) as caught:
                 await stub.ValidateAnswer(request, timeout=10)
             assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+class TestEntailmentTierOverRpc:
+    """The shipped model in the real server: scores, tiers, switches and failure."""
+
+    @pytest.fixture
+    async def stub(self) -> AsyncIterator[pb_grpc.ValidatorServiceStub]:
+        app = await _serve(1 << 20, VALIDATOR_ENTAILMENT="on")
+        channel = aio.insecure_channel(f"127.0.0.1:{app.port}")
+        try:
+            yield pb_grpc.ValidatorServiceStub(channel)
+        finally:
+            await channel.close()
+            await app.stop(None)
+
+    async def test_rpc_reports_tiers_model_and_scores(
+        self, stub: pb_grpc.ValidatorServiceStub
+    ) -> None:
+        response = await stub.ValidateAnswer(_request(), timeout=10)
+
+        assert response.verdict == pb.VALIDATION_VERDICT_GROUNDED
+        assert list(response.tiers) == [
+            pb.VALIDATION_TIER_CITATIONS,
+            pb.VALIDATION_TIER_COVERAGE,
+            pb.VALIDATION_TIER_NUMBERS,
+            pb.VALIDATION_TIER_NEGATION,
+            pb.VALIDATION_TIER_PENALTY,
+            pb.VALIDATION_TIER_ENTAILMENT,
+        ]
+        assert response.entailment_model.startswith("entailment-minilm-l6")
+        sentence = response.sentences[0]
+        assert sentence.decided_by == pb.VALIDATION_TIER_ENTAILMENT
+        assert sentence.entailment.semantic_id == "IPC_420_0"
+        assert sentence.entailment.entailment >= sentence.entailment.contradiction
+
+    async def test_rpc_rejects_a_misstated_penalty(
+        self, stub: pb_grpc.ValidatorServiceStub
+    ) -> None:
+        answer = (
+            "Cheating is punishable with rigorous imprisonment of at least seven years [IPC_420_0]."
+        )
+        response = await stub.ValidateAnswer(_request(answer), timeout=10)
+
+        assert response.verdict == pb.VALIDATION_VERDICT_NOT_GROUNDED
+        assert response.reason == pb.VALIDATION_REASON_PENALTY_MISMATCH
+        assert response.sentences[0].decided_by == pb.VALIDATION_TIER_PENALTY
+
+    async def test_rpc_request_can_switch_the_tier_off(
+        self, stub: pb_grpc.ValidatorServiceStub
+    ) -> None:
+        request = _request()
+        request.options.check_entailment = False
+        response = await stub.ValidateAnswer(request, timeout=10)
+
+        assert pb.VALIDATION_TIER_ENTAILMENT not in response.tiers
+        assert response.entailment_model == ""
+
+    async def test_rpc_threshold_out_of_range_is_invalid_argument(
+        self, stub: pb_grpc.ValidatorServiceStub
+    ) -> None:
+        request = _request()
+        request.options.entail_threshold = 1.5
+        with pytest.raises(aio.AioRpcError) as caught:
+            await stub.ValidateAnswer(request, timeout=10)
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "options.entail_threshold" in field_violations(caught.value)
+
+    async def test_rpc_operator_switch_off_omits_the_tier(self) -> None:
+        app = await _serve(1 << 20)  # VALIDATOR_ENTAILMENT=off
+        async with aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+            response = await pb_grpc.ValidatorServiceStub(channel).ValidateAnswer(
+                _request(), timeout=10
+            )
+        await app.stop(None)
+        assert pb.VALIDATION_TIER_ENTAILMENT not in response.tiers
+
+    async def test_rpc_corrupt_model_never_serves(self, tmp_path: Path) -> None:
+        broken = tmp_path / "model"
+        shutil.copytree(DEFAULT_MODEL_DIR, broken)
+        (broken / "model.onnx").write_bytes(b"truncated")
+        app = create_app(
+            ValidatorConfig.from_env(
+                {"VALIDATOR_PORT": "0", "VALIDATOR_ENTAILMENT_MODEL_DIR": str(broken)}
+            )
+        )
+        with pytest.raises(ModelUnavailableError, match="corrupt"):
+            await app.start()
+        async with aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+            health = await health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service=SERVICE_NAME), timeout=5
+            )
+        await app.stop(None)
+        assert health.status == health_pb2.HealthCheckResponse.NOT_SERVING
+
+    async def test_rpc_model_failure_is_unavailable_and_stops_serving(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        def broken(*_: Any) -> Any:
+            raise ModelUnavailableError("the entailment model failed to run: out of memory")
+
+        app = await _serve(1 << 20, VALIDATOR_ENTAILMENT="on")
+        monkeypatch.setattr(servicer_module, "_validate_request", broken)
+        async with aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+            with pytest.raises(aio.AioRpcError) as caught:
+                await pb_grpc.ValidatorServiceStub(channel).ValidateAnswer(_request(), timeout=10)
+            health = await health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service=SERVICE_NAME), timeout=5
+            )
+        await app.stop(None)
+        assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert error_reason(caught.value) == "MODEL_UNAVAILABLE"
+        assert health.status == health_pb2.HealthCheckResponse.NOT_SERVING

@@ -1,4 +1,5 @@
-"""Domain modules never import grpc, generated stubs, openai or redis: only adapters may."""
+"""Domain modules never import grpc, generated stubs, openai, redis or a model runtime: only
+adapters may. Serving code never imports the training code."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ FORBIDDEN = (
     "openai",
     "redis",
     "google.rpc",
+    "onnxruntime",
+    "tokenizers",
 )
 
 # Adapter and wiring modules: the only places allowed to touch outside libraries.
@@ -37,6 +40,9 @@ ADAPTERS = {
     "services/validator/convert.py",
     "services/validator/servicer.py",
     "services/validator/server.py",
+    # Model runtimes (ONNX Runtime and the Rust tokenizer) behind the cross-encoder adapters.
+    "services/common/cross_encoder.py",
+    "services/validator/nli_onnx.py",
 }
 
 
@@ -69,6 +75,15 @@ class TestLayering:
             if bad:
                 offenders[rel] = bad
         assert offenders == {}
+
+    def test_layering_serving_code_never_imports_training_code(self) -> None:
+        offenders = {
+            path.relative_to(ROOT).as_posix(): sorted(
+                n for n in _imports(path) if n == "training" or n.startswith("training.")
+            )
+            for path in sorted((ROOT / "services").rglob("*.py"))
+        }
+        assert {k: v for k, v in offenders.items() if v} == {}
 
     def test_layering_adapter_list_names_existing_files(self) -> None:
         missing = [a for a in ADAPTERS if not (ROOT / a).exists()]

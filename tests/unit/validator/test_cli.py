@@ -10,8 +10,12 @@ import pytest
 from services.validator.cli import EXIT_ACCEPTED, EXIT_BAD_INPUT, EXIT_REJECTED, main
 from tests.unit.validator.samples import ipc_text
 
-GROUNDED = "Whoever commits theft is punishable with imprisonment for three years [IPC_379_0]."
-UNGROUNDED = "Whoever commits theft is punishable with imprisonment for ten years [IPC_379_0]."
+GROUNDED = (
+    "Whoever commits theft is punishable with imprisonment for up to three years [IPC_379_0]."
+)
+UNGROUNDED = (
+    "Whoever commits theft is punishable with imprisonment for up to ten years [IPC_379_0]."
+)
 
 
 @pytest.fixture

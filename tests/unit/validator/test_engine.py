@@ -212,7 +212,7 @@ class TestNumberedCitations:
     def test_validate_grounds_a_range_citing_two_chunks(self) -> None:
         report = check(
             "Theft means dishonestly moving movable property and is punishable with "
-            "imprisonment for three years [2-3]."
+            "imprisonment for up to three years [2-3]."
         )
 
         assert report.verdict is Verdict.GROUNDED
@@ -340,7 +340,7 @@ class TestMissingCitation:
         answer = (
             "Whoever intending to take dishonestly any movable property out of the possession "
             "of any person moves it commits theft and is punishable with imprisonment of either "
-            "description for three years or fine [IPC_379_0]."
+            "description for up to three years or fine [IPC_379_0]."
         )
         report = check(answer)
 
@@ -355,7 +355,7 @@ class TestMissingCitation:
         answer = (
             "Whoever intending to take dishonestly any movable property out of the possession "
             "of any person moves it commits theft and is punishable with imprisonment of either "
-            "description for three years or fine [IPC_378_0][IPC_379_0]."
+            "description for up to three years or fine [IPC_378_0][IPC_379_0]."
         )
 
         assert check(answer).verdict is Verdict.GROUNDED
@@ -364,7 +364,7 @@ class TestMissingCitation:
         answer = (
             "Whoever intending to take dishonestly any movable property out of the possession "
             "of any person moves it commits theft and is punishable with imprisonment of either "
-            "description for three years or fine [IPC_379_0]."
+            "description for up to three years or fine [IPC_379_0]."
         )
 
         report = check(answer, require_complete_citation=False)
@@ -512,7 +512,8 @@ class TestNumbers:
     def test_validate_ignores_numbers_when_options_disable_the_check(self) -> None:
         answer = f"{CHEATING.replace('seven years', '10 years')} [IPC_420_0]."
 
-        assert check(answer, check_numbers=False).verdict is Verdict.GROUNDED
+        # The penalty tier would still see the changed maximum; this test is about the switch.
+        assert check(answer, check_numbers=False, check_penalties=False).verdict is Verdict.GROUNDED
 
 
 class TestNegation:

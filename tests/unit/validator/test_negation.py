@@ -41,6 +41,18 @@ class TestBounds:
     def test_mismatches_accepts_a_bound_stated_the_same_way(self, claim: str) -> None:
         assert mismatches(claim, "imprisonment for a term not less than seven years") == []
 
+    @pytest.mark.parametrize(
+        ("claim", "agrees"),
+        [
+            ("the imprisonment shall be at least 7 years", True),
+            ("he cannot be imprisoned for less than seven years", True),
+            ("the imprisonment shall be less than seven years", False),
+        ],
+    )
+    def test_mismatches_reads_the_statutes_not_be_less_than(self, claim: str, agrees: bool) -> None:
+        evidence = "the imprisonment of such offender shall not be less than seven years"
+        assert (mismatches(claim, evidence) == []) is agrees
+
 
 class TestEdits:
     @pytest.mark.parametrize(

@@ -1,0 +1,208 @@
+"""The entailment tier's cost: validate() and ValidateAnswer with the shipped model vs without.
+
+    .venv/bin/python -m bench.validator_model [--quick] [--out reports/validator_model.json]
+
+Workload (the issue's target shape): an answer of 5 sentences, each citing one IPC passage and
+restating it in a lead-in of its own ("Under the Code, ..."), so every sentence passes the cheap
+tiers and reaches the model. Measured in one run, so the ratios compare like with like:
+
+(a) in-process ``validate()`` p50/p95 with the model (1 and 2 ONNX threads) and without it;
+(b) the model alone: one pair, and batches of 5, 10 and 32 pairs (ms per call and per pair);
+(c) ``ValidateAnswer`` over the deployed app at concurrency 1, with and without the model.
+
+Target: validator p95 <= 30 ms for the 5-sentence answer on this CPU.
+Writes reports/validator_model.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from grounded.validator.v1 import validator_service_pb2 as pb
+from grounded.validator.v1 import validator_service_pb2_grpc as pb_grpc
+from grpc import aio
+
+from bench.loadgen import command_line, machine_context, percentile, write_report
+from bench.validator_perf import grpc_request
+from services.common.evidence import Chunk
+from services.validator.config import DEFAULT_MODEL_DIR, ValidatorConfig
+from services.validator.engine import EntailmentTier, clear_caches, validate
+from services.validator.nli_onnx import load_tier
+from services.validator.report import Tier, Verdict
+from services.validator.server import create_app
+
+ROOT: Final = Path(__file__).resolve().parents[1]
+REPORTS: Final = ROOT / "reports"
+SENTENCES: Final = 5
+TARGET_P95_MS: Final = 30.0
+
+
+def workload() -> tuple[str, list[Chunk]]:
+    """5 IPC sections with a penalty, and an answer restating each in one cited sentence."""
+    sections = json.loads((ROOT / "data" / "corpora" / "indian_law" / "ipc.json").read_text())
+    picked = [
+        s
+        for s in sections
+        if re.search(r"may extend to \w+ years", s["section_desc"])
+        and 150 < len(s["section_desc"]) < 400
+        and s["section_desc"].count(".") == 1
+    ][:SENTENCES]
+    chunks = [
+        Chunk(f"IPC_{s['Section']}_0", f"IPC_{s['Section']}", s["section_desc"].strip())
+        for s in picked
+    ]
+    lead = ("Under the Code, ", "The Code says that ", "According to the statute, ")
+    sentences = [
+        f"{lead[i % 3]}{c.text[0].lower()}{c.text[1:].rstrip('.')} [{c.semantic_id}]."
+        for i, c in enumerate(chunks)
+    ]
+    return " ".join(sentences), chunks
+
+
+def timed(fn: Callable[[], Any], iterations: int) -> dict[str, float]:
+    fn()  # warm
+    samples = []
+    for _ in range(iterations):
+        started = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - started) * 1000)
+    return {
+        "iterations": iterations,
+        "p50_ms": round(percentile(samples, 50), 2),
+        "p95_ms": round(percentile(samples, 95), 2),
+        "max_ms": round(max(samples), 2),
+    }
+
+
+def in_process(answer: str, chunks: list[Chunk], iterations: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    tiers: dict[str, EntailmentTier | None] = {
+        "lexical_only": None,
+        "model_1_thread": load_tier(DEFAULT_MODEL_DIR, threads=1),
+        "model_2_threads": load_tier(DEFAULT_MODEL_DIR, threads=2),
+    }
+    for name, tier in tiers.items():
+        report = validate(answer, chunks, tier=tier)
+
+        def call(tier: EntailmentTier | None = tier) -> None:
+            clear_caches()
+            validate(answer, chunks, tier=tier)
+
+        out[name] = {
+            "verdict": report.verdict.value,
+            "reason": report.reason.value,
+            "model_judged": sum(s.decided_by is Tier.ENTAILMENT for s in report.sentences),
+            **timed(call, iterations),
+        }
+    return out
+
+
+def model_alone(chunks: list[Chunk], iterations: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for threads in (1, 2):
+        model = load_tier(DEFAULT_MODEL_DIR, threads=threads).model
+        pairs = [(c.text, f"Under the Code, {c.text}") for c in chunks]
+        for size in (1, 5, 10, 32):
+            batch = [pairs[i % len(pairs)] for i in range(size)]
+            row = timed(lambda batch=batch, model=model: model.predict(batch), iterations)
+            row["ms_per_pair_p50"] = round(row["p50_ms"] / size, 2)
+            out[f"threads_{threads}_batch_{size}"] = row
+    return out
+
+
+async def over_grpc(answer: str, chunks: list[Chunk], iterations: int) -> dict[str, Any]:
+    request = grpc_request(answer, chunks)
+    out: dict[str, Any] = {}
+    for name, env in (
+        ("lexical_only", {"VALIDATOR_ENTAILMENT": "off"}),
+        ("model", {"VALIDATOR_ENTAILMENT": "on"}),
+    ):
+        app = create_app(ValidatorConfig.from_env({"VALIDATOR_PORT": "0", **env}))
+        await app.start()
+        try:
+            async with aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+                stub = pb_grpc.ValidatorServiceStub(channel)
+                first = await stub.ValidateAnswer(request, timeout=10)
+                samples = []
+                for _ in range(iterations):
+                    started = time.perf_counter()
+                    await stub.ValidateAnswer(request, timeout=10)
+                    samples.append((time.perf_counter() - started) * 1000)
+        finally:
+            await app.stop(None)
+        out[name] = {
+            "verdict": pb.ValidationVerdict.Name(first.verdict),
+            "iterations": iterations,
+            "p50_ms": round(percentile(samples, 50), 2),
+            "p95_ms": round(percentile(samples, 95), 2),
+        }
+    return out
+
+
+def markdown(report: dict[str, Any]) -> str:
+    local, alone, remote = report["in_process"], report["model_alone"], report["grpc"]
+    lines = [
+        "# Entailment tier cost",
+        "",
+        f"Command: `{report['command']}`  ",
+        f"git {report['machine']['git_revision']}; {report['machine']['cpus']} CPUs; "
+        f"`uptime`: {report['uptime']}",
+        "",
+        f"## validate(): {SENTENCES} sentences, each citing one passage (target p95 <= "
+        f"{TARGET_P95_MS:g} ms)",
+        "",
+        "| tiers | verdict | judged by the model | p50 ms | p95 ms | max ms |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, row in local.items():
+        lines.append(
+            f"| {name} | {row['verdict']} | {row['model_judged']} | {row['p50_ms']} "
+            f"| {row['p95_ms']} | {row['max_ms']} |"
+        )
+    lines += ["", "## The model alone (int8 ONNX)", "",
+              "| ONNX threads, pairs per call | p50 ms | p95 ms | ms per pair |",
+              "| --- | --- | --- | --- |"]  # fmt: skip
+    for name, row in alone.items():
+        lines.append(f"| {name} | {row['p50_ms']} | {row['p95_ms']} | {row['ms_per_pair_p50']} |")
+    lines += ["", "## ValidateAnswer over gRPC, concurrency 1", "",
+              "| server | verdict | p50 ms | p95 ms |", "| --- | --- | --- | --- |"]  # fmt: skip
+    for name, row in remote.items():
+        lines.append(f"| {name} | {row['verdict']} | {row['p50_ms']} | {row['p95_ms']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="smoke run: few iterations")
+    parser.add_argument("--out", type=Path, default=REPORTS / "validator_model.json")
+    args = parser.parse_args(argv)
+    iterations = 10 if args.quick else 300
+    uptime = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
+    answer, chunks = workload()
+    report = {
+        "command": command_line("bench.validator_model", argv),
+        "uptime": uptime,
+        "machine": machine_context(),
+        "target_p95_ms": TARGET_P95_MS,
+        "answer": answer,
+        "in_process": in_process(answer, chunks, iterations),
+        "model_alone": model_alone(chunks, iterations),
+        "grpc": asyncio.run(over_grpc(answer, chunks, iterations)),
+    }
+    if report["in_process"]["model_1_thread"]["verdict"] != Verdict.GROUNDED.value:
+        print("warning: the benchmark answer is not grounded with the model")
+    write_report(args.out, report, markdown(report))
+    print(markdown(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

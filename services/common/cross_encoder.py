@@ -1,0 +1,189 @@
+"""A shipped cross-encoder (int8 ONNX + Rust tokenizer), verified against its manifest on load.
+
+Shared by every service that runs a trained pair classifier (the validator's entailment model;
+any further model in ``models/``). A model directory holds ``model.onnx``, ``tokenizer.json`` and
+``manifest.json`` (name, labels, window in tokens, sha256 of each file, calibration). Loading
+checks every checksum before anything runs: a missing, truncated or altered file, or a graph ONNX
+Runtime cannot load, is a ``ModelUnavailableError`` naming the path (and both checksums), so a
+service stops rather than silently degrading. No torch: ONNX Runtime + tokenizers stay small.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from services.common.errors import ModelUnavailableError
+
+REQUIRED_FILES = ("model.onnx", "tokenizer.json")
+# One ONNX run holds at most this many tokens (pairs x padded length) and 32 pairs. Measured on
+# this CPU (bench.validator_model's five IPC pairs of 105-175 tokens, 1 thread, alternating
+# runs): one run of all five 63.3 ms p50, one pair per run 49.6 ms. Batching long pairs costs
+# time here (int8 kernels on a larger working set) and memory (the arena keeps its peak:
+# ~800 MB RSS at 32 x 230 tokens), so long pairs run alone and short ones share a run.
+BATCH_TOKENS = 256
+BATCH_PAIRS = 32
+
+
+@dataclass(frozen=True, slots=True)
+class ModelManifest:
+    """What ``manifest.json`` promises: files and checksums, labels, window, calibration."""
+
+    name: str
+    files: dict[str, str]
+    labels: tuple[str, ...]
+    max_tokens: int
+    calibration: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, directory: Path) -> ModelManifest:
+        path = directory / "manifest.json"
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            return cls(
+                name=str(raw["name"]),
+                files={str(k): str(v) for k, v in raw["files"].items()},
+                labels=tuple(str(x) for x in raw["labels"]),
+                max_tokens=int(raw["max_tokens"]),
+                calibration=dict(raw.get("calibration", {})),
+            )
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ModelUnavailableError(
+                f"cannot read the model manifest {path}: {exc}", metadata={"path": str(path)}
+            ) from exc
+
+    def threshold(self, name: str, default: float | None = None) -> float:
+        """A calibrated threshold; a missing one is a broken manifest unless given a default."""
+        value = self.calibration.get(name, default)
+        if value is None:
+            raise ModelUnavailableError(f"model manifest of {self.name} has no {name!r}")
+        return float(value)
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify(directory: Path, manifest: ModelManifest) -> None:
+    """Every required file exists and matches its manifest checksum."""
+    for name in REQUIRED_FILES:
+        if name not in manifest.files:
+            raise ModelUnavailableError(f"{directory}/manifest.json lists no checksum for {name}")
+    for name, expected in manifest.files.items():
+        path = directory / name
+        if not path.is_file():
+            raise ModelUnavailableError(f"model file missing: {path}", metadata={"path": str(path)})
+        actual = sha256(path)
+        if actual != expected:
+            raise ModelUnavailableError(
+                f"model file corrupt: {path} has sha256 {actual}, the manifest says {expected}",
+                metadata={"path": str(path)},
+            )
+
+
+class OnnxCrossEncoder:
+    """Scores (first, second) text pairs; probabilities in the manifest's label order."""
+
+    def __init__(self, directory: Path, *, threads: int = 1) -> None:
+        self.directory = directory
+        self.manifest = ModelManifest.read(directory)
+        verify(directory, self.manifest)
+        self.name = self.manifest.name
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            self._session: Any = ort.InferenceSession(
+                str(directory / "model.onnx"), options, providers=["CPUExecutionProvider"]
+            )
+            self._tokenizer: Any = Tokenizer.from_file(str(directory / "tokenizer.json"))
+        except Exception as exc:  # onnxruntime raises its own types for bad graphs
+            raise ModelUnavailableError(f"cannot load the model in {directory}: {exc}") from exc
+        self._tokenizer.no_truncation()
+        self._tokenizer.no_padding()
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._lock = threading.Lock()  # one tokenizer instance is not re-entrant
+
+    def window_tokens(self) -> int:
+        return self.manifest.max_tokens
+
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        """Character spans of the tokens of ``text`` (no special tokens)."""
+        with self._lock:
+            encoding = self._tokenizer.encode(text, add_special_tokens=False)
+        return [(int(start), int(end)) for start, end in encoding.offsets]
+
+    def probabilities(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        """Softmax over the labels for each pair; rows in input order."""
+        out: np.ndarray = np.zeros((len(pairs), len(self.manifest.labels)), dtype=np.float64)
+        if not pairs:
+            return out
+        with self._lock:
+            encodings = self._tokenizer.encode_batch(list(pairs))
+        # Sorted by length, so each batch pads to similar lengths.
+        order = sorted(range(len(pairs)), key=lambda i: len(encodings[i].ids))
+        try:
+            for idx in batches(order, [len(e.ids) for e in encodings]):
+                out[idx] = self._run([encodings[i] for i in idx])
+        except ModelUnavailableError:
+            raise
+        except Exception as exc:  # out of memory, a corrupt graph found at run time, ...
+            raise ModelUnavailableError(f"the model {self.name} failed to run: {exc}") from exc
+        return out
+
+    def _run(self, encodings: Sequence[Any]) -> np.ndarray:
+        width = max(len(e.ids) for e in encodings)
+        if width > self.manifest.max_tokens:
+            # Callers window every text to fit; a longer pair is a bug, never truncated.
+            raise ModelUnavailableError(
+                f"pair of {width} tokens exceeds the window {self.manifest.max_tokens}"
+            )
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        types = np.zeros_like(ids)
+        for row, e in enumerate(encodings):
+            n = len(e.ids)
+            ids[row, :n] = e.ids
+            mask[row, :n] = 1
+            types[row, :n] = e.type_ids
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        (logits,) = self._session.run(
+            ["logits"], {k: v for k, v in feeds.items() if k in self._inputs}
+        )
+        scores: np.ndarray = np.asarray(logits, dtype=np.float64)
+        scores -= scores.max(axis=1, keepdims=True)
+        exp: np.ndarray = np.exp(scores)
+        probs: np.ndarray = exp / exp.sum(axis=1, keepdims=True)
+        return probs
+
+
+def batches(order: Sequence[int], lengths: Sequence[int]) -> list[list[int]]:
+    """Cut ``order`` (sorted by length) into runs of at most BATCH_TOKENS padded tokens."""
+    out: list[list[int]] = []
+    current: list[int] = []
+    width = 0
+    for i in order:
+        grown = max(width, lengths[i])
+        if current and (grown * (len(current) + 1) > BATCH_TOKENS or len(current) >= BATCH_PAIRS):
+            out.append(current)
+            current, grown = [], lengths[i]
+        current.append(i)
+        width = grown
+    if current:
+        out.append(current)
+    return out

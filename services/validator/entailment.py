@@ -1,0 +1,293 @@
+"""The entailment tier: does the cited evidence entail each claim, judged by an NLI model?
+
+For each claim the premises are the sentences of every passage it cites (plus the whole passage
+and, with several citations, all of them together, where they fit the model's window). A text
+longer than the window is cut into overlapping windows that together cover all of it, never
+truncated. One batch per request goes to the model; then, per claim:
+
+    verbatim sentence of a cited passage ─────────────────────────────► ENTAILED (no model call)
+    max P(entailment) over premises ≥ entail_threshold ───────────────► ENTAILED
+    else max P(contradiction) ≥ contradiction_threshold ─────────────► CONTRADICTED
+    else ─────────────────────────────────────────────────────────────► NOT_ENTAILED
+
+A claim longer than the window is cut into windows too, and every claim window must be entailed.
+The model itself is an adapter behind ``NliModel`` (``nli_onnx.OnnxNliModel`` in service).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from services.validator.report import EntailmentScores
+
+ENTAILMENT, NEUTRAL, CONTRADICTION = 0, 1, 2
+# A claim is judged against at most this many premises (sentences, windows, joined passages).
+# More is never cut silently: the claim is then not entailed, and its report says why.
+MAX_PREMISES_PER_CLAIM = 64
+_SPACE = re.compile(r"\s+")
+
+
+class NliModel(Protocol):
+    """A 3-way NLI classifier over (premise, hypothesis) pairs."""
+
+    name: str
+
+    def window_tokens(self) -> int:
+        """How many tokens one (premise, hypothesis) pair may hold, special tokens included."""
+        ...
+
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        """Character spans of the tokens of ``text`` (no special tokens)."""
+        ...
+
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[float, float, float]]:
+        """P(entailment), P(neutral), P(contradiction) for each (premise, hypothesis)."""
+        ...
+
+
+class Outcome(enum.Enum):
+    ENTAILED = "entailed"
+    CONTRADICTED = "contradicted"
+    NOT_ENTAILED = "not_entailed"
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """Decision thresholds on the model's probabilities (calibrated; see docs/VALIDATOR.md)."""
+
+    entail: float
+    contradiction: float
+    rescue: float  # entailment needed to accept a sentence that failed word coverage alone
+
+
+@dataclass(frozen=True, slots=True)
+class Premise:
+    """A piece of cited evidence: ``text`` is ``passage[char_start:char_end]`` of ``semantic_id``.
+
+    A premise that joins several passages has ``semantic_id`` set to their ids joined by "+".
+    """
+
+    semantic_id: str
+    char_start: int
+    char_end: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """The tier's verdict on one claim; ``scores`` go into the sentence's report as they are."""
+
+    outcome: Outcome
+    scores: EntailmentScores
+    note: str = ""  # why the model could not judge (the report's detail carries it)
+
+    @property
+    def entailment(self) -> float:
+        return self.scores.entailment
+
+    @property
+    def contradiction(self) -> float:
+        return self.scores.contradiction
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A claim to judge: its text (citations blanked) and the passages it cites."""
+
+    text: str
+    cited: tuple[tuple[str, str], ...]  # (semantic_id, passage text)
+
+
+def normalise(text: str) -> str:
+    return _SPACE.sub(" ", text).strip().rstrip(".;:").strip().casefold()
+
+
+_BOUNDARY = ".!?;:"
+
+
+def _whole_run(key: str, text: str) -> bool:
+    """``key`` is a run of ``text`` that starts and ends at a sentence or clause boundary.
+
+    The extractive generator and this validator do not split every text alike (an
+    abbreviation such as "U.S.A." ends a sentence for one and not the other), so a quote of
+    whole sentences or clauses counts as verbatim; a cut inside a clause does not.
+    """
+    flat = _SPACE.sub(" ", text).strip().casefold()
+    start = flat.find(key)
+    while start >= 0:
+        end = start + len(key)
+        opens = start == 0 or (flat[start - 1] == " " and flat[start - 2] in _BOUNDARY)
+        closes = end == len(flat) or flat[end] in _BOUNDARY
+        if opens and closes:
+            return True
+        start = flat.find(key, start + 1)
+    return False
+
+
+def judge(
+    claims: Sequence[Claim],
+    model: NliModel,
+    thresholds: Thresholds,
+    split_sentences: SentenceSplitter,
+) -> list[Judgement]:
+    """Judge every claim with one batched model call."""
+    plans: list[_Plan] = []
+    pairs: list[tuple[str, str]] = []
+    for claim in claims:
+        plan = _plan(claim, model, split_sentences)
+        plan.first = len(pairs)
+        if plan.verbatim is None:
+            pairs.extend((p.text, h) for h in plan.hypotheses for p in plan.premises)
+        plans.append(plan)
+    probs = model.predict(pairs) if pairs else []
+    return [_decide(plan, probs, thresholds) for plan in plans]
+
+
+class SentenceSplitter(Protocol):
+    def __call__(self, text: str) -> list[tuple[int, int]]: ...
+
+
+@dataclass(slots=True)
+class _Plan:
+    premises: list[Premise]
+    hypotheses: list[str]
+    split: bool
+    verbatim: Premise | None
+    first: int = 0
+    overflow: int = 0  # premises beyond MAX_PREMISES_PER_CLAIM (then nothing is judged)
+
+
+def _plan(claim: Claim, model: NliModel, split_sentences: SentenceSplitter) -> _Plan:
+    window = model.window_tokens()
+    key = normalise(claim.text)
+    sentences: list[Premise] = []
+    for sid, text in claim.cited:
+        spans = split_sentences(text) or [(0, len(text))]
+        for start, end in spans:
+            sentences.append(Premise(sid, start, end, text[start:end]))
+            if normalise(text[start:end]) == key:
+                return _Plan([], [], False, sentences[-1])
+        if normalise(text) == key or _whole_run(key, text):
+            return _Plan([], [], False, Premise(sid, 0, len(text), text))
+
+    # Hypothesis windows: a claim is rarely long, but one longer than half the window is cut so
+    # that each piece leaves room for evidence; every piece must then be entailed.
+    claim_budget = window // 2
+    hypotheses = _windows(claim.text, model, claim_budget, overlap=16)
+    longest_claim = max(len(model.token_spans(h)) for h in hypotheses)
+    budget = max(16, window - longest_claim - 3)  # [CLS] premise [SEP] claim [SEP]
+
+    premises: list[Premise] = []
+    split = len(hypotheses) > 1
+    for p in sentences:
+        pieces = _windowed_premise(p, model, budget)
+        split = split or len(pieces) > 1
+        premises.extend(pieces)
+    # Whole passages of several sentences and, with several citations, all cited text joined:
+    # a claim may combine facts that no single sentence states.
+    wholes = [Premise(sid, 0, len(text), text) for sid, text in claim.cited]
+    for whole in wholes:
+        n_sent = sum(1 for s in sentences if s.semantic_id == whole.semantic_id)
+        if n_sent > 1 and len(model.token_spans(whole.text)) <= budget:
+            premises.append(whole)
+    if len(wholes) > 1:
+        joined = " ".join(w.text for w in wholes)
+        if len(model.token_spans(joined)) <= budget:
+            premises.append(Premise("+".join(w.semantic_id for w in wholes), 0, 0, joined))
+    if len(premises) > MAX_PREMISES_PER_CLAIM:
+        return _Plan([], hypotheses, True, None, overflow=len(premises))
+    return _Plan(premises, hypotheses, split, None)
+
+
+def _windowed_premise(p: Premise, model: NliModel, budget: int) -> list[Premise]:
+    spans = model.token_spans(p.text)
+    if len(spans) <= budget:
+        return [p]
+    pieces = []
+    step = max(1, budget - budget // 4)  # a quarter of each window overlaps the next
+    for first in range(0, len(spans), step):
+        last = min(len(spans), first + budget) - 1
+        start, end = spans[first][0], spans[last][1]
+        pieces.append(
+            Premise(p.semantic_id, p.char_start + start, p.char_start + end, p.text[start:end])
+        )
+        if last == len(spans) - 1:
+            break
+    return pieces
+
+
+def _windows(text: str, model: NliModel, budget: int, overlap: int) -> list[str]:
+    spans = model.token_spans(text)
+    if len(spans) <= budget:
+        return [text]
+    out = []
+    step = max(1, budget - overlap)
+    for first in range(0, len(spans), step):
+        last = min(len(spans), first + budget) - 1
+        out.append(text[spans[first][0] : spans[last][1]])
+        if last == len(spans) - 1:
+            break
+    return out
+
+
+def _decide(plan: _Plan, probs: Sequence[tuple[float, float, float]], t: Thresholds) -> Judgement:
+    if plan.verbatim is not None:
+        v = plan.verbatim
+        scores = EntailmentScores(
+            1.0, 0.0, 0.0, v.semantic_id, v.char_start, v.char_end, 0, verbatim=True
+        )
+        return Judgement(Outcome.ENTAILED, scores)
+    if plan.overflow:
+        note = (
+            f"the cited evidence makes {plan.overflow} pieces for the model (limit "
+            f"{MAX_PREMISES_PER_CLAIM}); cite fewer or shorter passages"
+        )
+        scores = EntailmentScores(0.0, 1.0, 0.0, "", 0, 0, 0, split=True)
+        return Judgement(Outcome.NOT_ENTAILED, scores, note)
+    n = len(plan.premises)
+    if n == 0:  # nothing cited that has text: nothing can entail the claim
+        return Judgement(
+            Outcome.NOT_ENTAILED, EntailmentScores(0.0, 1.0, 0.0, "", 0, 0, 0, plan.split)
+        )
+    # Per claim window: the premise that entails it best. The claim is as entailed as its
+    # least-entailed window; a contradiction of any window contradicts the claim.
+    best_rows: list[tuple[int, tuple[float, float, float]]] = []
+    contra: tuple[float, int, tuple[float, float, float]] = (-1.0, 0, (0.0, 0.0, 0.0))
+    for h in range(len(plan.hypotheses)):
+        rows = probs[plan.first + h * n : plan.first + (h + 1) * n]
+        k = max(range(n), key=lambda i: rows[i][ENTAILMENT])
+        best_rows.append((k, rows[k]))
+        c = max(range(n), key=lambda i: rows[i][CONTRADICTION])
+        if rows[c][CONTRADICTION] > contra[0]:
+            contra = (rows[c][CONTRADICTION], c, rows[c])
+    weakest_k, weakest = min(best_rows, key=lambda kr: kr[1][ENTAILMENT])
+    windows = n * len(plan.hypotheses)
+    if weakest[ENTAILMENT] >= t.entail:
+        return _judgement(Outcome.ENTAILED, weakest, plan.premises[weakest_k], windows, plan.split)
+    if contra[0] >= t.contradiction:
+        return _judgement(
+            Outcome.CONTRADICTED, contra[2], plan.premises[contra[1]], windows, plan.split
+        )
+    return _judgement(Outcome.NOT_ENTAILED, weakest, plan.premises[weakest_k], windows, plan.split)
+
+
+def _judgement(
+    outcome: Outcome, p: tuple[float, float, float], premise: Premise, windows: int, split: bool
+) -> Judgement:
+    return Judgement(
+        outcome,
+        EntailmentScores(
+            float(p[ENTAILMENT]),
+            float(p[NEUTRAL]),
+            float(p[CONTRADICTION]),
+            premise.semantic_id,
+            premise.char_start,
+            premise.char_end,
+            windows,
+            split,
+        ),
+    )

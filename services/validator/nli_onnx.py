@@ -1,0 +1,89 @@
+"""The validator's entailment model: the shipped NLI cross-encoder as an ``NliModel``.
+
+Loading and checks live in ``services.common.cross_encoder`` (manifest checksums verified before
+anything runs; a missing or corrupt model stops the validator rather than letting it fall back
+to the lexical tiers silently). Here: the label order the tier reads, and its thresholds.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+from services.common.cross_encoder import ModelManifest, OnnxCrossEncoder, sha256
+from services.common.errors import ModelUnavailableError
+from services.validator.config import ValidatorConfig
+from services.validator.engine import EntailmentTier
+from services.validator.entailment import Thresholds
+
+__all__ = ["ModelManifest", "OnnxNliModel", "load_tier", "sha256", "tier_from_config"]
+
+logger = logging.getLogger(__name__)
+NLI_LABELS = ("entailment", "neutral", "contradiction")
+
+
+class OnnxNliModel:
+    """``entailment.NliModel`` over the shipped ONNX file; thread-safe."""
+
+    def __init__(self, directory: Path, *, threads: int = 1) -> None:
+        self.encoder = OnnxCrossEncoder(directory, threads=threads)
+        self.manifest = self.encoder.manifest
+        self.name = self.encoder.name
+        missing = set(NLI_LABELS) - set(self.manifest.labels)
+        if missing:
+            raise ModelUnavailableError(f"{directory} is not an NLI model: no {sorted(missing)}")
+        self._order = [self.manifest.labels.index(x) for x in NLI_LABELS]
+
+    def window_tokens(self) -> int:
+        return self.encoder.window_tokens()
+
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        return self.encoder.token_spans(text)
+
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[float, float, float]]:
+        probs = self.encoder.probabilities(pairs)[:, self._order]
+        return [(float(e), float(n), float(c)) for e, n, c in probs]
+
+
+def load_tier(
+    directory: Path,
+    *,
+    threads: int = 1,
+    entail: float | None = None,
+    contradiction: float | None = None,
+    rescue: float | None = None,
+) -> EntailmentTier:
+    """Load, verify and smoke-run the model; thresholds default to its calibrated ones."""
+    model = OnnxNliModel(directory, threads=threads)
+    model.predict([("The sky is blue.", "The sky is blue.")])  # fail now, not on a request
+    m = model.manifest
+    calibrated_entail = m.threshold("entail_threshold")
+    thresholds = Thresholds(
+        entail=calibrated_entail if entail is None else entail,
+        contradiction=m.threshold("contradiction_threshold")
+        if contradiction is None
+        else contradiction,
+        rescue=m.threshold("coverage_rescue_threshold", calibrated_entail)
+        if rescue is None
+        else rescue,
+    )
+    logger.info(
+        "entailment model loaded",
+        extra={"model": model.name, "path": str(directory), "threads": threads,
+               "entail_threshold": thresholds.entail,
+               "contradiction_threshold": thresholds.contradiction,
+               "coverage_rescue_threshold": thresholds.rescue},
+    )  # fmt: skip
+    return EntailmentTier(model, thresholds)
+
+
+def tier_from_config(config: ValidatorConfig) -> EntailmentTier:
+    """The tier as the service and the CLI configure it (``VALIDATOR_*`` settings)."""
+    return load_tier(
+        config.model_dir,
+        threads=config.model_threads,
+        entail=config.entail_threshold,
+        contradiction=config.contradiction_threshold,
+        rescue=config.coverage_rescue_threshold,
+    )

@@ -1,0 +1,271 @@
+"""The entailment tier's decisions, windows and folding into the report, with a scripted model.
+
+The real shipped model is exercised in test_nli_model.py and the integration tests; here a
+fake with a call log makes each decision rule visible and checks what the model is asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pytest
+
+from services.common.errors import ModelUnavailableError
+from services.validator.engine import EntailmentTier, validate
+from services.validator.entailment import Claim, Outcome, Thresholds, judge
+from services.validator.report import Reason, SentenceVerdict, Tier, ValidationOptions, Verdict
+from services.validator.text import split_sentences
+from tests.unit.validator.samples import chunk
+
+THRESHOLDS = Thresholds(entail=0.6, contradiction=0.5, rescue=0.8)
+EVIDENCE = [
+    chunk(
+        "IPC_379_0",
+        "Whoever commits theft shall be punished with imprisonment of either description for a "
+        "term which may extend to three years, or with fine, or with both.",
+    ),
+    chunk(
+        "IPC_378_0",
+        "Whoever, intending to take dishonestly any movable property, moves it commits theft.",
+    ),
+]
+
+
+@dataclass
+class ScriptedModel:
+    """Scores every pair by the first rule whose key occurs in the hypothesis; logs each call."""
+
+    rules: dict[str, tuple[float, float, float]]
+    default: tuple[float, float, float] = (0.05, 0.9, 0.05)
+    window: int = 256
+    name: str = "scripted"
+    calls: list[list[tuple[str, str]]] = field(default_factory=list)
+    fail: bool = False
+
+    def window_tokens(self) -> int:
+        return self.window
+
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        spans, start = [], None
+        for i, ch in enumerate(text + " "):
+            if ch.isspace() and start is not None:
+                spans.append((start, i))
+                start = None
+            elif not ch.isspace() and start is None:
+                start = i
+        return spans
+
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[float, float, float]]:
+        if self.fail:
+            raise ModelUnavailableError("the entailment model failed to run: out of memory")
+        self.calls.append(list(pairs))
+        return [next((v for k, v in self.rules.items() if k in h), self.default) for _, h in pairs]
+
+
+def tier(model: ScriptedModel) -> EntailmentTier:
+    return EntailmentTier(model, THRESHOLDS)
+
+
+class TestDecisions:
+    def test_judge_entails_above_the_threshold(self) -> None:
+        model = ScriptedModel({"punished": (0.9, 0.05, 0.05)})
+        (j,) = judge(
+            [Claim("Theft is punished.", (("a", "Theft is punished severely."),))],
+            model,
+            THRESHOLDS,
+            split_sentences,
+        )
+        assert j.outcome is Outcome.ENTAILED and j.entailment == pytest.approx(0.9)
+
+    def test_judge_contradicts_when_not_entailed(self) -> None:
+        model = ScriptedModel({"rewarded": (0.1, 0.2, 0.7)})
+        (j,) = judge(
+            [Claim("Theft is rewarded.", (("a", "Theft is punished."),))],
+            model,
+            THRESHOLDS,
+            split_sentences,
+        )
+        assert j.outcome is Outcome.CONTRADICTED and j.scores.semantic_id == "a"
+
+    def test_judge_not_entailed_when_neither(self) -> None:
+        (j,) = judge(
+            [Claim("Theft is common.", (("a", "Theft is punished."),))],
+            ScriptedModel({}),
+            THRESHOLDS,
+            split_sentences,
+        )
+        assert j.outcome is Outcome.NOT_ENTAILED
+
+    def test_judge_verbatim_sentence_needs_no_model_call(self) -> None:
+        model = ScriptedModel({})
+        (j,) = judge(
+            [Claim("Theft is punished", (("a", "Intro here. Theft is punished."),))],
+            model,
+            THRESHOLDS,
+            split_sentences,
+        )
+        assert j.outcome is Outcome.ENTAILED and j.scores.verbatim and model.calls == []
+        assert (j.scores.char_start, j.scores.char_end) == (12, 30)
+
+    @pytest.mark.parametrize(
+        ("claim", "verbatim"),
+        [
+            ("The awards took place in Paradise, Nevada, U.S.A", True),  # a run of whole sentences
+            ("During the ceremony, prizes were given", True),
+            ("Both were announced", True),  # a clause after ";"
+            ("took place in Paradise", False),  # cut inside a clause
+            ("prizes were given; Both", False),
+        ],
+    )
+    def test_judge_quote_of_whole_sentences_is_verbatim(self, claim: str, verbatim: bool) -> None:
+        text = (
+            "The awards took place in Paradise, Nevada, U.S.A. During the ceremony, prizes were "
+            "given; both were announced."
+        )
+        model = ScriptedModel({})
+        (j,) = judge([Claim(claim, (("a", text),))], model, THRESHOLDS, lambda t: [(0, len(t))])
+        assert j.scores.verbatim is verbatim
+
+    def test_judge_batches_every_claim_into_one_call(self) -> None:
+        model = ScriptedModel({})
+        claims = [Claim(f"Claim {i}.", (("a", "Evidence."),)) for i in range(5)]
+        judge(claims, model, THRESHOLDS, split_sentences)
+        assert len(model.calls) == 1 and len(model.calls[0]) == 5
+
+    def test_judge_names_the_deciding_sentence_of_a_passage(self) -> None:
+        model = ScriptedModel({})
+        model.predict = lambda pairs: [  # type: ignore[method-assign]
+            (0.9, 0.05, 0.05) if p.startswith("Second") else (0.1, 0.8, 0.1) for p, _ in pairs
+        ]
+        (j,) = judge(
+            [Claim("A claim.", (("a", "First one. Second one."),))],
+            model,
+            THRESHOLDS,
+            split_sentences,
+        )
+        assert (j.scores.semantic_id, j.scores.char_start, j.scores.char_end) == ("a", 11, 22)
+
+
+class TestWindows:
+    def test_judge_covers_a_long_passage_with_overlapping_windows(self) -> None:
+        words = [f"w{i}" for i in range(100)]
+        model = ScriptedModel({}, window=40)
+        (j,) = judge(
+            [Claim("short claim", (("a", " ".join(words)),))], model, THRESHOLDS, split_sentences
+        )
+        premises = [p for p, _ in model.calls[0]]
+        assert j.scores.split and len(premises) > 1
+        covered = set(" ".join(premises).split())
+        assert covered == set(words)  # every word judged: nothing silently truncated
+        assert all(len(p.split()) + 2 + 3 <= 40 for p in premises)
+
+    def test_judge_cuts_a_long_claim_and_needs_every_piece_entailed(self) -> None:
+        claim = " ".join(f"c{i}" for i in range(60)) + " bad"
+        model = ScriptedModel({"bad": (0.1, 0.8, 0.1)}, default=(0.95, 0.03, 0.02), window=64)
+        (j,) = judge([Claim(claim, (("a", "Some evidence."),))], model, THRESHOLDS, split_sentences)
+        hypotheses = {h for _, h in model.calls[0]}
+        assert len(hypotheses) > 1 and j.scores.split
+        assert j.outcome is Outcome.NOT_ENTAILED
+
+    def test_judge_refuses_rather_than_cuts_too_much_evidence(self) -> None:
+        model = ScriptedModel({}, default=(0.99, 0.005, 0.005), window=40)
+        passage = " ".join(f"w{i}" for i in range(3000))
+        (j,) = judge([Claim("short claim", (("a", passage),))], model, THRESHOLDS, split_sentences)
+        assert j.outcome is Outcome.NOT_ENTAILED and "limit" in j.note
+        assert model.calls == []  # nothing judged on a part of the evidence
+
+
+class TestValidateWithTier:
+    def test_validate_rejects_a_contradicted_sentence(self) -> None:
+        model = ScriptedModel({"Theft": (0.05, 0.1, 0.85)})
+        report = validate(
+            "Theft is punishable with imprisonment of up to three years [IPC_379_0].",
+            EVIDENCE,
+            tier=tier(model),
+        )
+        s = report.sentences[0]
+        assert report.verdict is Verdict.NOT_GROUNDED and report.reason is Reason.CONTRADICTED
+        assert s.decided_by is Tier.ENTAILMENT and s.entailment is not None
+        assert (
+            s.entailment.contradiction == pytest.approx(0.85)
+            and s.entailment.semantic_id == "IPC_379_0"
+        )
+
+    def test_validate_rejects_a_sentence_the_model_does_not_entail(self) -> None:
+        report = validate(
+            "Theft is punishable with imprisonment of up to three years [IPC_379_0].",
+            EVIDENCE,
+            tier=tier(ScriptedModel({})),
+        )
+        assert report.reason is Reason.NOT_ENTAILED
+
+    def test_validate_accepts_an_entailed_sentence_and_lists_the_tiers(self) -> None:
+        model = ScriptedModel({"Theft": (0.95, 0.03, 0.02)})
+        report = validate(
+            "Theft is punishable with imprisonment of up to three years [IPC_379_0].",
+            EVIDENCE,
+            tier=tier(model),
+        )
+        assert report.verdict is Verdict.GROUNDED
+        assert report.tiers == tuple(Tier) and report.entailment_model == "scripted"
+
+    def test_validate_rescues_a_paraphrase_that_fails_only_coverage(self) -> None:
+        answer = "Stealing can land you in jail [IPC_379_0]."
+        assert validate(answer, EVIDENCE).reason is Reason.LOW_COVERAGE
+        model = ScriptedModel({"Stealing": (0.9, 0.05, 0.05)})
+        report = validate(answer, EVIDENCE, tier=tier(model))
+        assert report.verdict is Verdict.GROUNDED
+        assert report.sentences[0].decided_by is Tier.ENTAILMENT
+
+    def test_validate_keeps_low_coverage_below_the_rescue_threshold(self) -> None:
+        model = ScriptedModel({"Stealing": (0.7, 0.2, 0.1)})  # entailed, but not past 0.8
+        report = validate("Stealing can land you in jail [IPC_379_0].", EVIDENCE, tier=tier(model))
+        assert report.reason is Reason.LOW_COVERAGE and report.sentences[0].entailment is not None
+
+    def test_validate_never_asks_the_model_about_a_cheap_failure(self) -> None:
+        model = ScriptedModel({})
+        report = validate(
+            "Theft is punishable with imprisonment of up to ten years [IPC_379_0].",
+            EVIDENCE,
+            tier=tier(model),
+        )
+        assert report.reason is Reason.NUMBER_MISMATCH and model.calls == []
+
+    def test_validate_request_thresholds_override_the_defaults(self) -> None:
+        model = ScriptedModel({"Theft": (0.7, 0.2, 0.1)})
+        answer = "Theft is punishable with imprisonment of up to three years [IPC_379_0]."
+        assert validate(answer, EVIDENCE, tier=tier(model)).accepted
+        strict = ValidationOptions(entail_threshold=0.9)
+        assert validate(answer, EVIDENCE, strict, tier(model)).reason is Reason.NOT_ENTAILED
+
+    def test_validate_without_the_tier_says_so(self) -> None:
+        report = validate(
+            "Theft is punishable with imprisonment of up to three years [IPC_379_0].", EVIDENCE
+        )
+        assert Tier.ENTAILMENT not in report.tiers and report.entailment_model == ""
+        off = validate(
+            "x [IPC_379_0].",
+            EVIDENCE,
+            ValidationOptions(check_entailment=False),
+            tier(ScriptedModel({})),
+        )
+        assert Tier.ENTAILMENT not in off.tiers
+
+    def test_validate_model_failure_raises_rather_than_passing(self) -> None:
+        model = ScriptedModel({}, fail=True)
+        with pytest.raises(ModelUnavailableError):
+            validate(
+                "Theft is punishable with imprisonment of up to three years [IPC_379_0].",
+                EVIDENCE,
+                tier=tier(model),
+            )
+
+    def test_validate_exempt_sentences_skip_the_model(self) -> None:
+        model = ScriptedModel({})
+        report = validate(
+            "Here is the answer: Theft is punishable with up to three years [IPC_379_0].",
+            EVIDENCE,
+            tier=tier(model),
+        )
+        assert report.sentences[0].verdict in (SentenceVerdict.EXEMPT, SentenceVerdict.UNSUPPORTED)

@@ -1,0 +1,111 @@
+"""The shipped entailment model: integrity checks on load, and what the real model says.
+
+These load models/entailment-minilm-l6 (int8 ONNX, ~23 MB) as make run does; a missing,
+truncated or altered file must stop the load with the path and the checksums, never degrade.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from services.common.errors import ModelUnavailableError
+from services.validator.config import DEFAULT_MODEL_DIR
+from services.validator.engine import validate
+from services.validator.nli_onnx import OnnxNliModel, load_tier, sha256
+from services.validator.report import Reason, Tier, Verdict
+from tests.unit.validator.samples import ipc
+
+
+@pytest.fixture(scope="module")
+def model() -> OnnxNliModel:
+    return OnnxNliModel(DEFAULT_MODEL_DIR)
+
+
+@pytest.fixture
+def model_copy(tmp_path: Path) -> Path:
+    target = tmp_path / "model"
+    shutil.copytree(DEFAULT_MODEL_DIR, target)
+    return target
+
+
+class TestIntegrity:
+    def test_shipped_files_match_the_manifest(self) -> None:
+        manifest = json.loads((DEFAULT_MODEL_DIR / "manifest.json").read_text())
+        for name, digest in manifest["files"].items():
+            assert sha256(DEFAULT_MODEL_DIR / name) == digest, name
+        assert (DEFAULT_MODEL_DIR / "model.onnx").stat().st_size <= 30 * 1024 * 1024
+
+    def test_load_rejects_a_corrupt_model_file(self, model_copy: Path) -> None:
+        with (model_copy / "model.onnx").open("r+b") as handle:
+            handle.seek(1000)
+            handle.write(b"\x00" * 16)
+        with pytest.raises(ModelUnavailableError, match=r"corrupt.*sha256"):
+            OnnxNliModel(model_copy)
+
+    def test_load_rejects_a_missing_model_file(self, model_copy: Path) -> None:
+        (model_copy / "tokenizer.json").unlink()
+        with pytest.raises(ModelUnavailableError, match="missing"):
+            OnnxNliModel(model_copy)
+
+    def test_load_rejects_a_missing_manifest(self, model_copy: Path) -> None:
+        (model_copy / "manifest.json").unlink()
+        with pytest.raises(ModelUnavailableError, match="manifest"):
+            OnnxNliModel(model_copy)
+
+    def test_load_rejects_a_file_that_is_no_model(self, model_copy: Path) -> None:
+        (model_copy / "model.onnx").write_bytes(b"not an onnx graph")
+        manifest = json.loads((model_copy / "manifest.json").read_text())
+        manifest["files"]["model.onnx"] = sha256(model_copy / "model.onnx")
+        (model_copy / "manifest.json").write_text(json.dumps(manifest))
+        with pytest.raises(ModelUnavailableError, match="cannot load"):
+            OnnxNliModel(model_copy)
+
+
+class TestRealModel:
+    def test_predict_returns_probabilities(self, model: OnnxNliModel) -> None:
+        (row,) = model.predict([("A man is playing a guitar.", "A man is playing music.")])
+        assert sum(row) == pytest.approx(1.0, abs=1e-5) and all(0 <= p <= 1 for p in row)
+
+    def test_predict_refuses_a_pair_over_the_window(self, model: OnnxNliModel) -> None:
+        long = "word " * 400
+        with pytest.raises(ModelUnavailableError, match="exceeds the window"):
+            model.predict([(long, "claim")])
+
+    def test_validate_judges_a_long_passage_in_windows(self) -> None:
+        tier = load_tier(DEFAULT_MODEL_DIR)
+        text = (
+            ipc("420").text
+            + " "
+            + " ".join(
+                f"Clause {i} says that a person shall keep the records of the office."
+                for i in range(40)
+            )
+        )
+        passage = type(ipc("420"))(semantic_id="IPC_420_0", doc_id="IPC_420", text=text)
+        report = validate(
+            "Cheating is punishable with imprisonment of up to seven years [IPC_420_0].",
+            [passage],
+            tier=tier,
+        )
+        scores = report.sentences[0].entailment
+        assert scores is not None and scores.windows >= 2
+        assert Tier.ENTAILMENT in report.tiers
+
+    def test_validate_accepts_a_verbatim_quote_and_rejects_a_reversal(self) -> None:
+        tier = load_tier(DEFAULT_MODEL_DIR)
+        section = ipc("420")
+        quoted = validate(f"{section.text} [IPC_420_0]", [section], tier=tier)
+        assert quoted.verdict is Verdict.GROUNDED
+        assert (
+            quoted.sentences[0].entailment is not None and quoted.sentences[0].entailment.verbatim
+        )
+        reversed_ = validate(
+            "Cheating is punishable with imprisonment for at least seven years [IPC_420_0].",
+            [section],
+            tier=tier,
+        )
+        assert reversed_.reason is Reason.PENALTY_MISMATCH

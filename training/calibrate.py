@@ -1,0 +1,104 @@
+"""Choose the entailment tier's thresholds on the tune half of the validator's labelled cases.
+
+    python -m training.calibrate [--model-dir models/entailment-minilm-l6]
+
+Cases are ``bench.validator_accuracy``'s (SciFact SUPPORT / CONTRADICT / NEI, HotpotQA
+statements, paraphrase rewrites and perturbations, the hand-written IPC adversarial set), of
+which only the **tune** half is read here; the report half stays untouched for reporting.
+The model runs once per distinct (evidence, claim) pair (cached); every grid point then
+re-validates the cases. The objective is balanced accuracy: the mean, over case groups, of the
+share judged right, so no group's size dominates. The contradiction threshold only decides the
+reason code (CONTRADICTED vs NOT_ENTAILED, both rejections), so it stays at 0.5 (the most likely
+label). The result is written into the model's manifest.json under "calibration".
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench.validator_accuracy import TUNE, Case, build_cases, run
+from services.validator.config import DEFAULT_MODEL_DIR
+from services.validator.engine import EntailmentTier
+from services.validator.entailment import NliModel, Thresholds
+from services.validator.nli_onnx import OnnxNliModel
+from services.validator.report import ValidationOptions
+
+ENTAIL_GRID = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+RESCUE_GRID = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 1.01)  # 1.01: never rescue
+CONTRADICTION = 0.5
+
+
+class CachedModel:
+    """An ``NliModel`` that remembers every pair it has scored (the grid re-asks the same)."""
+
+    def __init__(self, model: NliModel) -> None:
+        self.model = model
+        self.name = model.name
+        self.cache: dict[tuple[str, str], tuple[float, float, float]] = {}
+
+    def window_tokens(self) -> int:
+        return self.model.window_tokens()
+
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        return self.model.token_spans(text)
+
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[float, float, float]]:
+        todo = [p for p in dict.fromkeys(pairs) if p not in self.cache]
+        if todo:
+            self.cache.update(zip(todo, self.model.predict(todo), strict=True))
+        return [self.cache[p] for p in pairs]
+
+
+def group_of(case: Case) -> str:
+    if case.source == "adversarial":
+        return "adversarial:" + case.category.split(":")[1]
+    return case.category
+
+
+def balanced_accuracy(cases: Sequence[Case]) -> tuple[float, dict[str, float]]:
+    groups: dict[str, list[bool]] = defaultdict(list)
+    for case in cases:
+        groups[group_of(case)].append(bool(case.outcome["correct"]))
+    per = {g: sum(v) / len(v) for g, v in sorted(groups.items())}
+    return sum(per.values()) / len(per), per
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model-dir", type=Path, default=DEFAULT_MODEL_DIR)
+    args = parser.parse_args(argv)
+    cases = [c for c in build_cases() if c.split == TUNE]
+    model = CachedModel(OnnxNliModel(args.model_dir, threads=2))
+    results = []
+    for entail, rescue in itertools.product(ENTAIL_GRID, RESCUE_GRID):
+        tier = EntailmentTier(model, Thresholds(entail, CONTRADICTION, max(entail, rescue)))
+        run(cases, ValidationOptions(), tier)
+        score, per = balanced_accuracy(cases)
+        results.append((score, entail, rescue, per))
+        print(f"entail {entail:.2f} rescue {rescue:.2f}: balanced accuracy {score:.4f}", flush=True)
+    score, entail, rescue, per = max(results, key=lambda r: (r[0], r[1]))
+    manifest_path = args.model_dir / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["calibration"] = {
+        "entail_threshold": entail,
+        "contradiction_threshold": CONTRADICTION,
+        "coverage_rescue_threshold": max(entail, rescue),
+        "calibrated_on": (
+            f"tune half of bench.validator_accuracy's cases ({len(cases)} cases); "
+            "objective: balanced accuracy over case groups"
+        ),
+        "command": "python -m training.calibrate",
+        "balanced_accuracy": round(score, 4),
+        "per_group_accuracy": {k: round(v, 4) for k, v in per.items()},
+    }
+    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+    print(json.dumps(manifest["calibration"], indent=2))
+
+
+if __name__ == "__main__":
+    main()
