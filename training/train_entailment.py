@@ -265,7 +265,7 @@ def _train(args: argparse.Namespace) -> None:
     probs = predict(model, held_ids, pad)
     gold = np.array([label_id[r["label"]] for r in heldback])
     accuracy = float((probs.argmax(1) == gold).mean())
-    logger.info("held-back NLI accuracy %.4f on %d pairs", accuracy, len(heldback))
+    logger.info("held-back accuracy %.4f on %d pairs", accuracy, len(heldback))
     final = args.out / "final"
     model.save_pretrained(final)
     tokenizer.save_pretrained(final)

@@ -1,0 +1,124 @@
+"""Probe a trained answerability model as a refusal gate, before any service uses it (issue 13).
+
+    python -m training.export_onnx --model var/train/answerability/final \\
+        --data training/data/answerability --out var/models/answerability --name answerability-v0
+    python -m training.probe_answerability --model-dir var/models/answerability
+
+For each question: retrieval's top 10 chunks (the project's own searcher over the dataset's
+evaluation index, built by ``python -m evaluation``), then the model's best P(answers) over
+them; the gate refuses below a threshold. The threshold is chosen on the **tune half** of SQuAD
+2.0 dev (by a checksum of the question id): the highest correct-refusal rate with false refusal
+at most 0.15 (issue 13's target). Reported on SQuAD's report half, the team's IPC golden set
+and the plain-language IPC set (never tuned on), beside what the system does today (its refusal
+decisions from the latest ``python -m evaluation`` reports).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from evaluation.datasets import load_dataset
+from services.common.cross_encoder import OnnxCrossEncoder
+from services.retrieval.config import RetrievalConfig
+from services.retrieval.search import SearchRequest
+from services.retrieval.server import build_searcher
+
+TARGET_FALSE_REFUSAL = 0.15
+
+
+def scores(model: OnnxCrossEncoder, index_dir: Path, questions: Sequence[str]) -> np.ndarray:
+    searcher = build_searcher(RetrievalConfig.from_env({"RETRIEVAL_INDEX_DIR": str(index_dir)}))
+    answers = model.manifest.labels.index("answers")
+    out = []
+    for question in questions:
+        chunks = searcher.search(SearchRequest(query=question, top_k=10)).chunks
+        budget = model.window_tokens() - len(model.token_spans(question)) - 3
+        pairs = [(w, question) for c in chunks for w in windows(model, c.chunk.text, budget)]
+        out.append(float(model.probabilities(pairs)[:, answers].max()) if pairs else 0.0)
+    return np.array(out)
+
+
+def windows(model: OnnxCrossEncoder, text: str, budget: int) -> list[str]:
+    """``text`` in overlapping windows of at most ``budget`` tokens (all of it, none cut off)."""
+    spans = model.token_spans(text)
+    if len(spans) <= budget:
+        return [text]
+    step = max(1, budget - budget // 4)
+    return [
+        text[spans[i][0] : spans[min(len(spans), i + budget) - 1][1]]
+        for i in range(0, max(1, len(spans) - budget + step), step)
+    ]
+
+
+def rates(score: np.ndarray, answerable: np.ndarray, threshold: float) -> dict[str, float]:
+    refused = score < threshold
+    return {
+        "correct_refusal": round(float(refused[~answerable].mean()), 3)
+        if (~answerable).any()
+        else float("nan"),
+        "false_refusal": round(float(refused[answerable].mean()), 3),
+    }
+
+
+def today(dataset: str, data: str) -> dict[str, float] | None:
+    """The system's current refusal rates from the newest evaluation report on the same data."""
+    for folder in sorted(glob.glob(f"reports/eval/*-{dataset}"), reverse=True):
+        report = json.loads(Path(folder, "report.json").read_text())
+        if data in json.dumps(report["run"]):
+            m = report["metrics"]
+            return {
+                k: round(m[k]["value"], 3)
+                for k in ("correct_refusal_rate", "false_refusal_rate")
+                if m.get(k, {}).get("value") is not None
+            }
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model-dir", type=Path, default=Path("var/models/answerability"))
+    args = parser.parse_args(argv)
+    model = OnnxCrossEncoder(args.model_dir, threads=2)
+    index = {name: Path(glob.glob(f"var/eval/{name}/*/index")[0]) for name in ("squad2", "ipc")}
+
+    squad = load_dataset("squad2").items
+    s_score = scores(model, index["squad2"], [i.question for i in squad])
+    s_ans = np.array([i.answerable for i in squad])
+    tune = np.array([zlib.crc32(i.item_id.encode()) % 2 == 0 for i in squad])
+    grid = np.round(np.arange(0.02, 1.0, 0.02), 2)
+    ok = [
+        t
+        for t in grid
+        if rates(s_score[tune], s_ans[tune], t)["false_refusal"] <= TARGET_FALSE_REFUSAL
+    ]
+    best = (
+        max(ok, key=lambda t: (rates(s_score[tune], s_ans[tune], t)["correct_refusal"], -t))
+        if ok
+        else 0.0
+    )
+    result = {
+        "threshold (chosen on SQuAD tune half)": float(best),
+        "squad2 tune half": rates(s_score[tune], s_ans[tune], best),
+        "squad2 report half": rates(s_score[~tune], s_ans[~tune], best),
+        "squad2 today (all 300)": today("squad2", "squad2/dev.json"),
+    }
+    for name, path in (
+        ("ipc golden (tuned)", "data/golden/ipc_golden_v1.jsonl"),
+        ("ipc plain (untuned)", "data/golden/ipc_plain_v1.jsonl"),
+    ):
+        items = load_dataset("ipc", Path(path)).items
+        sc = scores(model, index["ipc"], [i.question for i in items])
+        result[name] = rates(sc, np.array([i.answerable for i in items]), best)
+        result[name + " today"] = today("ipc", Path(path).name)
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
