@@ -28,6 +28,16 @@ REFUSALS = Counter("grounded_synthesis_refusals_total", "Refusals by reason.", [
 VALIDATION_FAILURES = Counter(
     "grounded_validation_failures_total", "Failed validations by rule (reason code).", ["reason"]
 )
+VALIDATED_SENTENCES = Counter(
+    "grounded_validator_sentences_total",
+    "Answer sentences judged, by the tier that decided them and the sentence verdict.",
+    ["tier", "verdict"],
+)
+MODEL_FAILURES = Counter(
+    "grounded_model_failures_total",
+    "Requests a shipped model failed on (the service then stops serving).",
+    ["model"],
+)
 
 
 def serve_metrics(port: int, host: str = "127.0.0.1") -> None:

@@ -12,7 +12,7 @@ from grounded.validator.v1 import validator_service_pb2_grpc as pb_grpc
 from grpc import aio
 
 from services.common.errors import ModelUnavailableError
-from services.common.metrics import VALIDATION_FAILURES
+from services.common.metrics import MODEL_FAILURES, VALIDATED_SENTENCES, VALIDATION_FAILURES
 from services.validator import convert
 from services.validator.engine import EntailmentTier, validate
 from services.validator.report import Verdict
@@ -50,6 +50,7 @@ class ValidatorServicer(pb_grpc.ValidatorServiceServicer):
             else:
                 response = await asyncio.to_thread(_validate_request, request, self.tier)
         except ModelUnavailableError as exc:
+            MODEL_FAILURES.labels(self.tier.model.name if self.tier else "unknown").inc()
             logger.error("entailment model failed on a request, not serving: %s", exc.message)
             if self.on_model_failure is not None:
                 await self.on_model_failure()
@@ -64,4 +65,7 @@ def _validate_request(
     report = validate(answer, evidence, options, tier)
     if report.verdict is Verdict.NOT_GROUNDED:
         VALIDATION_FAILURES.labels(report.reason.value).inc()
+    for sentence in report.sentences:
+        decided = sentence.decided_by.value if sentence.decided_by else "none"
+        VALIDATED_SENTENCES.labels(decided, sentence.verdict.value).inc()
     return convert.report_to_proto(report)

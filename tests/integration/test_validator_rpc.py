@@ -185,6 +185,17 @@ class TestEntailmentTierOverRpc:
         assert response.reason == pb.VALIDATION_REASON_PENALTY_MISMATCH
         assert response.sentences[0].decided_by == pb.VALIDATION_TIER_PENALTY
 
+    async def test_rpc_counts_sentences_by_deciding_tier(
+        self, stub: pb_grpc.ValidatorServiceStub
+    ) -> None:
+        from services.common.metrics import VALIDATED_SENTENCES
+
+        counter = VALIDATED_SENTENCES.labels("penalty", "unsupported")
+        before = counter._value.get()
+        answer = "Cheating is punishable with rigorous imprisonment for at least seven years [IPC_420_0]."
+        await stub.ValidateAnswer(_request(answer), timeout=10)
+        assert counter._value.get() == before + 1
+
     async def test_rpc_request_can_switch_the_tier_off(
         self, stub: pb_grpc.ValidatorServiceStub
     ) -> None:
