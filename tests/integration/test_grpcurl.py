@@ -85,6 +85,34 @@ class TestGrpcurl:
         assert body["status"] == "ANSWER_STATUS_ANSWERED"
         assert "[IPC_420_" in body["answer"]
 
+    async def test_grpcurl_validate_shows_tiers_and_entailment_scores(self, stack: Stack) -> None:
+        evidence = [
+            {
+                "semantic_id": "IPC_379_0",
+                "text": "Whoever commits theft shall be punished with imprisonment of either "
+                "description for a term which may extend to three years, or with fine, or with both.",
+            }
+        ]
+        payload = {
+            "answer": "Theft is punishable with imprisonment of up to three years, or a fine, "
+            "or both [IPC_379_0].",
+            "evidence": evidence,
+        }
+        result = await _grpcurl(
+            "-d",
+            json.dumps(payload),
+            stack.validator,
+            "grounded.validator.v1.ValidatorService/ValidateAnswer",
+        )
+        assert result.returncode == 0, result.stderr
+        body = json.loads(result.stdout)
+        assert "VALIDATION_TIER_ENTAILMENT" in body["tiers"]
+        assert body["entailment_model"].startswith("entailment-minilm-l6")
+        sentence = body["sentences"][0]
+        assert sentence["decided_by"].startswith("VALIDATION_TIER_")
+        if sentence["decided_by"] == "VALIDATION_TIER_ENTAILMENT":
+            assert set(sentence["entailment"]) >= {"entailment", "contradiction", "semantic_id"}
+
     async def test_grpcurl_bad_request_shows_invalid_argument(self, stack: Stack) -> None:
         result = await _grpcurl(
             "-d",
