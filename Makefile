@@ -158,6 +158,10 @@ test: install node_modules/.bin/buf ## Install what is needed and run the whole 
 	$(MAKE) --no-print-directory deploy-check
 	$(PY) -m pytest -q -p no:cacheprovider
 
+.PHONY: unit
+unit: install ## The fast inner loop: unit tests only (pure domain code and the shipped model), ~15 s.
+	$(PY) -m pytest -q -p no:cacheprovider tests/unit -m "not slow"
+
 .PHONY: clean
 clean: stop ## Remove the venv, generated stubs and built artifacts.
 	rm -rf $(VENV) $(GEN) var reports node_modules
