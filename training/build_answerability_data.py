@@ -26,7 +26,6 @@ held-back before any pair is made, so no held-back group is trained on.
 from __future__ import annotations
 
 import argparse
-import collections
 import json
 import random
 import re
@@ -35,7 +34,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from services.validator.text import split_sentences
-from training.build_data import read_jsonl, write_jsonl_gz
+from training.build_data import read_jsonl, write_mix
 from training.statute_pairs import Section, offence_phrase, penalty_clause
 
 ANSWERS, NOT_ANSWERS = "answers", "not_answers"
@@ -215,23 +214,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     train = [r for r in rows if not held_back(r["group"])]
     heldback = [r for r in rows if held_back(r["group"])]
     rng.shuffle(train)
-    args.out.mkdir(parents=True, exist_ok=True)
-    counts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
-    for row in train:
-        counts[row["source"]][row["label"]] += 1
-    manifest = {
-        "seed": args.seed,
-        "labels": [ANSWERS, NOT_ANSWERS],
-        "files": {
-            "train.jsonl.gz": write_jsonl_gz(args.out / "train.jsonl.gz", train),
-            "heldback.jsonl.gz": write_jsonl_gz(args.out / "heldback.jsonl.gz", heldback),
-        },
-        "train_pairs": len(train),
-        "heldback_pairs": len(heldback),
-        "train_by_source": {k: dict(v) for k, v in sorted(counts.items())},
-        "heldback_by_label": dict(collections.Counter(r["label"] for r in heldback)),
-    }
-    (args.out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    manifest = write_mix(args.out, train, heldback, args.seed, labels=(ANSWERS, NOT_ANSWERS))
     print(json.dumps(manifest, indent=2))
 
 

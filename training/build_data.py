@@ -18,13 +18,13 @@ from __future__ import annotations
 import argparse
 import collections
 import gzip
-import hashlib
 import json
 import random
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from services.common.cross_encoder import sha256
 from training import statute_pairs
 
 LABELS = ("entailment", "neutral", "contradiction")
@@ -160,7 +160,36 @@ def write_jsonl_gz(path: Path, rows: Iterable[dict[str, object]]) -> str:
     ):
         for row in rows:
             gz.write((json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n").encode())
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return sha256(path)
+
+
+def write_mix(
+    out: Path,
+    train: Sequence[Mapping[str, object]],
+    heldback: Sequence[Mapping[str, object]],
+    seed: int,
+    labels: Sequence[str] | None = None,
+) -> dict[str, object]:
+    """Write a training mix (train, held-back, manifest with counts and sha256s); return the manifest."""
+    out.mkdir(parents=True, exist_ok=True)
+    counts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for row in train:
+        counts[str(row["source"]).split(":")[0]][str(row["label"])] += 1
+    manifest: dict[str, object] = {"seed": seed}
+    if labels is not None:
+        manifest["labels"] = list(labels)
+    manifest |= {
+        "files": {
+            "train.jsonl.gz": write_jsonl_gz(out / "train.jsonl.gz", train),
+            "heldback.jsonl.gz": write_jsonl_gz(out / "heldback.jsonl.gz", heldback),
+        },
+        "train_pairs": len(train),
+        "heldback_pairs": len(heldback),
+        "train_by_source": {k: dict(v) for k, v in sorted(counts.items())},
+        "heldback_by_label": dict(collections.Counter(str(r["label"]) for r in heldback)),
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -187,23 +216,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     rows = train + extra + statute
     rng.shuffle(rows)
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    counts: dict[str, dict[str, int]] = collections.defaultdict(collections.Counter)  # type: ignore[arg-type]
-    for row in rows:
-        source = str(row["source"]).split(":")[0]
-        counts[source][str(row["label"])] += 1
-    manifest = {
-        "seed": args.seed,
-        "files": {
-            "train.jsonl.gz": write_jsonl_gz(args.out / "train.jsonl.gz", rows),
-            "heldback.jsonl.gz": write_jsonl_gz(args.out / "heldback.jsonl.gz", heldback),
-        },
-        "train_pairs": len(rows),
-        "heldback_pairs": len(heldback),
-        "train_by_source": {k: dict(v) for k, v in sorted(counts.items())},
-        "heldback_by_label": dict(collections.Counter(str(r["label"]) for r in heldback)),
-    }
-    (args.out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    manifest = write_mix(args.out, rows, heldback, args.seed)
     print(json.dumps(manifest, indent=2))
 
 

@@ -12,7 +12,6 @@ Calibrated thresholds are added by ``python -m training.calibrate``.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shutil
 import statistics
@@ -26,6 +25,7 @@ import numpy as np
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+from services.common.cross_encoder import sha256
 from training.train_entailment import base_model_path, data_labels, read_pairs
 
 MAX_TOKENS = 256
@@ -139,10 +139,6 @@ def latency_ms(
         predict(pairs)
         times.append((time.perf_counter() - t0) * 1000)
     return statistics.median(times)
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

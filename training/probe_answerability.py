@@ -29,6 +29,7 @@ from services.common.cross_encoder import OnnxCrossEncoder
 from services.retrieval.config import RetrievalConfig
 from services.retrieval.search import SearchRequest
 from services.retrieval.server import build_searcher
+from services.validator.entailment import token_windows
 
 TARGET_FALSE_REFUSAL = 0.15
 
@@ -40,21 +41,13 @@ def scores(model: OnnxCrossEncoder, index_dir: Path, questions: Sequence[str]) -
     for question in questions:
         chunks = searcher.search(SearchRequest(query=question, top_k=10)).chunks
         budget = model.window_tokens() - len(model.token_spans(question)) - 3
-        pairs = [(w, question) for c in chunks for w in windows(model, c.chunk.text, budget)]
+        pairs = [
+            (c.chunk.text[start:end], question)
+            for c in chunks
+            for start, end in token_windows(c.chunk.text, model, budget, overlap=budget // 4)
+        ]
         out.append(float(model.probabilities(pairs)[:, answers].max()) if pairs else 0.0)
     return np.array(out)
-
-
-def windows(model: OnnxCrossEncoder, text: str, budget: int) -> list[str]:
-    """``text`` in overlapping windows of at most ``budget`` tokens (all of it, none cut off)."""
-    spans = model.token_spans(text)
-    if len(spans) <= budget:
-        return [text]
-    step = max(1, budget - budget // 4)
-    return [
-        text[spans[i][0] : spans[min(len(spans), i + budget) - 1][1]]
-        for i in range(0, max(1, len(spans) - budget + step), step)
-    ]
 
 
 def rates(score: np.ndarray, answerable: np.ndarray, threshold: float) -> dict[str, float]:

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 NUMBER_WORDS = (
     "one", "two", "three", "four", "five", "six", "seven", "ten", "fourteen", "twenty",
 )  # fmt: skip
-_NUMBER_RE = re.compile(r"\b(" + "|".join(NUMBER_WORDS) + r")\b")
 _PUNISHED = re.compile(r"\bshall be punished\b")
 _MAY_EXTEND = re.compile(r"for a term which may extend to (\w+) (years?|months?)")
 _TITLE_PREFIX = re.compile(r"^(punishment for|punishment of)\s+", re.IGNORECASE)

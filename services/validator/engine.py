@@ -126,14 +126,14 @@ class _Evidence:
     index: EvidenceIndex
     _items: list[tuple[str, frozenset[str]]] | None = None
 
-    def analysis(self, semantic_id: str) -> Analysis:
-        return analyse_evidence(self.index.texts[self.index.position[semantic_id]])
-
     def text(self, semantic_id: str) -> str:
         return self.index.texts[self.index.position[semantic_id]]
 
+    def analysis(self, semantic_id: str) -> Analysis:
+        return analyse_evidence(self.text(semantic_id))
+
     def terms(self, semantic_id: str) -> frozenset[str]:
-        return _item_terms(semantic_id, self.index.texts[self.index.position[semantic_id]])
+        return _item_terms(semantic_id, self.text(semantic_id))
 
     def items(self) -> list[tuple[str, frozenset[str]]]:
         """Every unique evidence id with its terms (built once per request)."""
@@ -242,10 +242,8 @@ def _entail(
         contradiction=_pick(options.contradiction_threshold, defaults.contradiction),
         rescue=_pick(options.coverage_rescue_threshold, defaults.rescue),
     )
-    texts, position = view.index.texts, view.index.position
     claims = [
-        entailment.Claim(p.claim_text, tuple((i, texts[position[i]]) for i in p.ids))
-        for p in pending
+        entailment.Claim(p.claim_text, tuple((i, view.text(i)) for i in p.ids)) for p in pending
     ]
     judgements = entailment.judge(claims, tier.model, thresholds, split_sentences)
     out = list(reports)
@@ -416,10 +414,11 @@ def _judge(
         # A sentence quoted word for word from what it cites cannot misstate it; parsing the
         # quote as a claim could (s.303's "under sentence of imprisonment for life" is the
         # offender's status, not the penalty).
-        if options.check_penalties and not _quoted(claim_text, [view.text(i) for i in ids]):
-            stated = penalty.parse_claim(claim_text)
-            if stated is not None:
-                cited = [c for i in ids for c in _evidence_penalties(view.text(i))]
+        stated = penalty.parse_claim(claim_text) if options.check_penalties else None
+        if stated is not None:
+            texts = [view.text(i) for i in ids]
+            if not entailment.quoted(claim_text, texts):
+                cited = [c for text in texts for c in _evidence_penalties(text)]
                 misstated = penalty.problems(stated, cited)
                 if misstated:
                     problems[Reason.PENALTY_MISMATCH] = "; ".join(misstated)
@@ -446,12 +445,6 @@ def _judge(
     # while HotpotQA answers citing one paragraph of two lost 0.86 -> 0.79.)
     rescue = problems.keys() == {Reason.LOW_COVERAGE} and bool(ids)
     return failed, (_Pending(index, claim_text, ids, rescue=True) if rescue else None)
-
-
-def _quoted(claim_text: str, cited: Sequence[str]) -> bool:
-    """True when the claim is a contiguous run of one cited text (whitespace and case aside)."""
-    key = " ".join(claim_text.split()).casefold().strip(" .;:")
-    return bool(key) and any(key in " ".join(text.split()).casefold() for text in cited)
 
 
 def _number_problems(

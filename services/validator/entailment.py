@@ -31,6 +31,12 @@ MAX_PREMISES_PER_CLAIM = 64
 _SPACE = re.compile(r"\s+")
 
 
+class Tokenizes(Protocol):
+    """Anything that can say where the tokens of a text are."""
+
+    def token_spans(self, text: str) -> list[tuple[int, int]]: ...
+
+
 class NliModel(Protocol):
     """A 3-way NLI classifier over (premise, hypothesis) pairs."""
 
@@ -102,8 +108,20 @@ class Claim:
     cited: tuple[tuple[str, str], ...]  # (semantic_id, passage text)
 
 
+def flatten(text: str) -> str:
+    """``text`` on one line, spaces collapsed, case folded: how quotes are compared."""
+    return _SPACE.sub(" ", text).strip().casefold()
+
+
 def normalise(text: str) -> str:
-    return _SPACE.sub(" ", text).strip().rstrip(".;:").strip().casefold()
+    """A claim or sentence as compared for a verbatim quote (final . ; : dropped)."""
+    return flatten(text).rstrip(".;:").strip()
+
+
+def quoted(claim: str, cited: Sequence[str]) -> bool:
+    """True when ``claim`` is a contiguous run of one of the ``cited`` texts."""
+    key = normalise(claim).lstrip(" .;:")
+    return bool(key) and any(key in flatten(text) for text in cited)
 
 
 _BOUNDARY = ".!?;:"
@@ -116,7 +134,7 @@ def _whole_run(key: str, text: str) -> bool:
     abbreviation such as "U.S.A." ends a sentence for one and not the other), so a quote of
     whole sentences or clauses counts as verbatim; a cut inside a clause does not.
     """
-    flat = _SPACE.sub(" ", text).strip().casefold()
+    flat = flatten(text)
     start = flat.find(key)
     while start >= 0:
         end = start + len(key)
@@ -177,7 +195,10 @@ def _plan(claim: Claim, model: NliModel, split_sentences: SentenceSplitter) -> _
     # Hypothesis windows: a claim is rarely long, but one longer than half the window is cut so
     # that each piece leaves room for evidence; every piece must then be entailed.
     claim_budget = window // 2
-    hypotheses = _windows(claim.text, model, claim_budget, overlap=16)
+    hypotheses = [
+        claim.text[start:end]
+        for start, end in token_windows(claim.text, model, claim_budget, overlap=16)
+    ]
     longest_claim = max(len(model.token_spans(h)) for h in hypotheses)
     budget = max(16, window - longest_claim - 3)  # [CLS] premise [SEP] claim [SEP]
 
@@ -203,35 +224,30 @@ def _plan(claim: Claim, model: NliModel, split_sentences: SentenceSplitter) -> _
     return _Plan(premises, hypotheses, split, None)
 
 
-def _windowed_premise(p: Premise, model: NliModel, budget: int) -> list[Premise]:
-    spans = model.token_spans(p.text)
-    if len(spans) <= budget:
-        return [p]
-    pieces = []
-    step = max(1, budget - budget // 4)  # a quarter of each window overlaps the next
-    for first in range(0, len(spans), step):
-        last = min(len(spans), first + budget) - 1
-        start, end = spans[first][0], spans[last][1]
-        pieces.append(
-            Premise(p.semantic_id, p.char_start + start, p.char_start + end, p.text[start:end])
-        )
-        if last == len(spans) - 1:
-            break
-    return pieces
-
-
-def _windows(text: str, model: NliModel, budget: int, overlap: int) -> list[str]:
+def token_windows(text: str, model: Tokenizes, budget: int, overlap: int) -> list[tuple[int, int]]:
+    """Character spans of overlapping windows of at most ``budget`` tokens covering ``text``."""
     spans = model.token_spans(text)
     if len(spans) <= budget:
-        return [text]
+        return [(0, len(text))]
     out = []
     step = max(1, budget - overlap)
     for first in range(0, len(spans), step):
         last = min(len(spans), first + budget) - 1
-        out.append(text[spans[first][0] : spans[last][1]])
+        out.append((spans[first][0], spans[last][1]))
         if last == len(spans) - 1:
             break
     return out
+
+
+def _windowed_premise(p: Premise, model: NliModel, budget: int) -> list[Premise]:
+    # A quarter of each window overlaps the next.
+    windows = token_windows(p.text, model, budget, overlap=budget // 4)
+    if len(windows) == 1:
+        return [p]
+    return [
+        Premise(p.semantic_id, p.char_start + start, p.char_start + end, p.text[start:end])
+        for start, end in windows
+    ]
 
 
 def _decide(plan: _Plan, probs: Sequence[tuple[float, float, float]], t: Thresholds) -> Judgement:

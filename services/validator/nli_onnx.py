@@ -11,13 +11,13 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from services.common.cross_encoder import ModelManifest, OnnxCrossEncoder, sha256
+from services.common.cross_encoder import OnnxCrossEncoder
 from services.common.errors import ModelUnavailableError
 from services.validator.config import ValidatorConfig
 from services.validator.engine import EntailmentTier
 from services.validator.entailment import Thresholds
 
-__all__ = ["ModelManifest", "OnnxNliModel", "load_tier", "sha256", "tier_from_config"]
+__all__ = ["OnnxNliModel", "load_tier", "tier_from_config"]
 
 logger = logging.getLogger(__name__)
 NLI_LABELS = ("entailment", "neutral", "contradiction")
