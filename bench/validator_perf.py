@@ -43,9 +43,10 @@ from bench.loadgen import (
     write_report,
 )
 from services.common.evidence import Chunk
+from services.common.refusal import REFUSAL
 from services.validator.config import ValidatorConfig
 from services.validator.engine import clear_caches, validate
-from services.validator.report import REFUSAL, Verdict
+from services.validator.report import Verdict
 from services.validator.server import create_app
 from services.validator.servicer import ValidatorServicer
 

@@ -16,8 +16,9 @@ from grounded.validator.v1 import validator_service_pb2_grpc as vpb_grpc
 from grpc import aio
 
 from evaluation.records import Citation, Outcome
+from services.common.refusal import REFUSAL
 from services.validator.citations import EvidenceIndex, scan
-from services.validator.report import REFUSAL, Verdict
+from services.validator.report import Verdict
 
 # Stages of SynthesizeAnswer's timings that become latency figures; retrieval's own sub-stages
 # ("retrieval.dense", ...) are left out so the histogram stays readable. "client" is the

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from services.validator.report import REFUSAL, Verdict
+from services.common.refusal import REFUSAL
+from services.validator.report import Verdict
 
 AnswerMatch = Literal["any", "all"]
 

@@ -65,8 +65,9 @@ from evaluation.report import REPORT_ROOT, ReportFiles, update_summary, write_re
 from evaluation.stack import Endpoints, LocalStack, start_local_stack
 from evaluation.targets import render_targets
 from services.common.channels import open_channel
+from services.common.refusal import REFUSAL
 from services.retrieval.embedding import Encoder, load_encoder
-from services.validator.report import REFUSAL, Verdict
+from services.validator.report import Verdict
 
 logger = logging.getLogger("evaluation")
 

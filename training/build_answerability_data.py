@@ -33,7 +33,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from services.validator.text import split_sentences
+from services.common.language.sentences import split_sentences
 from training.build_data import read_jsonl, write_mix
 from training.statute_pairs import Section, offence_phrase, penalty_clause
 

@@ -10,6 +10,7 @@ from typing import Final, Protocol
 import pysbd
 
 from services.common.evidence import Chunk
+from services.common.language.sentences import STATUTE_ABBREVIATIONS
 from services.retrieval.corpus import Document
 
 logger = logging.getLogger(__name__)
@@ -21,16 +22,6 @@ SPLITTER_VERSION: Final = "pysbd-0.3.4+legal-2"
 DEFAULT_CONTEXT: Final = 1
 DEFAULT_MIN_WORDS: Final = 2
 
-# Abbreviations pysbd breaks after in this corpus ("s. 28", "per cent. per annum", "No. S.O.").
-# Lower-case, without the final dot.
-ABBREVIATIONS: Final = frozenset(
-    {
-        "s", "ss", "sec", "secs", "sub-s", "rs", "no", "nos", "cl", "cls", "viz", "i.e", "e.g",
-        "cent", "ibid", "art", "arts", "ch", "vol", "p", "pp", "para", "paras", "r", "o",
-        "vict", "co", "ltd", "dr", "mr", "mrs", "govt", "dept", "w.e.f", "ors", "vs", "v",
-        "illus", "expl", "cf", "approx", "sch", "min", "max",
-    }
-)  # fmt: skip
 _TERMINAL = ".?!;:—–-"
 _CLOSING = "\"'”’)]}»"
 # A piece starting like this continues the previous one ("-- For the purposes", "]", ", and").
@@ -122,7 +113,7 @@ def _join_false_breaks(text: str, spans: list[Span]) -> list[Span]:
 
 def _is_false_break(left: str, right: str) -> bool:
     last = _LAST_TOKEN.search(left)
-    if last and last.group(1).lower().lstrip("([") in ABBREVIATIONS:
+    if last and last.group(1).lower().lstrip("([") in STATUTE_ABBREVIATIONS:
         return True
     if left.rstrip(_CLOSING)[-1:] not in _TERMINAL:
         return True

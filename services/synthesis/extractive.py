@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from services.common.evidence import ScoredChunk
 from services.common.intent import Intent, classify_intent
+from services.common.language.sentences import sentences
+from services.common.refusal import REFUSAL
 from services.synthesis.comparison import term_stems, titled_with
 from services.synthesis.generation import GenerationRequest, GenerationResult
 from services.synthesis.sufficiency import (
@@ -18,18 +20,8 @@ from services.synthesis.sufficiency import (
     has_intent_language,
     text_stems,
 )
-from services.validator.report import REFUSAL
 
-# A sentence ends at . ! ? followed by space and a capital, digit, quote or bracket.
-_BOUNDARY = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9“\"‘'(\[])")
-# A period after these is an abbreviation ("s. 302", "Rs. 500"), not a sentence end.
-_ABBREVIATIONS = frozenset(
-    {"s", "ss", "sec", "secs", "no", "nos", "rs", "cl", "art", "arts", "viz", "i.e", "e.g"}
-    | {"etc", "mr", "mrs", "ms", "dr", "st", "co", "ltd", "vol", "p", "pp", "para", "sub", "ch"}
-)
 _TRAILING = re.compile(r"[\s.;:,—–-]+$")
-# A line ending like this ends its sentence; any other line break falls inside one.
-_LINE_END = re.compile(r"[.!?][\"'”’)\]]*\s*$")
 # Where a compound question splits into clauses: "What is X and how is it punished?".
 _CLAUSE = re.compile(r"\s*(?:[,;]|\band\b|\balso\b)\s*", re.IGNORECASE)
 
@@ -95,36 +87,6 @@ def question_aspects(question: str, intent: Intent) -> tuple[Intent, ...]:
     return tuple(aspects) if len(aspects) > 1 else (intent,)
 
 
-def split_sentences(text: str) -> list[str]:
-    """Split a chunk's text at sentence ends, keeping abbreviations intact.
-
-    A line break counts as a sentence end only after ``.``, ``!`` or ``?``: a statute sentence
-    that runs across lines ("done:" / "an illegal act, or" / "an act which …") is one chunk and
-    must be quoted whole, never as the fragment on one of its lines.
-    """
-    pieces: list[str] = []
-    for line in _logical_lines(text):
-        start = 0
-        for match in _BOUNDARY.finditer(line):
-            before = line[start : match.start()].rstrip(".!?").split()
-            if before and before[-1].lower().rstrip(".") in _ABBREVIATIONS:
-                continue
-            pieces.append(line[start : match.start()].strip())
-            start = match.end()
-        pieces.append(line[start:].strip())
-    return [" ".join(p.split()) for p in pieces if p.strip()]
-
-
-def _logical_lines(text: str) -> list[str]:
-    lines: list[str] = []
-    for line in text.splitlines():
-        if lines and not _LINE_END.search(lines[-1]):
-            lines[-1] = f"{lines[-1]} {line.strip()}"
-        elif line.strip():
-            lines.append(line.strip())
-    return lines
-
-
 class ExtractiveGenerator:
     """Query-focused sentence selection: key terms, intent cue, title, retrieval score; MMR.
 
@@ -157,7 +119,7 @@ class ExtractiveGenerator:
         seed = _one_per_compared_term(units, request.compared)
         chosen = self._select(units, request.synthesis_mode, aspects, seed)
         chosen = self._complement(units, chosen, key_terms)
-        return " ".join(_cite(unit) for unit in _reading_order(chosen))
+        return " ".join(_cite_unit(unit) for unit in _reading_order(chosen))
 
     def _units(
         self, evidence: tuple[ScoredChunk, ...], aspects: tuple[Intent, ...], key_terms: KeyTerms
@@ -178,7 +140,7 @@ class ExtractiveGenerator:
             context = title | chunk_stems(chunk) | {chunk_section(chunk)}
             title_signal = max(_title_signal(a, key_terms, title) for a in aspects)
             retrieval = 1.0 if high <= low else (scored.score - low) / (high - low)
-            for piece, text in enumerate(split_sentences(chunk.text)):
+            for piece, text in enumerate(sentences(chunk.text)):
                 stems = text_stems(text)
                 if len(stems - STOP_WORDS) < opts.min_content_words:
                     continue  # "In this section,-" and similar fragments say nothing
@@ -358,5 +320,10 @@ def _reading_order(chosen: list[_Unit]) -> list[_Unit]:
     return sorted(chosen, key=lambda u: (first_rank[u.doc_id], u.sentence_index, u.piece))
 
 
-def _cite(unit: _Unit) -> str:
-    return f"{_TRAILING.sub('', unit.text)} [{unit.semantic_id}]."
+def _cite_unit(unit: _Unit) -> str:
+    return cite_sentence(unit.text, unit.semantic_id)
+
+
+def cite_sentence(sentence: str, semantic_id: str) -> str:
+    """How the generator writes a quoted sentence: its text, the citation, one full stop."""
+    return f"{_TRAILING.sub('', sentence)} [{semantic_id}]."

@@ -28,6 +28,7 @@ from services.common.errors import (
 )
 from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import Intent, classify_intent
+from services.common.refusal import REFUSAL
 from services.synthesis.comparison import (
     Comparison,
     assess_comparison,
@@ -50,7 +51,7 @@ from services.synthesis.sufficiency import (
     assess_sufficiency,
     extract_key_terms,
 )
-from services.validator.report import REFUSAL, ValidationReport, Verdict
+from services.validator.report import ValidationReport, Verdict
 
 logger = logging.getLogger(__name__)
 

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from services.common.evidence import Chunk, ScoredChunk
+from services.common.refusal import REFUSAL
 from services.synthesis.generation import Turn
-from services.validator.report import REFUSAL
 
 _COMMON_RULES = f"""\
 1. Answer only from the evidence supplied in the <evidence> blocks of the user's message. Do not \

@@ -8,6 +8,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from services.common.language.sentences import list_marker_length, split_sentences
+from services.common.refusal import REFUSAL
 from services.validator import entailment, negation, penalty
 from services.validator.citations import (
     Citation,
@@ -35,7 +37,6 @@ from services.validator.quantities import (
     unsupported,
 )
 from services.validator.report import (
-    REFUSAL,
     TIER_OF_REASON,
     MalformedCitation,
     Reason,
@@ -47,13 +48,7 @@ from services.validator.report import (
     ValidationReport,
     Verdict,
 )
-from services.validator.text import (
-    META_TERMS,
-    blank_meta,
-    id_terms,
-    list_marker_length,
-    split_sentences,
-)
+from services.validator.text import META_TERMS, blank_meta, id_terms
 
 __all__ = [
     "MAX_ANSWER_BYTES",

@@ -5,8 +5,6 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-REFUSAL = "I cannot answer based on the provided documents."
-
 
 class Verdict(enum.Enum):
     """Answer-level verdict."""

@@ -1,10 +1,12 @@
-"""Validator text handling: tokens, stop words, light stemming, meta phrases, sentence splitting."""
+"""Validator text handling: tokens, stop words, light stemming, meta phrases.
+
+Sentences are defined once, for the generator and the validator alike, in
+``services.common.language.sentences``.
+"""
 
 from __future__ import annotations
 
-import bisect
 import re
-import sys
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -223,154 +225,6 @@ def id_terms(semantic_id: str) -> frozenset[str]:
     stem = re.sub(r"_[0-9]+$", "", semantic_id)
     words = (normalise(w) for w in re.split(r"[\W_]+", stem) if w)
     return frozenset(w if w.isdigit() else term_of(w) for w in words) - {""}
-
-
-# Abbreviations whose period never ends a sentence, and those that do not end one before a digit
-# ("Rs. 10,000", "No. 45", "Sec. 420").
-_ABBREVIATIONS = frozenset(
-    word_list("""mr mrs ms dr prof sr jr vs v viz cf al approx hon'ble ors anr govt dept ltd inc co
-    jan feb mar apr jun jul aug sep sept oct nov dec""")
-)
-_ABBREVIATIONS_BEFORE_DIGIT = frozenset(
-    word_list("no nos rs sec secs s ss art arts cl para paras vol p pp fig figs ch sch r rule o")
-)
-_TERMINAL_RE = re.compile(r"[.!?…]+[\"'”’)\]]*")
-_WORD_BEFORE_RE = re.compile(r"([^\W\d_][\w']*)$")
-_BULLET_RE = re.compile(r"(?:[-*•·‣▪]|\d{1,3}[.)]|\(?[a-z]{1,3}\)|#{1,6})\s")
-_OPENERS = frozenset("\"'“‘([{*#-•")
-_FILLER = " \t\r\n.,;:"
-_BIG = sys.maxsize
-
-
-def list_marker_length(line: str) -> int:
-    """Length of a leading list marker ("- ", "1. ", "(a) ", "## "), 0 when there is none."""
-    match = _BULLET_RE.match(line)
-    return match.end() if match else 0
-
-
-def split_sentences(
-    text: str, transparent: Sequence[tuple[int, int]] = ()
-) -> list[tuple[int, int]]:
-    """Sentence spans of ``text``; ``transparent`` spans (citations) never split and stick left.
-
-    A citation right after a sentence's final period belongs to that sentence. Newlines end a
-    sentence unless the next line starts in lower case (a soft-wrapped line).
-    """
-    transparent = sorted(transparent)
-    skip = {start: end for start, end in transparent}
-    n = len(text)
-    boundaries: list[int] = []
-    for match in _TERMINAL_RE.finditer(text):
-        punct_start, end = match.span()
-        if _inside(punct_start, transparent):
-            continue
-        crossed = False
-        q = end
-        while q < n:
-            if text[q].isspace():
-                q += 1
-                crossed = True
-            elif q in skip:
-                end = q = skip[q]
-                crossed = True
-            else:
-                break
-        if q >= n:
-            boundaries.append(end)
-            continue
-        if not crossed:
-            continue
-        following = text[q]
-        if following.islower():
-            continue
-        if text[punct_start] == "." and _is_abbreviation(text, punct_start, following):
-            continue
-        if following.isupper() or following.isdigit() or following in _OPENERS or q in skip:
-            boundaries.append(end)
-    for match in re.finditer(r"\n", text):
-        nl = match.start()
-        if _inside(nl, transparent):
-            continue
-        q = nl + 1
-        while q < n and text[q] in " \t\r":
-            q += 1
-        if q < n and text[q].islower() and not list_marker_length(text[q:]):
-            continue
-        boundaries.append(nl)
-    spans: list[tuple[int, int]] = []
-    start = 0
-    for boundary in [*sorted(set(boundaries)), n]:
-        if boundary <= start:
-            continue
-        span = _trim(text, start, boundary)
-        if span is not None:
-            spans.append(span)
-        start = boundary
-    return _merge_citation_only(text, spans, transparent)
-
-
-def _inside(position: int, spans: Sequence[tuple[int, int]]) -> bool:
-    """True when ``position`` lies in one of ``spans`` (sorted, non-overlapping)."""
-    i = bisect.bisect_right(spans, (position, _BIG)) - 1
-    return i >= 0 and spans[i][0] <= position < spans[i][1]
-
-
-def _is_abbreviation(text: str, period: int, following: str) -> bool:
-    match = _WORD_BEFORE_RE.search(text, max(0, period - 20), period)
-    if match is None:
-        return False
-    word = match.group(1).casefold()
-    if len(word) == 1 and word.isalpha():
-        return True  # initials and "i.e." / "e.g."
-    if word in _ABBREVIATIONS:
-        return True
-    return following.isdigit() and word in _ABBREVIATIONS_BEFORE_DIGIT
-
-
-def _trim(text: str, start: int, end: int) -> tuple[int, int] | None:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return (start, end) if end > start else None
-
-
-def _merge_citation_only(
-    text: str, spans: list[tuple[int, int]], transparent: Sequence[tuple[int, int]]
-) -> list[tuple[int, int]]:
-    """Fold a piece that holds only citations into the sentence before it (or after, if first)."""
-    merged: list[tuple[int, int]] = []
-    pending_start: int | None = None
-    for start, end in spans:
-        if _only_transparent(text, start, end, transparent):
-            if merged:
-                merged[-1] = (merged[-1][0], end)
-            elif pending_start is None:
-                pending_start = start
-            continue
-        if pending_start is not None:
-            start, pending_start = pending_start, None
-        merged.append((start, end))
-    if pending_start is not None:
-        merged.append((pending_start, spans[-1][1]))
-    return merged
-
-
-def _only_transparent(
-    text: str, start: int, end: int, transparent: Sequence[tuple[int, int]]
-) -> bool:
-    """True when ``text[start:end]`` is citations separated by whitespace or stray punctuation."""
-    lo = bisect.bisect_left(transparent, (start, -1))
-    position = start
-    found = False
-    for s, e in transparent[lo:]:
-        if s >= end:
-            break
-        if text[position:s].strip(_FILLER):
-            return False
-        position = e
-        found = True
-    return found and not text[position:end].strip(_FILLER)
 
 
 _SOURCE_NOUN = (

@@ -13,12 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from services.common.evidence import Chunk
+from services.common.refusal import REFUSAL
 from services.validator import convert
 from services.validator.config import DEFAULT_MODEL_DIR
 from services.validator.engine import EntailmentTier, validate
 from services.validator.nli_onnx import load_tier
 from services.validator.report import (
-    REFUSAL,
     SentenceVerdict,
     ValidationOptions,
     Verdict,

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from grounded.synthesis.v1 import synthesis_service_pb2 as pb
 
+from services.common.refusal import REFUSAL
 from services.synthesis import cli
-from services.validator.report import REFUSAL
 from tests.integration.conftest import Stack
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,7 @@ from grounded.type.v1 import evidence_pb2
 from grounded.validator.v1 import validator_service_pb2 as vpb
 from grounded.validator.v1 import validator_service_pb2_grpc as vpb_grpc
 
-from services.validator.report import REFUSAL
+from services.common.refusal import REFUSAL
 from tests.integration.conftest import Stack
 from tests.support.grpc_helpers import error_reason, field_violations
 

@@ -14,12 +14,12 @@ from grounded.synthesis.v1 import synthesis_service_pb2 as spb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
 from grounded.validator.v1 import validator_service_pb2 as vpb
 
+from services.common.refusal import REFUSAL
 from services.common.server import ServiceApp
 from services.retrieval.embedding import Encoder
 from services.retrieval.store import build_artifacts
 from services.synthesis import server as synthesis_server
 from services.synthesis.config import SynthesisConfig
-from services.validator.report import REFUSAL
 from tests.integration.conftest import IPC, Stack, start_stack, stop_stack
 from tests.support.fake_openai import (
     Delay,

@@ -16,12 +16,12 @@ from grounded.validator.v1 import validator_service_pb2 as vpb
 from prometheus_client import REGISTRY
 
 from services.common.evidence import ScoredChunk
+from services.common.refusal import REFUSAL
 from services.common.server import ServiceApp
 from services.synthesis import server as synthesis_server
 from services.synthesis.config import SynthesisConfig
 from services.validator import server as validator_server
 from services.validator.config import ValidatorConfig
-from services.validator.report import REFUSAL
 from tests.integration.conftest import start_stack, stop_stack
 from tests.reliability.fakes import (
     QUESTION,

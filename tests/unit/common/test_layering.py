@@ -88,3 +88,27 @@ class TestLayering:
     def test_layering_adapter_list_names_existing_files(self) -> None:
         missing = [a for a in ADAPTERS if not (ROOT / a).exists()]
         assert missing == []
+
+    def test_layering_language_layer_imports_no_service_code(self) -> None:
+        # services/common/language is the one definition of a sentence (and, as issue 14 lands,
+        # of tokens and references): pure, so every service can use it without coupling.
+        offenders = {
+            path.relative_to(ROOT).as_posix(): sorted(
+                n
+                for n in _imports(path)
+                if n.startswith("services.") and not n.startswith("services.common.language")
+            )
+            for path in sorted((ROOT / "services/common/language").rglob("*.py"))
+        }
+        assert {k: v for k, v in offenders.items() if v} == {}
+
+    def test_layering_synthesis_reaches_into_the_validator_only_for_its_report_types(self) -> None:
+        # A ratchet (issue 14): synthesis still converts the validator's report; nothing else of
+        # the validator's (text handling, the refusal sentence) may be imported from there.
+        reached = {
+            n
+            for path in sorted((ROOT / "services/synthesis").rglob("*.py"))
+            for n in _imports(path)
+            if n.startswith("services.validator")
+        }
+        assert reached <= {"services.validator.report", "services.validator.convert"}

@@ -7,7 +7,7 @@ import pytest
 from evaluation.golden import occurs_as_words
 from evaluation.matching import normalize_ws, text_overlaps
 from evaluation.records import Citation, Outcome, Status, doc_id_of
-from services.validator.report import REFUSAL
+from services.common.refusal import REFUSAL
 
 GOLD = "Whoever commits theft shall be punished with imprisonment for three years."
 

@@ -22,7 +22,8 @@ from evaluation.metrics import (
     strip_citations,
 )
 from evaluation.records import Citation, EvalItem, GoldEvidence, Outcome, Status
-from services.validator.report import REFUSAL, Verdict
+from services.common.refusal import REFUSAL
+from services.validator.report import Verdict
 
 A1 = "Alpha one is the first sentence of document A."
 A2 = "Alpha two is the second sentence of document A."

@@ -18,7 +18,7 @@ from evaluation.report import (
     update_summary,
     write_report,
 )
-from services.validator.report import REFUSAL
+from services.common.refusal import REFUSAL
 
 ROOT = Path(__file__).resolve().parents[3]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

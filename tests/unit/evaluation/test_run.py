@@ -27,8 +27,9 @@ from evaluation.records import EvalItem, Outcome, Status
 from evaluation.run import parse_args
 from evaluation.stack import Endpoints
 from evaluation.targets import TARGETS, render_targets
+from services.common.refusal import REFUSAL
 from services.retrieval.embedding import Vectors
-from services.validator.report import REFUSAL, Verdict
+from services.validator.report import Verdict
 
 SQUAD = {
     "version": "v2.0",

@@ -8,11 +8,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from services.common.evidence import Chunk, ScoredChunk
+from services.common.refusal import REFUSAL
 from services.synthesis.generation import GenerationRequest, GenerationResult
 from services.synthesis.pipeline import RetrievedEvidence
 from services.validator import engine
 from services.validator.report import (
-    REFUSAL,
     Reason,
     SentenceReport,
     SentenceVerdict,

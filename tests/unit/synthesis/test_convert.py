@@ -11,6 +11,7 @@ from grounded.type.v1 import evidence_pb2
 
 from services.common.errors import InvalidInputError
 from services.common.evidence import Chunk, ScoredChunk
+from services.common.refusal import REFUSAL
 from services.synthesis import convert
 from services.synthesis.generation import TokenUsage
 from services.synthesis.pipeline import (
@@ -20,7 +21,6 @@ from services.synthesis.pipeline import (
     SynthesisResult,
     SynthesisStatus,
 )
-from services.validator.report import REFUSAL
 from tests.unit.synthesis.fakes import (
     EngineValidator,
     FakeRetriever,

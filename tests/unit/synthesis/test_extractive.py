@@ -11,11 +11,12 @@ import pytest
 
 from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import Intent, classify_intent
+from services.common.refusal import REFUSAL
 from services.retrieval.chunking import chunk_documents
 from services.retrieval.corpus import load_statutes
-from services.synthesis.extractive import ExtractiveGenerator, question_aspects, split_sentences
+from services.synthesis.extractive import ExtractiveGenerator, question_aspects
 from services.synthesis.generation import GenerationRequest
-from services.validator.report import REFUSAL, Verdict
+from services.validator.report import Verdict
 from tests.unit.synthesis.fakes import EngineValidator, RuleValidator, chunk, scored
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -301,31 +302,3 @@ class TestCompoundQuestions:
         assert all(isinstance(a, Intent) for a in found)
 
 
-class TestSplitSentences:
-    def test_split_sentences_splits_lines_and_sentence_ends(self) -> None:
-        text = "Wrongful gain is gain. Wrongful loss is loss.\nA person is said to gain."
-
-        assert split_sentences(text) == [
-            "Wrongful gain is gain.",
-            "Wrongful loss is loss.",
-            "A person is said to gain.",
-        ]
-
-    def test_split_sentences_keeps_a_sentence_that_runs_across_lines_whole(self) -> None:
-        # IPC_120A_0 as the retrieval chunker now cuts it: one sentence on three lines.
-        text = (
-            "When two or more persons agree to do, or cause to be done:\n"
-            "an illegal act, or\n"
-            "an act which is not illegal by illegal means, such an agreement is designated a "
-            "criminal conspiracy;"
-        )
-
-        assert split_sentences(text) == [" ".join(text.split())]
-
-    def test_split_sentences_keeps_abbreviations_inside_a_sentence(self) -> None:
-        text = "It is punishable under s. 302 of the Code. A fine of Rs. 500 applies."
-
-        assert split_sentences(text) == [
-            "It is punishable under s. 302 of the Code.",
-            "A fine of Rs. 500 applies.",
-        ]

@@ -17,6 +17,7 @@ from services.common.errors import (
 )
 from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import Intent
+from services.common.refusal import REFUSAL
 from services.synthesis.extractive import ExtractiveGenerator
 from services.synthesis.generation import (
     GenerationError,
@@ -33,7 +34,7 @@ from services.synthesis.pipeline import (
     SynthesisStatus,
 )
 from services.synthesis.sufficiency import Requirement
-from services.validator.report import REFUSAL, Reason, Verdict
+from services.validator.report import Reason, Verdict
 from tests.support.fake_openai import (
     Delay,
     FakeOpenAIServer,

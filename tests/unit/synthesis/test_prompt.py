@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping
 
 from services.common.evidence import Chunk
+from services.common.refusal import REFUSAL
 from services.synthesis.generation import Turn
 from services.synthesis.prompt import (
     Prompt,
@@ -14,7 +15,6 @@ from services.synthesis.prompt import (
     group_by_document,
     is_synthesis_mode,
 )
-from services.validator.report import REFUSAL
 from tests.support.fake_openai import evidence_blocks
 from tests.unit.synthesis.fakes import chunk, scored
 

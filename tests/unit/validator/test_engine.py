@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from services.common.evidence import Chunk
+from services.common.refusal import REFUSAL
 from services.validator.citations import resolve_citations
 from services.validator.engine import validate
 from services.validator.report import (
-    REFUSAL,
     Reason,
     SentenceVerdict,
     ValidationOptions,

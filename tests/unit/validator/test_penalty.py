@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from services.common.language.sentences import split_sentences
 from services.validator.penalty import (
     Description,
     FineMode,
@@ -15,7 +16,6 @@ from services.validator.penalty import (
     parse_evidence,
     problems,
 )
-from services.validator.text import split_sentences
 
 S420 = (
     "Whoever cheats and thereby dishonestly induces the person deceived to deliver any property "
