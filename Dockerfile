@@ -91,6 +91,10 @@ EXPOSE 50051 9091
 ENTRYPOINT ["python", "-m", "services.retrieval"]
 
 FROM app AS service-synthesis
+# The trained answerability model (int8 ONNX, ~23 MB), read when SYNTHESIS_ANSWERABILITY is not
+# off; its manifest's checksums are verified at start.
+COPY models/answerability-minilm-l6/ models/answerability-minilm-l6/
+ENV SYNTHESIS_ANSWERABILITY_MODEL_DIR=/app/models/answerability-minilm-l6
 EXPOSE 50052 9092
 ENTRYPOINT ["python", "-m", "services.synthesis"]
 

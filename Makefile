@@ -127,11 +127,25 @@ train-data: install ## Re-vendor the training mixes from $(SHARED_TRAIN) into tr
 	$(PY) -m training.build_data --shared $(SHARED_TRAIN)
 	$(PY) -m training.build_answerability_data --shared $(SHARED_TRAIN)
 
+ANSWER_DIR   ?= var/train/answerability
+
 .PHONY: train-models
-train-models: install ## Train, export (int8 ONNX) and calibrate the entailment model into models/ (long; resumable).
+train-models: train-entailment train-answerability ## Train, export (int8 ONNX) and calibrate both shipped models into models/ (long; resumable).
+
+.PHONY: train-entailment
+train-entailment: install ## The entailment model (validator): train, export, calibrate.
 	nice -n 19 $(PY) -m training.train_entailment --out $(TRAIN_DIR) --epochs $(EPOCHS) --lr 6e-5
 	$(PY) -m training.export_onnx --model $(TRAIN_DIR)/final --out models/entailment-minilm-l6
 	$(PY) -m training.calibrate --model-dir models/entailment-minilm-l6
+
+.PHONY: train-answerability
+train-answerability: install ## The answerability model (synthesis): train, export, then calibrate on shadow-mode runs of the tune sets.
+	nice -n 19 $(PY) -m training.train_entailment --data training/data/answerability --out $(ANSWER_DIR)
+	$(PY) -m training.export_onnx --model $(ANSWER_DIR)/final --data training/data/answerability \
+		--out models/answerability-minilm-l6 --name answerability-minilm-l6-v1
+	$(PY) -m evaluation --dataset squad2 --limit 300 --no-docs --set SYNTHESIS_ANSWERABILITY=shadow
+	$(PY) -m evaluation --dataset ipc --no-docs --set SYNTHESIS_ANSWERABILITY=shadow
+	$(PY) -m training.calibrate_answerability
 
 # ---------------------------------------------------------------------------- quality gates
 node_modules/.bin/buf: package.json

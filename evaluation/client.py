@@ -23,7 +23,14 @@ from services.validator.report import Verdict
 # Stages of SynthesizeAnswer's timings that become latency figures; retrieval's own sub-stages
 # ("retrieval.dense", ...) are left out so the histogram stays readable. "client" is the
 # round trip the harness measured around the call.
-LATENCY_STAGES = ("retrieval", "sufficiency", "generation", "validation", "total")
+LATENCY_STAGES = (
+    "retrieval",
+    "sufficiency",
+    "answerability",
+    "generation",
+    "validation",
+    "total",
+)
 CLIENT_STAGE = "client"
 
 _VERDICTS = {
@@ -102,6 +109,10 @@ def outcome_from_response(
         latency_ms=stage_latencies(response.timings, client_ms),
         validator_verdict=verdict,
         refusal_reason=refusal_code(response),
+        answerability=round(response.sufficiency.answerability_score, 4)
+        if response.sufficiency.HasField("answerability_score")
+        else None,
+        answerability_effect=response.sufficiency.answerability_effect,
     )
 
 

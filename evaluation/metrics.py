@@ -101,6 +101,9 @@ class ItemScore:
     sentence_ndcg: float | None
     validator: str | None
     latency_ms: dict[str, float] = field(default_factory=dict)
+    # The answerability model's best score and its effect ("", "vetoed", "rescued"), when it ran.
+    answerability: float | None = None
+    answerability_effect: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,6 +344,8 @@ def score_item(item: EvalItem, outcome: Outcome) -> ItemScore:
         status=outcome.status.value,
         error=outcome.error,
         refusal_reason=outcome.refusal_reason if outcome.status is Status.REFUSED else None,
+        answerability=outcome.answerability,
+        answerability_effect=outcome.answerability_effect,
         n_citations=cites.n_citations,
         n_invalid=cites.n_invalid,
         n_supporting=cites.n_supporting,

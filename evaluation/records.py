@@ -115,6 +115,9 @@ class Outcome:
     error: str | None = None
     # Why the pipeline refused (a stable code such as "INSUFFICIENT_EVIDENCE"), when it says so.
     refusal_reason: str | None = None
+    # The answerability model's best score over the evidence and what it changed, when it ran.
+    answerability: float | None = None
+    answerability_effect: str = ""
 
     @classmethod
     def from_answer(
@@ -128,6 +131,8 @@ class Outcome:
         latency_ms: Mapping[str, float] | None = None,
         validator_verdict: Verdict | None = None,
         refusal_reason: str | None = None,
+        answerability: float | None = None,
+        answerability_effect: str = "",
     ) -> Outcome:
         """Build an outcome from answer text, classifying the exact refusal string as a refusal.
 
@@ -144,6 +149,8 @@ class Outcome:
             latency_ms=dict(latency_ms or {}),
             validator_verdict=validator_verdict,
             refusal_reason=refusal_reason if refused else None,
+            answerability=answerability,
+            answerability_effect=answerability_effect,
         )
 
     @classmethod

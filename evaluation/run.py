@@ -20,8 +20,8 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import TypeVar
@@ -98,6 +98,8 @@ class RunOptions:
     docs: Path | None = DOCS  # None: leave the docs summary alone
     cache_root: Path = CACHE_ROOT
     plots: bool = True
+    # Server settings for the in-process stack (SYNTHESIS_ANSWERABILITY=shadow, ...): --set.
+    server_settings: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,6 +291,8 @@ def _settings(
         "stack": "deployed" if endpoints else "in-process (started by this command)",
         "generator": "server default" if endpoints else "extractive (server default)",
         "synthesis top_k": "server default (5)",
+        "server settings": ", ".join(f"{k}={v}" for k, v in options.server_settings.items())
+        or "defaults",
         "retrieval metrics": f"RetrievePassages top {RETRIEVE_K}, server-default stages, cache off",
         "index_version": ", ".join(versions) or "n/a",
         "concurrency": str(options.concurrency),
@@ -415,7 +419,7 @@ async def evaluate(options: RunOptions) -> list[DatasetResult]:
             results.append(await _with_client(options.endpoints, options.timeout_s, body))
             continue
         logger.info("%s: starting the services over %s", dataset.name, index_dir)
-        stack: LocalStack = await start_local_stack(index_dir)
+        stack: LocalStack = await start_local_stack(index_dir, settings=options.server_settings)
         try:
             results.append(await _with_client(stack.endpoints, options.timeout_s, body))
         finally:
@@ -452,7 +456,24 @@ def parse_args(argv: Sequence[str]) -> RunOptions:
     parser.add_argument("--reports", type=Path, default=REPORT_ROOT, help="report root folder")
     parser.add_argument("--docs", type=Path, default=DOCS, help="docs page with the summary block")
     parser.add_argument("--no-docs", action="store_true", help="do not update the docs summary")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a server setting for the in-process stack, e.g. SYNTHESIS_ANSWERABILITY=shadow",
+    )
     args = parser.parse_args(argv)
+    server_settings: dict[str, str] = {}
+    for item in args.set:
+        name, sep, value = item.partition("=")
+        if not sep or not name.startswith(("SYNTHESIS_", "RETRIEVAL_", "VALIDATOR_")):
+            parser.error(f"--set {item!r}: expected SYNTHESIS_|RETRIEVAL_|VALIDATOR_NAME=VALUE")
+        server_settings[name] = value
+    if server_settings and args.synthesis:
+        parser.error(
+            "--set configures the in-process stack; it cannot be combined with --synthesis"
+        )
     names = DATASETS if args.dataset == "all" else (args.dataset,)
     if args.limit is not None and args.limit < 1:
         parser.error("--limit must be at least 1")
@@ -483,6 +504,7 @@ def parse_args(argv: Sequence[str]) -> RunOptions:
         timeout_s=args.timeout,
         report_root=args.reports,
         docs=None if args.no_docs else args.docs,
+        server_settings=server_settings,
     )
 
 

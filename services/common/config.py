@@ -90,6 +90,12 @@ class EnvReader:
     ) -> builtins.float:
         return self._parsed(name, default, builtins.float, lambda v: _in_range(v, minimum, maximum))
 
+    def probability(self, name: builtins.str) -> builtins.float | None:
+        """An optional threshold in [0, 1]: unset (or invalid, with a warning) gives None, which
+        callers read as "keep the model's calibrated value"."""
+        value = self.float(name, -1.0, minimum=0.0, maximum=1.0)
+        return None if value < 0 else value
+
     def bool(self, name: builtins.str, default: builtins.bool) -> builtins.bool:
         return self._parsed(name, default, _parse_bool, lambda v: True)
 

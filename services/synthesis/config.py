@@ -2,12 +2,40 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from services.common.config import EnvReader, Secret, ServerSettings, TlsSettings
 
 SERVICE_NAME = "grounded.synthesis.v1.SynthesisService"
 GENERATORS = ("extractive", "openai")
+ANSWERABILITY_MODES = ("off", "shadow", "veto", "rescue", "both", "model")
+# The shipped answerability model, found from the repository root (the image copies models/).
+DEFAULT_ANSWERABILITY_DIR = (
+    Path(__file__).resolve().parents[2] / "models" / "answerability-minilm-l6"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerabilitySettings:
+    """The answerability model (services/synthesis/answerability.py): mode, files, threads and
+    threshold overrides (None keeps the model's calibrated values)."""
+
+    mode: str = "off"
+    model_dir: Path = DEFAULT_ANSWERABILITY_DIR
+    threads: int = 1
+    veto_below: float | None = None
+    rescue_at: float | None = None
+
+    @classmethod
+    def from_env(cls, env: EnvReader) -> AnswerabilitySettings:
+        return cls(
+            mode=env.str("ANSWERABILITY", "off", choices=ANSWERABILITY_MODES),
+            model_dir=Path(env.str("ANSWERABILITY_MODEL_DIR", str(DEFAULT_ANSWERABILITY_DIR))),
+            threads=env.int("MODEL_THREADS", 1, minimum=1, maximum=64),
+            veto_below=env.probability("ANSWERABILITY_VETO_BELOW"),
+            rescue_at=env.probability("ANSWERABILITY_RESCUE_AT"),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +61,7 @@ class SynthesisConfig:
     history_turns: int
     openai: OpenAISettings
     client_tls: TlsSettings
+    answerability: AnswerabilitySettings = field(default_factory=AnswerabilitySettings)
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> SynthesisConfig:
@@ -57,4 +86,5 @@ class SynthesisConfig:
                 stream=env.bool("OPENAI_STREAM", False),
             ),
             client_tls=TlsSettings.from_env(EnvReader("SYNTHESIS_CLIENT_", environ)),
+            answerability=AnswerabilitySettings.from_env(env),
         )

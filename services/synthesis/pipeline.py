@@ -24,11 +24,18 @@ from typing import Protocol, TypeVar
 from services.common.errors import (
     DeadlineExceededError,
     DependencyTimeoutError,
+    ModelUnavailableError,
     Violations,
 )
 from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import Intent, classify_intent
 from services.common.refusal import REFUSAL
+from services.synthesis.answerability import (
+    AnswerabilityCheck,
+    AnswerabilityMode,
+    combine,
+    score_evidence,
+)
 from services.synthesis.comparison import (
     Comparison,
     assess_comparison,
@@ -297,8 +304,10 @@ class SynthesisPipeline:
         settings: PipelineSettings | None = None,
         *,
         generators: Sequence[Generator] = (),
+        answerability: AnswerabilityCheck | None = None,
     ) -> None:
         self._retriever = retriever
+        self._answerability = answerability or AnswerabilityCheck()
         self._validator = validator
         self._default = generator
         self._generators: dict[str, Generator] = {g.name: g for g in (generator, *generators)}
@@ -366,6 +375,17 @@ class SynthesisPipeline:
             )
             decision = assess_sufficiency(focus, intent, evidence, settings.sufficiency)
         timings["sufficiency"] = _ms_since(mark)
+        answer_scores: Mapping[str, float] = {}
+        if self._answerability.enabled and comparison is None:
+            mark = time.perf_counter()
+            check = self._answerability
+            if check.scorer is None:
+                raise ModelUnavailableError("the answerability model is not loaded yet")
+            scores = await asyncio.to_thread(score_evidence, check.scorer, focus, evidence)
+            decision = combine(decision, scores, check.options)
+            if check.options.mode is not AnswerabilityMode.SHADOW:  # shadow changes nothing
+                answer_scores = scores.by_id
+            timings["answerability"] = _ms_since(mark)
 
         synthesis = is_synthesis_mode([s.chunk for s in evidence])
         if synthesis:
@@ -400,6 +420,8 @@ class SynthesisPipeline:
             else (),
             synthesis_mode=synthesis,
             compared=comparison.terms if comparison is not None else (),
+            answer_scores=answer_scores,
+            answering=decision.supporting_ids if decision.answerability_effect == "rescued" else (),
         )
         mark = time.perf_counter()
         try:

@@ -8,12 +8,16 @@ import logging
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as pb_grpc
 
 from services.common.channels import open_channel
+from services.common.errors import ModelUnavailableError
 from services.common.logs import configure_logging
-from services.common.server import GrpcService, ServiceApp, run_until_signalled
+from services.common.server import NOT_SERVING, GrpcService, ServiceApp, run_until_signalled
+from services.synthesis.answerability import AnswerabilityCheck
+from services.synthesis.answerability_onnx import load_scorer, options_from_manifest
 from services.synthesis.clients import GrpcRetriever, GrpcValidator
 from services.synthesis.config import SERVICE_NAME, SynthesisConfig
 from services.synthesis.convert import MAX_QUESTION_CHARS, MAX_TOP_K
 from services.synthesis.extractive import ExtractiveGenerator
+from services.synthesis.generation import Generator
 from services.synthesis.openai_generator import OpenAIGenerator, OpenAISettings
 from services.synthesis.pipeline import PipelineSettings, SynthesisPipeline
 from services.synthesis.routing import PipelineRouter
@@ -66,16 +70,25 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
     retriever = GrpcRetriever(retrieval_channel)
     validator = GrpcValidator(validator_channel)
     extractive = ExtractiveGenerator()
+    # Loaded at warm-up; shared by every pipeline (one model per process).
+    answerability = AnswerabilityCheck()
 
     def build(openai_generator: OpenAIGenerator | None) -> SynthesisPipeline:
+        generator: Generator
+        others: list[Generator]
         if openai_generator is None:
-            return SynthesisPipeline(retriever, validator, extractive, settings)
-        if config.generator == "openai":
-            return SynthesisPipeline(
-                retriever, validator, openai_generator, settings, generators=[extractive]
-            )
+            generator, others = extractive, []
+        elif config.generator == "openai":
+            generator, others = openai_generator, [extractive]
+        else:
+            generator, others = extractive, [openai_generator]
         return SynthesisPipeline(
-            retriever, validator, extractive, settings, generators=[openai_generator]
+            retriever,
+            validator,
+            generator,
+            settings,
+            generators=others,
+            answerability=answerability,
         )
 
     default_openai = (
@@ -92,11 +105,45 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
         factory=variant if default_openai is not None else None,
         capacity=MAX_MODEL_VARIANTS,
     )
+
+    async def model_failed() -> None:
+        for name in ("", *service.service_names):
+            await service.health.set(name, NOT_SERVING)
+
     servicer = SynthesisServicer(
-        router.lease, default_top_k=config.default_top_k, default_generator=config.generator
+        router.lease,
+        default_top_k=config.default_top_k,
+        default_generator=config.generator,
+        on_model_failure=model_failed,
     )
 
+    async def load_answerability() -> None:
+        a = config.answerability
+        if a.mode == "off":
+            return
+        try:
+            scorer = await asyncio.to_thread(load_scorer, a.model_dir, threads=a.threads)
+            options = options_from_manifest(scorer, a.mode, a.veto_below, a.rescue_at)
+        except ModelUnavailableError as exc:
+            logger.error(
+                "answerability model unavailable, not serving: %s (set "
+                "SYNTHESIS_ANSWERABILITY=off to run without it on purpose)",
+                exc.message,
+            )
+            raise
+        answerability.load(scorer, options)
+        logger.info(
+            "answerability model loaded",
+            extra={
+                "model": scorer.name,
+                "mode": options.mode.value,
+                "veto_below": options.veto_below,
+                "rescue_at": options.rescue_at,
+            },
+        )
+
     async def warm_up() -> None:
+        await load_answerability()
         if default_openai is not None:
             await default_openai.warm_up()
         logger.info(

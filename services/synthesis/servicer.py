@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
@@ -10,9 +12,12 @@ from grounded.synthesis.v1 import synthesis_service_pb2 as pb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as pb_grpc
 from grpc import aio
 
-from services.common.metrics import REFUSALS
+from services.common.errors import ModelUnavailableError
+from services.common.metrics import MODEL_FAILURES, REFUSALS
 from services.synthesis import convert
 from services.synthesis.pipeline import SynthesisPipeline
+
+logger = logging.getLogger(__name__)
 
 
 class PipelineFor(Protocol):
@@ -27,9 +32,15 @@ class SynthesisServicer(pb_grpc.SynthesisServiceServicer):
     """``pipeline_for(model)`` leases the pipeline to use; ``default_generator`` is the server's."""
 
     def __init__(
-        self, pipeline_for: PipelineFor, *, default_top_k: int, default_generator: str
+        self,
+        pipeline_for: PipelineFor,
+        *,
+        default_top_k: int,
+        default_generator: str,
+        on_model_failure: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._pipeline_for = pipeline_for
+        self._on_model_failure = on_model_failure
         self._default_top_k = default_top_k
         self._default_generator = default_generator
 
@@ -45,7 +56,16 @@ class SynthesisServicer(pb_grpc.SynthesisServiceServicer):
         # The caller's deadline bounds every downstream call (min(remaining, per-stage limit)).
         deadline = None if remaining is None else time.monotonic() + remaining
         async with self._pipeline_for(request.model) as pipeline:
-            result = await pipeline.answer(domain_request, deadline=deadline)
+            try:
+                result = await pipeline.answer(domain_request, deadline=deadline)
+            except ModelUnavailableError as exc:
+                # The answerability model stopped working: fail the call and take the pod out
+                # of rotation, never fall back to keyword rules without saying so.
+                MODEL_FAILURES.labels("answerability").inc()
+                logger.error("answerability model failed, not serving: %s", exc.message)
+                if self._on_model_failure is not None:
+                    await self._on_model_failure()
+                raise
         if not result.answered:
             REFUSALS.labels(result.refusal_code or result.status.value).inc()
         return convert.result_to_proto(result)

@@ -320,6 +320,8 @@ class Requirement(enum.Enum):
     PROCEDURAL_LANGUAGE = "PROCEDURAL_LANGUAGE"
     SCOPE_LANGUAGE = "SCOPE_LANGUAGE"
     NAMED_TERMS_MATCH = "NAMED_TERMS_MATCH"
+    # The answerability model found no evidence sentence that answers (answerability.py).
+    ANSWERING_SENTENCE = "ANSWERING_SENTENCE"
 
 
 _INTENT_REQUIREMENT: dict[Intent, Requirement] = {
@@ -340,6 +342,7 @@ _DESCRIPTIONS: dict[Requirement, str] = {
     Requirement.PROCEDURAL_LANGUAGE: "no relevant evidence describes a procedure",
     Requirement.SCOPE_LANGUAGE: "no relevant evidence states an extent or applicability",
     Requirement.NAMED_TERMS_MATCH: "the relevant evidence lacks a name or number the question uses",
+    Requirement.ANSWERING_SENTENCE: "no evidence sentence answers the question",
 }
 
 
@@ -377,6 +380,11 @@ class SufficiencyDecision:
     # first one the evidence did not support ("" when all were, or for other questions).
     compared: tuple[str, ...] = ()
     unsupported: str = ""
+    # The answerability model's best P(answers) over the evidence (None when it did not run),
+    # its name, and what it changed: "" (nothing), "vetoed" or "rescued" (answerability.py).
+    answerability: float | None = None
+    answerability_model: str = ""
+    answerability_effect: str = ""
 
     @property
     def reason(self) -> str:

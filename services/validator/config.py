@@ -40,13 +40,7 @@ class ValidatorConfig:
             entailment=env.bool("ENTAILMENT", True),
             model_dir=Path(env.str("ENTAILMENT_MODEL_DIR", str(DEFAULT_MODEL_DIR))),
             model_threads=env.int("MODEL_THREADS", 1, minimum=1, maximum=64),
-            entail_threshold=_probability(env, "ENTAIL_THRESHOLD"),
-            contradiction_threshold=_probability(env, "CONTRADICTION_THRESHOLD"),
-            coverage_rescue_threshold=_probability(env, "COVERAGE_RESCUE_THRESHOLD"),
+            entail_threshold=env.probability("ENTAIL_THRESHOLD"),
+            contradiction_threshold=env.probability("CONTRADICTION_THRESHOLD"),
+            coverage_rescue_threshold=env.probability("COVERAGE_RESCUE_THRESHOLD"),
         )
-
-
-def _probability(env: EnvReader, name: str) -> float | None:
-    """An optional probability: unset (or invalid, with a warning) keeps the model's value."""
-    value = env.float(name, -1.0, minimum=0.0, maximum=1.0)
-    return None if value < 0 else value

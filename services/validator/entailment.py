@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from services.common.language.windows import token_windows
 from services.validator.report import EntailmentScores
 
 ENTAILMENT, NEUTRAL, CONTRADICTION = 0, 1, 2
@@ -29,12 +30,6 @@ ENTAILMENT, NEUTRAL, CONTRADICTION = 0, 1, 2
 # More is never cut silently: the claim is then not entailed, and its report says why.
 MAX_PREMISES_PER_CLAIM = 64
 _SPACE = re.compile(r"\s+")
-
-
-class Tokenizes(Protocol):
-    """Anything that can say where the tokens of a text are."""
-
-    def token_spans(self, text: str) -> list[tuple[int, int]]: ...
 
 
 class NliModel(Protocol):
@@ -222,21 +217,6 @@ def _plan(claim: Claim, model: NliModel, split_sentences: SentenceSplitter) -> _
     if len(premises) > MAX_PREMISES_PER_CLAIM:
         return _Plan([], hypotheses, True, None, overflow=len(premises))
     return _Plan(premises, hypotheses, split, None)
-
-
-def token_windows(text: str, model: Tokenizes, budget: int, overlap: int) -> list[tuple[int, int]]:
-    """Character spans of overlapping windows of at most ``budget`` tokens covering ``text``."""
-    spans = model.token_spans(text)
-    if len(spans) <= budget:
-        return [(0, len(text))]
-    out = []
-    step = max(1, budget - overlap)
-    for first in range(0, len(spans), step):
-        last = min(len(spans), first + budget) - 1
-        out.append((spans[first][0], spans[last][1]))
-        if last == len(spans) - 1:
-            break
-    return out
 
 
 def _windowed_premise(p: Premise, model: NliModel, budget: int) -> list[Premise]:

@@ -300,5 +300,3 @@ class TestCompoundQuestions:
 
         assert tuple(a.name for a in found) == aspects
         assert all(isinstance(a, Intent) for a in found)
-
-

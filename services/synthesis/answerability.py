@@ -1,0 +1,211 @@
+"""Answerability: does some evidence sentence answer the question? (issue 13)
+
+The keyword rules of ``sufficiency`` decide by shared words: an unanswerable question written
+with the corpus's words passes them, and a plain-language question in other words than the
+statute fails them. A trained (question, sentence) cross-encoder scores whether a sentence
+answers the question; this module combines its scores with the keyword decision.
+
+Modes (``SYNTHESIS_ANSWERABILITY``), so that each can be measured against the others:
+
+- ``off``: keyword rules only (the model is not loaded).
+- ``shadow``: the model scores every request and the response reports it; the keyword rules
+  decide. For calibrating on one's own traffic before switching a mode on.
+- ``veto``: keyword rules, and a question they pass is refused when no evidence sentence
+  reaches ``veto_below`` (requirement ``ANSWERING_SENTENCE``).
+- ``rescue``: keyword rules, but a refusal for words alone (``KEY_TERM_MATCH`` or a missing
+  intent language) is overruled when some sentence reaches ``rescue_at``.
+- ``both``: veto and rescue.
+- ``model``: the model alone decides, after the structural checks (evidence present, a named
+  section present, every name and number the question writes found).
+
+A question that names a section ("under section 420") is left to the keyword rules in every
+mode: the section rule already requires that section's text, and the model, which never saw
+section numbers, scores such questions low.
+
+Pure: the scorer is a protocol; ``answerability_onnx`` adapts the shipped ONNX model to it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from services.common.evidence import ScoredChunk
+from services.synthesis.sufficiency import Requirement, SufficiencyDecision
+
+
+class AnswerabilityScorer(Protocol):
+    """P(the passage answers the question) for each passage; thread-safe."""
+
+    @property
+    def name(self) -> str: ...
+
+    def score(self, question: str, passages: Sequence[str]) -> list[float]: ...
+
+
+class AnswerabilityMode(enum.Enum):
+    """How the model's scores combine with the keyword rules (module docstring)."""
+
+    OFF = "off"
+    SHADOW = "shadow"
+    VETO = "veto"
+    RESCUE = "rescue"
+    BOTH = "both"
+    MODEL = "model"
+
+    @property
+    def vetoes(self) -> bool:
+        return self in (AnswerabilityMode.VETO, AnswerabilityMode.BOTH)
+
+    @property
+    def rescues(self) -> bool:
+        return self in (AnswerabilityMode.RESCUE, AnswerabilityMode.BOTH)
+
+
+# Refusals the model may overrule: the question's words are absent from the evidence, or the
+# intent's cue words are. Structural failures (no evidence, a named section or a name/number
+# the question writes missing) are never overruled.
+RESCUABLE: frozenset[Requirement] = frozenset(
+    {
+        Requirement.KEY_TERM_MATCH,
+        Requirement.DEFINITIONAL_LANGUAGE,
+        Requirement.PENALTY_LANGUAGE,
+        Requirement.PROCEDURAL_LANGUAGE,
+        Requirement.SCOPE_LANGUAGE,
+    }
+)
+# What ``model`` mode keeps of the keyword rules.
+STRUCTURAL: frozenset[Requirement] = frozenset(
+    {
+        Requirement.EVIDENCE_PRESENT,
+        Requirement.SECTION_MATCH,
+        Requirement.NAMED_TERMS_MATCH,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerabilityOptions:
+    """The mode and its two thresholds on P(answers) (0..1)."""
+
+    mode: AnswerabilityMode = AnswerabilityMode.OFF
+    veto_below: float = 0.5
+    rescue_at: float = 0.9
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode is not AnswerabilityMode.OFF
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerabilityScores:
+    """The model's scores for one request's evidence: ``by_id`` maps semantic id → P(answers)."""
+
+    model: str
+    by_id: Mapping[str, float]
+
+    @property
+    def best(self) -> float:
+        return max(self.by_id.values(), default=0.0)
+
+    def at_least(self, threshold: float) -> tuple[str, ...]:
+        """Ids scoring at least ``threshold``, best first."""
+        ranked = sorted(self.by_id.items(), key=lambda item: (-item[1], item[0]))
+        return tuple(i for i, s in ranked if s >= threshold)
+
+
+def score_evidence(
+    scorer: AnswerabilityScorer, question: str, evidence: Sequence[ScoredChunk]
+) -> AnswerabilityScores:
+    """Score every evidence chunk against the question (one batch)."""
+    ids = [s.chunk.semantic_id for s in evidence]
+    values = scorer.score(question, [s.chunk.text for s in evidence]) if evidence else []
+    by_id: dict[str, float] = {}
+    for semantic_id, value in zip(ids, values, strict=True):
+        by_id[semantic_id] = max(value, by_id.get(semantic_id, 0.0))
+    return AnswerabilityScores(scorer.name, by_id)
+
+
+def combine(
+    decision: SufficiencyDecision, scores: AnswerabilityScores, options: AnswerabilityOptions
+) -> SufficiencyDecision:
+    """The keyword ``decision`` adjusted by the model's ``scores`` under ``options.mode``.
+
+    The result records the best score and how the model changed the decision
+    (``answerability_effect``: ``""``, ``"vetoed"`` or ``"rescued"``).
+    """
+    mode = options.mode
+    noted = replace(decision, answerability=scores.best, answerability_model=scores.model)
+    if mode in (AnswerabilityMode.OFF, AnswerabilityMode.SHADOW):
+        return noted
+    if decision.key_terms.sections:
+        # "What does section 302 say?": the named section's text answers it, which the section
+        # rule already checks; the model never saw section numbers (chunk text has none) and
+        # scores such questions low (0.11 for s.302's own text), so it decides nothing here.
+        return noted
+    if mode is AnswerabilityMode.MODEL:
+        if decision.failed in STRUCTURAL:
+            return noted
+        answering = scores.at_least(options.veto_below)
+        if not answering:
+            return _refuse(noted, decided=decision.sufficient)
+        return _answer(noted, answering, rescued=not decision.sufficient)
+    if decision.sufficient:
+        if mode.vetoes and scores.best < options.veto_below:
+            return _refuse(noted, decided=True)
+        return noted
+    if mode.rescues and decision.failed in RESCUABLE:
+        answering = scores.at_least(options.rescue_at)
+        if answering:
+            return _answer(noted, answering, rescued=True)
+    return noted
+
+
+def _refuse(decision: SufficiencyDecision, *, decided: bool) -> SufficiencyDecision:
+    checked = (*decision.requirements, Requirement.ANSWERING_SENTENCE)
+    return replace(
+        decision,
+        sufficient=False,
+        failed=Requirement.ANSWERING_SENTENCE,
+        requirements=checked,
+        supporting_ids=(),
+        answerability_effect="vetoed" if decided else "",
+    )
+
+
+def _answer(
+    decision: SufficiencyDecision, answering: tuple[str, ...], *, rescued: bool
+) -> SufficiencyDecision:
+    checked = (*decision.requirements, Requirement.ANSWERING_SENTENCE)
+    relevant = tuple(dict.fromkeys((*decision.relevant_ids, *answering)))
+    return replace(
+        decision,
+        sufficient=True,
+        failed=None,
+        requirements=checked,
+        relevant_ids=relevant,
+        supporting_ids=answering,
+        answerability_effect="rescued" if rescued else "",
+    )
+
+
+class AnswerabilityCheck:
+    """The scorer and its options, shared by every pipeline of a process.
+
+    The server loads the model at warm-up (``load``); until then, and when the mode is ``off``,
+    ``ready`` is False. A pipeline with an enabled mode and no scorer fails the request
+    (``ModelUnavailableError``) instead of deciding by keywords alone without saying so.
+    """
+
+    def __init__(self, options: AnswerabilityOptions | None = None) -> None:
+        self.options = options or AnswerabilityOptions()
+        self.scorer: AnswerabilityScorer | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.options.enabled
+
+    def load(self, scorer: AnswerabilityScorer, options: AnswerabilityOptions) -> None:
+        self.scorer, self.options = scorer, options

@@ -1,0 +1,98 @@
+"""The answerability model over real gRPC: what the response reports, and that a broken model
+never serves (issue 13)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from grounded.synthesis.v1 import synthesis_service_pb2 as spb
+from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
+from grpc import aio
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from services.common.errors import ModelUnavailableError
+from services.common.refusal import REFUSAL
+from services.synthesis import server as synthesis_server
+from services.synthesis.config import (
+    DEFAULT_ANSWERABILITY_DIR,
+    SERVICE_NAME,
+    SynthesisConfig,
+)
+from tests.integration.conftest import Stack, start_stack, stop_stack
+
+pytestmark = pytest.mark.integration
+
+MODEL_NAME = json.loads((DEFAULT_ANSWERABILITY_DIR / "manifest.json").read_text())["name"]
+
+
+@pytest.fixture(scope="module")
+async def both_stack(ipc_index: Path) -> AsyncIterator[Stack]:
+    running = await start_stack(ipc_index, synthesis_env={"SYNTHESIS_ANSWERABILITY": "both"})
+    yield running
+    await stop_stack(running)
+
+
+async def _ask(address: str, question: str) -> spb.SynthesizeAnswerResponse:
+    async with aio.insecure_channel(address) as channel:
+        response: spb.SynthesizeAnswerResponse = await spb_grpc.SynthesisServiceStub(
+            channel
+        ).SynthesizeAnswer(spb.SynthesizeAnswerRequest(question=question), timeout=30)
+    return response
+
+
+class TestAnswerabilityOverGrpc:
+    async def test_rpc_an_answerable_question_reports_the_models_score(
+        self, both_stack: Stack
+    ) -> None:
+        response = await _ask(both_stack.synthesis, "What is the punishment for theft?")
+
+        assert response.status == spb.ANSWER_STATUS_ANSWERED
+        report = response.sufficiency
+        assert report.HasField("answerability_score")
+        assert report.answerability_score >= 0.48  # at least the calibrated veto threshold
+        assert report.answerability_model == MODEL_NAME
+        assert "IPC_379" in response.answer
+        assert any(t.stage == "answerability" and t.ran for t in response.timings)
+
+    async def test_rpc_an_out_of_corpus_question_is_refused(self, both_stack: Stack) -> None:
+        response = await _ask(both_stack.synthesis, "Who painted the Mona Lisa?")
+
+        assert response.answer == REFUSAL
+        assert response.status == spb.ANSWER_STATUS_REFUSED_INSUFFICIENT_EVIDENCE
+
+    async def test_rpc_with_the_model_off_no_score_is_reported(self, ipc_index: Path) -> None:
+        off = await start_stack(ipc_index, synthesis_env={"SYNTHESIS_ANSWERABILITY": "off"})
+        try:
+            response = await _ask(off.synthesis, "What is the punishment for theft?")
+        finally:
+            await stop_stack(off)
+
+        assert not response.sufficiency.HasField("answerability_score")
+        assert response.sufficiency.answerability_model == ""
+
+    async def test_rpc_a_corrupt_model_never_serves(self, tmp_path: Path) -> None:
+        broken = tmp_path / "model"
+        shutil.copytree(DEFAULT_ANSWERABILITY_DIR, broken)
+        (broken / "model.onnx").write_bytes(b"truncated")
+        app = synthesis_server.create_app(
+            SynthesisConfig.from_env(
+                {
+                    "SYNTHESIS_PORT": "0",
+                    "SYNTHESIS_METRICS_PORT": "0",
+                    "SYNTHESIS_ANSWERABILITY": "veto",
+                    "SYNTHESIS_ANSWERABILITY_MODEL_DIR": str(broken),
+                }
+            )
+        )
+        with pytest.raises(ModelUnavailableError, match="corrupt"):
+            await app.start()
+        async with aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+            health = await health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service=SERVICE_NAME), timeout=5
+            )
+        await app.stop(None)
+        assert health.status == health_pb2.HealthCheckResponse.NOT_SERVING

@@ -1,0 +1,229 @@
+"""Answerability: how the model's scores combine with the keyword rules, and the pipeline's use."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import pytest
+
+from services.common.errors import ModelUnavailableError
+from services.common.evidence import Chunk
+from services.common.intent import Intent
+from services.common.refusal import REFUSAL
+from services.synthesis.answerability import (
+    AnswerabilityCheck,
+    AnswerabilityMode,
+    AnswerabilityOptions,
+    AnswerabilityScores,
+    combine,
+)
+from services.synthesis.extractive import ExtractiveGenerator
+from services.synthesis.pipeline import (
+    PipelineSettings,
+    SynthesisPipeline,
+    SynthesisRequest,
+    SynthesisStatus,
+)
+from services.synthesis.sufficiency import Requirement, SufficiencyDecision, extract_key_terms
+from tests.unit.synthesis.fakes import EngineValidator, FakeRetriever, scored
+
+THEFT_IDS = ("IPC_378_0", "IPC_379_0", "IPC_380_0")
+
+
+@dataclass
+class TableScorer:
+    """Scores by passage id prefix: ``table`` maps a text fragment to P(answers)."""
+
+    table: Mapping[str, float]
+    default: float = 0.05
+    error: Exception | None = None
+    calls: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return "table-scorer"
+
+    def score(self, question: str, passages: Sequence[str]) -> list[float]:
+        self.calls.append((question, tuple(passages)))
+        if self.error is not None:
+            raise self.error
+        return [next((v for k, v in self.table.items() if k in p), self.default) for p in passages]
+
+
+def decision(failed: Requirement | None) -> SufficiencyDecision:
+    return SufficiencyDecision(
+        sufficient=failed is None,
+        intent=Intent.GENERAL,
+        key_terms=extract_key_terms("what is theft"),
+        requirements=(Requirement.EVIDENCE_PRESENT, Requirement.KEY_TERM_MATCH),
+        failed=failed,
+        relevant_ids=() if failed else ("A",),
+        supporting_ids=() if failed else ("A",),
+    )
+
+
+SCORES = AnswerabilityScores("m", {"A": 0.2, "B": 0.95})
+LOW = AnswerabilityScores("m", {"A": 0.2, "B": 0.3})
+
+
+class TestCombine:
+    @pytest.mark.parametrize(
+        ("mode", "keyword_failed", "scores", "sufficient", "effect"),
+        [
+            # off and shadow never change the keyword decision
+            ("off", None, LOW, True, ""),
+            ("shadow", None, LOW, True, ""),
+            ("shadow", Requirement.KEY_TERM_MATCH, SCORES, False, ""),
+            # veto refuses a keyword pass no sentence answers, never rescues
+            ("veto", None, LOW, False, "vetoed"),
+            ("veto", None, SCORES, True, ""),
+            ("veto", Requirement.KEY_TERM_MATCH, SCORES, False, ""),
+            # rescue overrules a refusal for words alone, never vetoes
+            ("rescue", Requirement.KEY_TERM_MATCH, SCORES, True, "rescued"),
+            ("rescue", Requirement.PENALTY_LANGUAGE, SCORES, True, "rescued"),
+            ("rescue", Requirement.KEY_TERM_MATCH, LOW, False, ""),
+            ("rescue", None, LOW, True, ""),
+            # structural refusals are never overruled
+            ("rescue", Requirement.SECTION_MATCH, SCORES, False, ""),
+            ("rescue", Requirement.NAMED_TERMS_MATCH, SCORES, False, ""),
+            ("model", Requirement.NAMED_TERMS_MATCH, SCORES, False, ""),
+            # both does both
+            ("both", None, LOW, False, "vetoed"),
+            ("both", Requirement.KEY_TERM_MATCH, SCORES, True, "rescued"),
+            # model decides alone (at the veto threshold) after the structural checks
+            (
+                "model",
+                Requirement.KEY_TERM_MATCH,
+                AnswerabilityScores("m", {"B": 0.6}),
+                True,
+                "rescued",
+            ),
+            ("model", None, LOW, False, "vetoed"),
+        ],
+    )
+    def test_combine_applies_the_mode(
+        self,
+        mode: str,
+        keyword_failed: Requirement | None,
+        scores: AnswerabilityScores,
+        sufficient: bool,
+        effect: str,
+    ) -> None:
+        options = AnswerabilityOptions(AnswerabilityMode(mode), veto_below=0.5, rescue_at=0.9)
+
+        combined = combine(decision(keyword_failed), scores, options)
+
+        assert combined.sufficient is sufficient
+        assert combined.answerability_effect == effect
+        assert combined.answerability == scores.best
+        assert combined.answerability_model == "m"
+        if effect == "vetoed":
+            assert combined.failed is Requirement.ANSWERING_SENTENCE
+            assert combined.requirements[-1] is Requirement.ANSWERING_SENTENCE
+            assert combined.supporting_ids == ()
+        if effect == "rescued":
+            assert combined.failed is None
+            assert "B" in combined.supporting_ids and "A" not in combined.supporting_ids
+
+    def test_a_question_naming_a_section_is_left_to_the_keyword_rules(self) -> None:
+        named = replace(decision(None), key_terms=extract_key_terms("what does section 302 say"))
+        options = AnswerabilityOptions(AnswerabilityMode.BOTH, veto_below=0.5, rescue_at=0.9)
+
+        combined = combine(named, LOW, options)
+
+        assert combined.sufficient and combined.answerability_effect == ""
+        assert combined.answerability == LOW.best
+
+    def test_answerability_scores_rank_answering_ids_best_first(self) -> None:
+        scores = AnswerabilityScores("m", {"a": 0.91, "b": 0.99, "c": 0.1})
+
+        assert scores.at_least(0.9) == ("b", "a")
+        assert scores.best == 0.99
+
+
+def _pipeline(
+    retriever: FakeRetriever, scorer: TableScorer | None, mode: str, **opts: float
+) -> SynthesisPipeline:
+    check = AnswerabilityCheck(AnswerabilityOptions(AnswerabilityMode(mode), **opts))
+    if scorer is not None:
+        check.load(scorer, check.options)
+    return SynthesisPipeline(
+        retriever,
+        EngineValidator(),
+        ExtractiveGenerator(),
+        PipelineSettings(candidate_pool=0),
+        answerability=check,
+    )
+
+
+class TestPipeline:
+    async def test_veto_refuses_a_keyword_pass_no_sentence_answers(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        retriever = FakeRetriever(scored(ipc, *THEFT_IDS))
+        scorer = TableScorer({}, default=0.1)
+        synth = _pipeline(retriever, scorer, "veto", veto_below=0.5)
+
+        result = await synth.answer(SynthesisRequest("What is theft?", top_k=3))
+
+        assert result.answer == REFUSAL
+        assert result.status is SynthesisStatus.REFUSED_INSUFFICIENT_EVIDENCE
+        assert result.sufficiency.failed is Requirement.ANSWERING_SENTENCE
+        assert "ANSWERING_SENTENCE" in result.refusal_reason
+        assert result.sufficiency.answerability == pytest.approx(0.1)
+        assert "answerability" in result.timings_ms
+        assert scorer.calls == [("What is theft?", tuple(ipc[i].text for i in THEFT_IDS))]
+
+    async def test_rescue_answers_a_question_worded_unlike_the_statute(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        # "pinching" is not a word of s.378; the keyword rules refuse (KEY_TERM_MATCH).
+        question = "Is pinching someone's bicycle a crime?"
+        retriever = FakeRetriever(scored(ipc, *THEFT_IDS))
+        keyword_only = _pipeline(retriever, None, "off")
+        refused = await keyword_only.answer(SynthesisRequest(question, top_k=3))
+        assert refused.sufficiency.failed is Requirement.KEY_TERM_MATCH
+
+        scorer = TableScorer({"intending to take dishonestly": 0.97})
+        rescued = await _pipeline(retriever, scorer, "rescue", rescue_at=0.9).answer(
+            SynthesisRequest(question, top_k=3)
+        )
+
+        assert rescued.status is SynthesisStatus.ANSWERED
+        assert rescued.sufficiency.answerability_effect == "rescued"
+        assert rescued.sufficiency.supporting_ids == ("IPC_378_0",)
+        # The extractive generator quotes the answering sentence, and the validator accepts it.
+        assert "[IPC_378_0]" in rescued.answer
+        assert rescued.validation is not None
+
+    async def test_shadow_reports_the_score_and_changes_nothing(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        retriever = FakeRetriever(scored(ipc, *THEFT_IDS))
+        off = await _pipeline(retriever, None, "off").answer(SynthesisRequest("What is theft?"))
+        shadow = await _pipeline(retriever, TableScorer({}, default=0.01), "shadow").answer(
+            SynthesisRequest("What is theft?")
+        )
+
+        assert shadow.answer == off.answer and shadow.status is off.status
+        assert off.sufficiency.answerability is None
+        assert shadow.sufficiency.answerability == pytest.approx(0.01)
+        assert shadow.sufficiency.answerability_effect == ""
+
+    async def test_an_enabled_mode_without_a_loaded_model_fails_closed(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        synth = _pipeline(FakeRetriever(scored(ipc, *THEFT_IDS)), None, "veto")
+
+        with pytest.raises(ModelUnavailableError):
+            await synth.answer(SynthesisRequest("What is theft?"))
+
+    async def test_a_model_failure_propagates_instead_of_a_keyword_answer(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        scorer = TableScorer({}, error=ModelUnavailableError("onnx failed"))
+        synth = _pipeline(FakeRetriever(scored(ipc, *THEFT_IDS)), scorer, "both")
+
+        with pytest.raises(ModelUnavailableError):
+            await synth.answer(SynthesisRequest("What is theft?"))

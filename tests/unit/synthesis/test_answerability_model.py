@@ -1,0 +1,135 @@
+"""The shipped answerability model: integrity on load, windows instead of truncation, its sense.
+
+These load models/answerability-minilm-l6 (int8 ONNX) as a synthesis process with
+SYNTHESIS_ANSWERABILITY on does; a missing or altered file must stop the load.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from services.common.cross_encoder import sha256
+from services.common.errors import ModelUnavailableError
+from services.synthesis.answerability import AnswerabilityMode
+from services.synthesis.answerability_onnx import (
+    OnnxAnswerabilityScorer,
+    load_scorer,
+    options_from_manifest,
+)
+from services.synthesis.config import (
+    DEFAULT_ANSWERABILITY_DIR,
+    AnswerabilitySettings,
+    SynthesisConfig,
+)
+
+THEFT_DEFINITION = (
+    "Whoever, intending to take dishonestly any moveable property out of the possession of any "
+    "person without that person's consent, moves that property in order to such taking, is said "
+    "to commit theft."
+)
+THEFT_PUNISHMENT = (
+    "Whoever commits theft shall be punished with imprisonment of either description for a term "
+    "which may extend to three years, or with fine, or with both."
+)
+
+
+@pytest.fixture(scope="module")
+def scorer() -> OnnxAnswerabilityScorer:
+    return load_scorer(DEFAULT_ANSWERABILITY_DIR)
+
+
+class TestIntegrity:
+    def test_shipped_files_match_the_manifest(self) -> None:
+        manifest = json.loads((DEFAULT_ANSWERABILITY_DIR / "manifest.json").read_text())
+        for name, digest in manifest["files"].items():
+            assert sha256(DEFAULT_ANSWERABILITY_DIR / name) == digest, name
+        assert manifest["labels"] == ["answers", "not_answers"]
+        for threshold in ("veto_below", "rescue_at", "model_only_threshold"):
+            assert 0.0 < manifest["calibration"][threshold] < 1.0
+
+    def test_load_rejects_a_corrupt_model_file(self, tmp_path: Path) -> None:
+        broken = tmp_path / "model"
+        shutil.copytree(DEFAULT_ANSWERABILITY_DIR, broken)
+        with (broken / "model.onnx").open("r+b") as handle:
+            handle.seek(1000)
+            handle.write(b"\x00" * 16)
+        with pytest.raises(ModelUnavailableError, match="corrupt"):
+            load_scorer(broken)
+
+    def test_load_rejects_a_model_with_other_labels(self) -> None:
+        entailment = DEFAULT_ANSWERABILITY_DIR.parent / "entailment-minilm-l6"
+        with pytest.raises(ModelUnavailableError, match="not an answerability model"):
+            OnnxAnswerabilityScorer(entailment)
+
+
+class TestScores:
+    def test_the_answering_sentence_outscores_its_neighbour(
+        self, scorer: OnnxAnswerabilityScorer
+    ) -> None:
+        punishment, definition = scorer.score(
+            "What is the punishment for theft?", [THEFT_PUNISHMENT, THEFT_DEFINITION]
+        )
+        # The model ranks by topic first: the definition of theft still scores high for a
+        # punishment question (a known weakness, see the model card), but below the penalty.
+        assert punishment > definition
+
+    def test_another_offence_or_topic_scores_low(self, scorer: OnnxAnswerabilityScorer) -> None:
+        (theft,) = scorer.score("What is the punishment for theft?", [THEFT_PUNISHMENT])
+        (murder,) = scorer.score("What is the punishment for murder?", [THEFT_PUNISHMENT])
+        (france,) = scorer.score("What is the capital of France?", [THEFT_PUNISHMENT])
+
+        assert theft > 0.9
+        assert murder < theft - 0.3
+        assert france < 0.1
+
+    def test_a_long_passage_is_windowed_not_truncated(
+        self, scorer: OnnxAnswerabilityScorer
+    ) -> None:
+        # The answer sits after ~400 tokens of unrelated text: a truncating scorer never sees it.
+        filler = (
+            "The Government may publish notices in the Official Gazette from time to time. " * 30
+        )
+        assert len(scorer.encoder.token_spans(filler)) > scorer.encoder.window_tokens()
+        (short,) = scorer.score("What is the punishment for theft?", [THEFT_PUNISHMENT])
+        (long_,) = scorer.score("What is the punishment for theft?", [filler + THEFT_PUNISHMENT])
+        (without,) = scorer.score("What is the punishment for theft?", [filler])
+
+        assert long_ == pytest.approx(short, abs=0.15)
+        assert long_ > without
+
+    def test_options_take_the_calibrated_thresholds_unless_overridden(
+        self, scorer: OnnxAnswerabilityScorer
+    ) -> None:
+        calibration = scorer.encoder.manifest.calibration
+        both = options_from_manifest(scorer, "both")
+        model = options_from_manifest(scorer, "model")
+        overridden = options_from_manifest(scorer, "veto", veto_below=0.42)
+
+        assert both.mode is AnswerabilityMode.BOTH
+        assert (both.veto_below, both.rescue_at) == (
+            calibration["veto_below"],
+            calibration["rescue_at"],
+        )
+        assert model.veto_below == calibration["model_only_threshold"]
+        assert overridden.veto_below == 0.42
+
+
+class TestConfig:
+    def test_config_reads_mode_and_overrides(self) -> None:
+        config = SynthesisConfig.from_env(
+            {
+                "SYNTHESIS_ANSWERABILITY": "both",
+                "SYNTHESIS_ANSWERABILITY_RESCUE_AT": "0.95",
+                "SYNTHESIS_MODEL_THREADS": "2",
+            }
+        )
+        a = config.answerability
+        assert (a.mode, a.rescue_at, a.veto_below, a.threads) == ("both", 0.95, None, 2)
+
+    def test_config_rejects_an_unknown_mode_with_the_default(self) -> None:
+        config = SynthesisConfig.from_env({"SYNTHESIS_ANSWERABILITY": "maybe"})
+        assert config.answerability.mode == AnswerabilitySettings().mode

@@ -1,0 +1,190 @@
+"""Choose the answerability thresholds on tuned data only, and write them into the manifest.
+
+    python -m evaluation --dataset squad2 --limit 300 --no-docs --set SYNTHESIS_ANSWERABILITY=shadow
+    python -m evaluation --dataset ipc --no-docs --set SYNTHESIS_ANSWERABILITY=shadow
+    python -m training.calibrate_answerability
+
+A shadow run scores every question's evidence with the model and lets the keyword rules
+decide, so each item of its report carries the keyword outcome and the model's best score.
+From those, this simulates each mode (answerability.py) over a grid of thresholds:
+
+- veto: an answered item whose score is below ``veto_below`` becomes a refusal;
+- rescue: an item refused for words alone (``RESCUABLE``) whose score reaches ``rescue_at``
+  becomes an answer (optimistic for answerable items: generation and validation may still
+  refuse it; the real runs afterwards measure what happens);
+- model: refused when a structural rule refused, or the score is below ``veto_below``.
+
+It picks, for each mode, the thresholds that maximise the mean of the per-set balanced
+accuracies (correct-refusal rate and answered rate of answerable items) **without raising any
+set's false-refusal rate by more than ``MAX_FALSE_REFUSAL_RISE`` over the keyword rules** (do
+no harm: unconstrained, the objective buys SQuAD correct refusals with 40 % false refusals). It
+reads the **tune sets only**: the
+SQuAD 2.0 items whose id has an even crc32 (the same split ``probe_answerability`` uses) and the
+team's IPC golden set (tuned on since the keyword rules were written). The SQuAD report half and
+the plain-language IPC set are never read here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from evaluation.datasets import load_dataset
+from services.synthesis.answerability import RESCUABLE, STRUCTURAL
+from services.synthesis.sufficiency import extract_key_terms
+
+MODEL_DIR = Path("models/answerability-minilm-l6")
+GRID = np.round(np.arange(0.02, 1.0, 0.01), 2)
+MAX_FALSE_REFUSAL_RISE = 0.05
+_RESCUABLE = {r.value for r in RESCUABLE}
+_STRUCTURAL = {r.value for r in STRUCTURAL}
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    answerable: bool
+    answered: bool  # what the keyword rules (and generation, validation) did
+    failed: str  # the failed sufficiency requirement, "" if none
+    score: float
+    names_section: bool = False  # left to the keyword rules in every mode (answerability.py)
+
+
+def tune_rows(report: Path, *, split: bool, dataset: str, data: Path | None = None) -> list[Row]:
+    """The tune items of a shadow report (``split``: only even-crc32 ids, as for SQuAD)."""
+    questions = {i.item_id: i.question for i in load_dataset(dataset, data).items}
+    rows = []
+    for item in json.loads(report.read_text())["items"]:
+        if split and zlib.crc32(item["item_id"].encode()) % 2 != 0:
+            continue  # the report half: never read
+        if item["status"] == "error" or item.get("answerability") is None:
+            continue
+        reason = item.get("refusal_reason") or ""
+        failed = reason[reason.find("(") + 1 : reason.find(")")] if "(" in reason else ""
+        named = bool(extract_key_terms(questions[item["item_id"]]).sections)
+        rows.append(
+            Row(
+                item["answerable"],
+                item["status"] == "answered",
+                failed,
+                item["answerability"],
+                named,
+            )
+        )
+    return rows
+
+
+def simulate(rows: Sequence[Row], mode: str, veto: float, rescue: float) -> dict[str, float]:
+    answerable = np.array([r.answerable for r in rows])
+    answered = np.array([r.answered for r in rows])
+    score = np.array([r.score for r in rows])
+    rescuable = np.array([r.failed in _RESCUABLE for r in rows])
+    structural = np.array([r.failed in _STRUCTURAL for r in rows])
+    free = ~np.array([r.names_section for r in rows])  # the model may change these
+    out = answered.copy()
+    if mode in ("veto", "both"):
+        out &= (score >= veto) | ~free
+    if mode in ("rescue", "both"):
+        out |= ~answered & rescuable & (score >= rescue) & free
+    if mode == "model":
+        out = np.where(free, ~structural & (score >= veto), answered)
+    refused = ~out
+    correct = float(refused[~answerable].mean()) if (~answerable).any() else float("nan")
+    false = float(refused[answerable].mean()) if answerable.any() else float("nan")
+    return {"correct_refusal": round(correct, 3), "false_refusal": round(false, 3)}
+
+
+def balanced(sets: Sequence[Sequence[Row]], mode: str, veto: float, rescue: float) -> float:
+    values = []
+    for rows in sets:
+        r = simulate(rows, mode, veto, rescue)
+        values.append((r["correct_refusal"] + 1 - r["false_refusal"]) / 2)
+    return float(np.mean(values))
+
+
+def harmless(sets: Sequence[Sequence[Row]], mode: str, veto: float, rescue: float) -> bool:
+    """No set's false refusal rises more than MAX_FALSE_REFUSAL_RISE over the keyword rules."""
+    return all(
+        simulate(rows, mode, veto, rescue)["false_refusal"]
+        <= simulate(rows, "veto", 0.0, 1.0)["false_refusal"] + MAX_FALSE_REFUSAL_RISE + 1e-9
+        for rows in sets
+    )
+
+
+def choose(sets: Sequence[Sequence[Row]], mode: str) -> tuple[float, float]:
+    vetoes = GRID if mode in ("veto", "both", "model") else [0.0]
+    rescues = GRID if mode in ("rescue", "both") else [1.0]
+    allowed = [(v, r) for v in vetoes for r in rescues if harmless(sets, mode, v, r)]
+    if not allowed:
+        return 0.0, 1.0  # nothing helps without harm: the model changes no decision
+    best = max(
+        allowed,
+        # ties: the least intervention (lowest veto, highest rescue threshold)
+        key=lambda vr: (round(balanced(sets, mode, *vr), 4), -vr[0], vr[1]),
+    )
+    return float(best[0]), float(best[1])
+
+
+def newest_shadow(dataset: str, data_name: str) -> Path:
+    for folder in sorted(glob.glob(f"reports/eval/*-{dataset}"), reverse=True):
+        report = Path(folder, "report.json")
+        text = json.loads(report.read_text())["run"]
+        if "SYNTHESIS_ANSWERABILITY=shadow" in json.dumps(text) and data_name in json.dumps(text):
+            return report
+    raise SystemExit(f"no shadow-mode report for {dataset} ({data_name}); run the evaluation first")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model-dir", type=Path, default=MODEL_DIR)
+    parser.add_argument("--squad", type=Path, help="shadow report.json for SQuAD 2.0")
+    parser.add_argument("--ipc", type=Path, help="shadow report.json for the IPC golden set")
+    parser.add_argument("--dry-run", action="store_true", help="print, do not write the manifest")
+    args = parser.parse_args(argv)
+    squad = args.squad or newest_shadow("squad2", "squad2")
+    ipc = args.ipc or newest_shadow("ipc", "ipc_golden_v1")
+    sets = [
+        tune_rows(squad, split=True, dataset="squad2"),
+        tune_rows(ipc, split=False, dataset="ipc"),
+    ]
+    names = ["squad2 tune half", "ipc golden (tuned)"]
+    result: dict[str, object] = {"reports": [str(squad), str(ipc)], "n": [len(s) for s in sets]}
+    chosen = {}
+    for mode in ("veto", "rescue", "both", "model"):
+        veto, rescue = choose(sets, mode)
+        chosen[mode] = (veto, rescue)
+        result[mode] = {
+            "veto_below": veto if mode != "rescue" else None,
+            "rescue_at": rescue if mode in ("rescue", "both") else None,
+            **{n: simulate(rows, mode, veto, rescue) for n, rows in zip(names, sets, strict=True)},
+        }
+    result["keyword rules alone"] = {
+        n: simulate(rows, "veto", 0.0, 1.0) for n, rows in zip(names, sets, strict=True)
+    }
+    print(json.dumps(result, indent=2))
+    if args.dry_run:
+        return
+    manifest_path = args.model_dir / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    veto, rescue = chosen["both"]
+    manifest["calibration"] = {
+        "veto_below": veto,
+        "rescue_at": rescue,
+        "model_only_threshold": chosen["model"][0],
+        "chosen_on": "tune sets only: SQuAD 2.0 dev items with even crc32(id) (first 300), "
+        "IPC golden v1; objective: mean balanced accuracy of each simulated mode, with no "
+        f"set's false refusal rising more than {MAX_FALSE_REFUSAL_RISE} over the keyword rules",
+        "simulated": result,
+    }
+    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+    print(f"wrote veto_below={veto} rescue_at={rescue} into {manifest_path}")
+
+
+if __name__ == "__main__":
+    main()
