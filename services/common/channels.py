@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import grpc
 from grpc import aio
 
-from services.common.config import TlsSettings
+from services.common.config import LOAD_BALANCING, TlsSettings
 from services.common.interceptors import REQUEST_ID_KEY
 from services.common.logs import request_id_var
 
@@ -23,24 +28,135 @@ def client_credentials(tls: TlsSettings) -> grpc.ChannelCredentials:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class ChannelPolicy:
+    """How a client channel spreads calls, retries and reconnects (the gRPC service config).
+
+    ``round_robin`` over every address the target resolves to (``dns:///retrieval:50051`` over a
+    headless Service gives one per pod; ``ipv4:127.0.0.1:1,127.0.0.1:2`` lists them), instead of
+    ``pick_first``'s one pinned connection. ``retry_methods`` (``"package.Service/Method"``,
+    idempotent calls only) are retried on UNAVAILABLE up to ``max_attempts`` times in all, with
+    exponential backoff from ``initial_backoff_s`` to ``max_backoff_s``; every attempt stays
+    inside the call's deadline. ``max_reconnect_backoff_s`` caps gRPC's reconnect backoff
+    (default 120 s), so a dependency that comes back is dialled again within that time.
+    """
+
+    load_balancing: str = "round_robin"
+    retry_methods: Sequence[str] = ()
+    max_attempts: int = 4
+    initial_backoff_s: float = 0.1
+    max_backoff_s: float = 1.0
+    max_reconnect_backoff_s: float = 1.0
+
+    def service_config(self) -> str:
+        """The service config JSON for ``grpc.service_config``."""
+        config: dict[str, object] = {"loadBalancingConfig": [{self.load_balancing: {}}]}
+        if self.retry_methods and self.max_attempts > 1:
+            config["methodConfig"] = [
+                {
+                    "name": [
+                        {"service": m.split("/", 1)[0], "method": m.split("/", 1)[1]}
+                        for m in self.retry_methods
+                    ],
+                    "retryPolicy": {
+                        "maxAttempts": self.max_attempts,
+                        "initialBackoff": f"{self.initial_backoff_s:g}s",
+                        "maxBackoff": f"{self.max_backoff_s:g}s",
+                        "backoffMultiplier": 2,
+                        "retryableStatusCodes": ["UNAVAILABLE"],
+                    },
+                }
+            ]
+        return json.dumps(config, separators=(",", ":"))
+
+    def __post_init__(self) -> None:
+        if self.load_balancing not in LOAD_BALANCING:
+            raise ValueError(f"load_balancing must be one of {LOAD_BALANCING}")
+
+
 def open_channel(
     address: str,
     *,
     tls: TlsSettings | None = None,
     max_message_bytes: int = 4 * 1024 * 1024,
     server_name_override: str = "",
+    policy: ChannelPolicy | None = None,
 ) -> aio.Channel:
-    """An aio channel to a peer; TLS when the settings carry a CA file."""
+    """An aio channel to a peer; TLS when the settings carry a CA file.
+
+    Without a ``policy`` the channel is gRPC's default (pick_first, no retries), as tools and
+    tests that talk to one server want.
+    """
     options: list[tuple[str, int | str]] = [
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.max_send_message_length", max_message_bytes),
-        ("grpc.enable_retries", 0),
     ]
+    if policy is None:
+        options.append(("grpc.enable_retries", 0))
+    else:
+        reconnect_ms = int(policy.max_reconnect_backoff_s * 1000)
+        options += [
+            ("grpc.enable_retries", 1),
+            ("grpc.service_config", policy.service_config()),
+            ("grpc.max_reconnect_backoff_ms", reconnect_ms),
+            ("grpc.initial_reconnect_backoff_ms", min(reconnect_ms, 100)),
+            ("grpc.min_reconnect_backoff_ms", min(reconnect_ms, 100)),
+            # Re-resolve soon after a connection drops (a pod went away, max age reached).
+            ("grpc.dns_min_time_between_resolutions_ms", 1000),
+        ]
     if server_name_override:
         options.append(("grpc.ssl_target_name_override", server_name_override))
     if tls is not None and tls.ca_file:
         return aio.secure_channel(address, client_credentials(tls), options=options)
     return aio.insecure_channel(address, options=options)
+
+
+async def ready_within(channel: aio.Channel, timeout_s: float) -> bool:
+    """Wait up to ``timeout_s`` for ``channel`` to be READY (connecting it if idle).
+
+    A dependency that restarted is reachable again as soon as the channel's reconnect backoff
+    (capped by ``ChannelPolicy.max_reconnect_backoff_s``) runs out; a call made before then
+    would fail fast with UNAVAILABLE. Waiting a bounded time first lets the first call after
+    a restart succeed, while a dependency that stays down still fails the call (after at most
+    ``timeout_s`` more). Returns whether the channel became READY.
+    """
+    if channel.get_state(try_to_connect=True) == grpc.ChannelConnectivity.READY:
+        return True
+    if timeout_s <= 0:
+        return False
+    try:
+        await asyncio.wait_for(channel.channel_ready(), timeout=timeout_s)
+    except TimeoutError:
+        return False
+    return True
+
+
+_T = TypeVar("_T")
+
+
+async def call_idempotent(
+    call: Callable[[float], Awaitable[_T]], timeout_s: float, *, attempts: int = 2
+) -> _T:
+    """Run an idempotent unary ``call(timeout_s)``, again on UNAVAILABLE while time is left.
+
+    The channel's retry policy (``ChannelPolicy``) covers calls that never reached a server.
+    It cannot retry a call whose server died after answering with headers (the servers echo the
+    request id in initial metadata at once, which commits the call): that call fails
+    UNAVAILABLE ("Stream removed"), and this sends it once more, which round_robin routes to
+    another server. Every attempt gets only what is left of ``timeout_s``.
+    """
+    deadline = time.monotonic() + timeout_s
+    for attempt in range(1, attempts + 1):
+        try:
+            return await call(max(0.001, deadline - time.monotonic()))
+        except aio.AioRpcError as error:
+            if (
+                attempt == attempts
+                or error.code() != grpc.StatusCode.UNAVAILABLE
+                or deadline - time.monotonic() <= 0.01
+            ):
+                raise
+    raise AssertionError("unreachable")  # the loop returns or raises
 
 
 def outbound_metadata() -> tuple[tuple[str, str], ...]:

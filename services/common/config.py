@@ -147,6 +147,10 @@ class TlsSettings:
         )
 
 
+# gRPC client load-balancing policies a channel may use (services/common/channels.py).
+LOAD_BALANCING = ("round_robin", "pick_first")
+
+
 @dataclass(frozen=True, slots=True)
 class ServerSettings:
     """Settings every gRPC server shares, read under its own prefix (e.g. RETRIEVAL_PORT)."""
@@ -159,6 +163,10 @@ class ServerSettings:
     max_message_bytes: int
     log_level: str
     tls: TlsSettings
+    # Connections older than this are closed (after a grace for calls in flight), so clients
+    # re-resolve a headless Service and spread over replicas added since; 0 = never.
+    max_connection_age_s: float = 0.0
+    max_connection_age_grace_s: float = 30.0
 
     @classmethod
     def from_env(
@@ -178,4 +186,10 @@ class ServerSettings:
                 "LOG_LEVEL", "INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR")
             ),
             tls=TlsSettings.from_env(env),
+            max_connection_age_s=env.float(
+                "MAX_CONNECTION_AGE_S", 0.0, minimum=0.0, maximum=7 * 24 * 3600.0
+            ),
+            max_connection_age_grace_s=env.float(
+                "MAX_CONNECTION_AGE_GRACE_S", 30.0, minimum=0.0, maximum=3600.0
+            ),
         )

@@ -51,6 +51,14 @@ class GrpcService:
             ("grpc.max_send_message_length", settings.max_message_bytes),
             ("grpc.so_reuseport", 0),
         ]
+        if settings.max_connection_age_s > 0:
+            options += [
+                ("grpc.max_connection_age_ms", int(settings.max_connection_age_s * 1000)),
+                (
+                    "grpc.max_connection_age_grace_ms",
+                    int(settings.max_connection_age_grace_s * 1000),
+                ),
+            ]
         self.server = aio.server(interceptors=[ServiceInterceptor(label)], options=options)
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 import grpc
@@ -14,7 +15,7 @@ from grounded.validator.v1 import validator_service_pb2_grpc as vpb_grpc
 from grpc import aio
 from grpc_status import rpc_status
 
-from services.common.channels import outbound_metadata
+from services.common.channels import call_idempotent, outbound_metadata, ready_within
 from services.common.errors import (
     DependencyTimeoutError,
     DependencyUnavailableError,
@@ -27,6 +28,12 @@ from services.synthesis.pipeline import RetrievedEvidence
 from services.validator.convert import report_from_proto
 from services.validator.report import ValidationReport
 
+# The idempotent calls the channels retry on UNAVAILABLE (server.py, ChannelPolicy).
+RETRIEVE_METHOD = (
+    rpb.DESCRIPTOR.services_by_name["RetrievalService"].full_name + "/RetrievePassages"
+)
+VALIDATE_METHOD = vpb.DESCRIPTOR.services_by_name["ValidatorService"].full_name + "/ValidateAnswer"
+
 # Codes that mean "the dependency failed", as opposed to a bug in our request (INVALID_ARGUMENT
 # from retrieval, e.g. an unknown act filter, is the caller's problem and is passed on as such).
 _TIMEOUT_CODES = {grpc.StatusCode.DEADLINE_EXCEEDED}
@@ -38,10 +45,20 @@ def _dependency_error(name: str, err: aio.AioRpcError) -> Exception:
     return DependencyUnavailableError(name, f"{err.code().name}: {err.details() or ''}".strip())
 
 
-class GrpcRetriever:
-    """Calls RetrievalService/RetrievePassages."""
+# At most this share of a call's time budget is spent waiting for a reconnecting channel.
+_READY_SHARE = 0.5
 
-    def __init__(self, channel: aio.Channel) -> None:
+
+class GrpcRetriever:
+    """Calls RetrievalService/RetrievePassages.
+
+    ``connect_wait_s``: how long a call may first wait for a channel that is reconnecting (a
+    restarted retrieval pod), at most half its time budget (``ready_within``).
+    """
+
+    def __init__(self, channel: aio.Channel, *, connect_wait_s: float = 0.0) -> None:
+        self._channel = channel
+        self._connect_wait_s = connect_wait_s
         self._stub = rpb_grpc.RetrievalServiceStub(channel)
 
     async def retrieve(
@@ -58,9 +75,13 @@ class GrpcRetriever:
             top_k=top_k,
             filters=evidence_pb2.EvidenceFilters(acts=list(acts), doc_ids=list(doc_ids)),
         )
+        started = time.monotonic()
+        await ready_within(self._channel, min(self._connect_wait_s, timeout_s * _READY_SHARE))
+        metadata = outbound_metadata()
         try:
-            response = await self._stub.RetrievePassages(
-                request, timeout=timeout_s, metadata=outbound_metadata()
+            response = await call_idempotent(
+                lambda left: self._stub.RetrievePassages(request, timeout=left, metadata=metadata),
+                max(0.001, timeout_s - (time.monotonic() - started)),
             )
         except aio.AioRpcError as err:
             if err.code() == grpc.StatusCode.INVALID_ARGUMENT:
@@ -75,9 +96,11 @@ class GrpcRetriever:
 
 
 class GrpcValidator:
-    """Calls ValidatorService/ValidateAnswer."""
+    """Calls ValidatorService/ValidateAnswer (``connect_wait_s`` as for GrpcRetriever)."""
 
-    def __init__(self, channel: aio.Channel) -> None:
+    def __init__(self, channel: aio.Channel, *, connect_wait_s: float = 0.0) -> None:
+        self._channel = channel
+        self._connect_wait_s = connect_wait_s
         self._stub = vpb_grpc.ValidatorServiceStub(channel)
 
     async def validate(
@@ -86,9 +109,13 @@ class GrpcValidator:
         request = vpb.ValidateAnswerRequest(
             answer=answer, evidence=[chunk_to_proto(c) for c in evidence]
         )
+        started = time.monotonic()
+        await ready_within(self._channel, min(self._connect_wait_s, timeout_s * _READY_SHARE))
+        metadata = outbound_metadata()
         try:
-            response = await self._stub.ValidateAnswer(
-                request, timeout=timeout_s, metadata=outbound_metadata()
+            response = await call_idempotent(
+                lambda left: self._stub.ValidateAnswer(request, timeout=left, metadata=metadata),
+                max(0.001, timeout_s - (time.monotonic() - started)),
             )
         except aio.AioRpcError as err:
             # Any failure here, INVALID_ARGUMENT included, means no verdict: fail closed.

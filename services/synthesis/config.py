@@ -5,7 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from services.common.config import EnvReader, Secret, ServerSettings, TlsSettings
+from services.common.config import (
+    LOAD_BALANCING,
+    EnvReader,
+    Secret,
+    ServerSettings,
+    TlsSettings,
+)
 
 SERVICE_NAME = "grounded.synthesis.v1.SynthesisService"
 GENERATORS = ("extractive", "openai")
@@ -62,6 +68,11 @@ class SynthesisConfig:
     openai: OpenAISettings
     client_tls: TlsSettings
     answerability: AnswerabilitySettings = field(default_factory=AnswerabilitySettings)
+    # Downstream channels (services/common/channels.ChannelPolicy): balancing over every
+    # address the target resolves to, retries of the idempotent calls, reconnect backoff cap.
+    load_balancing: str = "round_robin"
+    retry_attempts: int = 4
+    reconnect_backoff_max_s: float = 1.0
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> SynthesisConfig:
@@ -87,4 +98,9 @@ class SynthesisConfig:
             ),
             client_tls=TlsSettings.from_env(EnvReader("SYNTHESIS_CLIENT_", environ)),
             answerability=AnswerabilitySettings.from_env(env),
+            load_balancing=env.str("LB_POLICY", "round_robin", choices=LOAD_BALANCING),
+            retry_attempts=env.int("RETRY_ATTEMPTS", 4, minimum=1, maximum=5),
+            reconnect_backoff_max_s=env.float(
+                "RECONNECT_BACKOFF_MAX_S", 1.0, minimum=0.1, maximum=120.0
+            ),
         )

@@ -7,13 +7,18 @@ import logging
 
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as pb_grpc
 
-from services.common.channels import open_channel
+from services.common.channels import ChannelPolicy, open_channel
 from services.common.errors import ModelUnavailableError
 from services.common.logs import configure_logging
 from services.common.server import NOT_SERVING, GrpcService, ServiceApp, run_until_signalled
 from services.synthesis.answerability import AnswerabilityCheck
 from services.synthesis.answerability_onnx import load_scorer, options_from_manifest
-from services.synthesis.clients import GrpcRetriever, GrpcValidator
+from services.synthesis.clients import (
+    RETRIEVE_METHOD,
+    VALIDATE_METHOD,
+    GrpcRetriever,
+    GrpcValidator,
+)
 from services.synthesis.config import SERVICE_NAME, SynthesisConfig
 from services.synthesis.convert import MAX_QUESTION_CHARS, MAX_TOP_K
 from services.synthesis.extractive import ExtractiveGenerator
@@ -53,11 +58,26 @@ def _openai_configured(config: SynthesisConfig) -> bool:
 def create_app(config: SynthesisConfig) -> ServiceApp:
     service = GrpcService(label="synthesis", service_names=[SERVICE_NAME], settings=config.server)
     tls = config.client_tls if config.client_tls.ca_file else None
+
+    def policy(method: str) -> ChannelPolicy:
+        return ChannelPolicy(
+            load_balancing=config.load_balancing,
+            retry_methods=(method,),
+            max_attempts=config.retry_attempts,
+            max_reconnect_backoff_s=config.reconnect_backoff_max_s,
+        )
+
     retrieval_channel = open_channel(
-        config.retrieval_addr, tls=tls, max_message_bytes=config.server.max_message_bytes
+        config.retrieval_addr,
+        tls=tls,
+        max_message_bytes=config.server.max_message_bytes,
+        policy=policy(RETRIEVE_METHOD),
     )
     validator_channel = open_channel(
-        config.validator_addr, tls=tls, max_message_bytes=config.server.max_message_bytes
+        config.validator_addr,
+        tls=tls,
+        max_message_bytes=config.server.max_message_bytes,
+        policy=policy(VALIDATE_METHOD),
     )
     settings = PipelineSettings(
         retrieval_timeout_s=config.retrieval_timeout_s,
@@ -67,8 +87,11 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
         max_question_chars=MAX_QUESTION_CHARS,
         history_turns=config.history_turns,
     )
-    retriever = GrpcRetriever(retrieval_channel)
-    validator = GrpcValidator(validator_channel)
+    # A call first waits for a reconnecting dependency up to a little more than the capped
+    # reconnect backoff (one more dial), so the first call after a restart gets through.
+    connect_wait_s = config.reconnect_backoff_max_s * 1.5
+    retriever = GrpcRetriever(retrieval_channel, connect_wait_s=connect_wait_s)
+    validator = GrpcValidator(validator_channel, connect_wait_s=connect_wait_s)
     extractive = ExtractiveGenerator()
     # Loaded at warm-up; shared by every pipeline (one model per process).
     answerability = AnswerabilityCheck()

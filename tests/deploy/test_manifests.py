@@ -407,10 +407,24 @@ class TestSettings:
     def test_synthesis_peers_are_the_in_cluster_services(self, rendered: Rendered) -> None:
         settings = rendered.settings()
         for app, key in (("retrieval", "RETRIEVAL_ADDR"), ("validator", "VALIDATOR_ADDR")):
-            host, port = settings[f"SYNTHESIS_{key}"].rsplit(":", 1)
+            target = settings[f"SYNTHESIS_{key}"]
+            assert target.startswith("dns:///")  # resolved by gRPC: every pod, not one VIP
+            host, port = target.removeprefix("dns:///").rsplit(":", 1)
             ports = {p["name"]: p["port"] for p in rendered.get("Service", host)["spec"]["ports"]}
             assert host == app
             assert int(port) == ports["grpc"]
+            # Headless: a pod's address is dialled directly, so its port must be the Service's.
+            assert named_port(rendered.container(app), "grpc") == ports["grpc"]
+
+    @pytest.mark.parametrize("app", ("retrieval", "validator"))
+    def test_grpc_dependencies_are_headless_and_balanced_per_call(
+        self, rendered: Rendered, app: str
+    ) -> None:
+        settings = rendered.settings()
+        assert rendered.get("Service", app)["spec"]["clusterIP"] == "None"
+        assert settings["SYNTHESIS_LB_POLICY"] == "round_robin"
+        # Old connections close, so clients re-resolve and reach replicas added since.
+        assert float(settings[f"{app.upper()}_MAX_CONNECTION_AGE_S"]) > 0
 
     def test_retrieval_cache_is_the_redis_service(self, rendered: Rendered) -> None:
         url = rendered.settings()["RETRIEVAL_REDIS_URL"]

@@ -1,0 +1,258 @@
+"""Scale-out over real servers (issue 15): per-call balancing, retries, fast recovery after a
+dependency restarts."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from grounded.synthesis.v1 import synthesis_service_pb2 as spb
+from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from prometheus_client.parser import text_string_to_metric_families
+
+from bench.load import Process, free_port
+from services.common.channels import ChannelPolicy, open_channel
+from services.common.evidence import Chunk
+from services.common.server import ServiceApp
+from services.synthesis import server as synthesis_server
+from services.synthesis.clients import (
+    RETRIEVE_METHOD,
+    VALIDATE_METHOD,
+    GrpcRetriever,
+    GrpcValidator,
+)
+from services.synthesis.config import SynthesisConfig
+from services.validator import server as validator_server
+from services.validator.config import ValidatorConfig
+from services.validator.report import Verdict
+from tests.integration.conftest import Stack
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+RETRIEVAL_SERVICE = "grounded.retrieval.v1.RetrievalService"
+
+
+def _spawn_retrieval(index_dir: Path, log: Path) -> Process:
+    port, metrics_port = free_port(), free_port()
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "RETRIEVAL_INDEX_DIR": str(index_dir),
+        "RETRIEVAL_REDIS_URL": "",
+        "RETRIEVAL_PORT": str(port),
+        "RETRIEVAL_METRICS_PORT": str(metrics_port),
+        "RETRIEVAL_GRACE_S": "1",
+    }
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "services.retrieval"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return Process("retrieval", proc, port, metrics_port, log)
+
+
+def _wait_serving(process: Process, timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    with grpc.insecure_channel(process.address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < deadline:
+            assert process.proc.poll() is None, process.log.read_text()[-2000:]
+            try:
+                request = health_pb2.HealthCheckRequest(service=RETRIEVAL_SERVICE)
+                if stub.Check(request, timeout=1).status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.RpcError:
+                pass
+            time.sleep(0.2)
+    raise AssertionError(f"retrieval not SERVING; see {process.log}")
+
+
+def _served(process: Process) -> int:
+    """RetrievePassages calls this server answered OK, from its own /metrics."""
+    text = urllib.request.urlopen(process.metrics_url, timeout=5).read().decode()
+    return int(
+        sum(
+            sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if sample.name == "grounded_rpc_requests_total"
+            and sample.labels.get("method") == "RetrievePassages"
+            and sample.labels.get("code") == "OK"
+        )
+    )
+
+
+@pytest.fixture
+def two_retrievals(ipc_index: Path, tmp_path: Path) -> Iterator[tuple[Process, Process]]:
+    servers = (
+        _spawn_retrieval(ipc_index, tmp_path / "a.log"),
+        _spawn_retrieval(ipc_index, tmp_path / "b.log"),
+    )
+    try:
+        for server in servers:
+            _wait_serving(server)
+        yield servers
+    finally:
+        for server in servers:
+            if server.proc.poll() is None:
+                server.proc.kill()
+            server.proc.wait(timeout=10)
+
+
+class TestBalancing:
+    async def test_calls_spread_over_two_servers_and_a_killed_one_loses_none(
+        self, two_retrievals: tuple[Process, Process]
+    ) -> None:
+        a, b = two_retrievals
+        # One target, two addresses: what dns:/// over a headless Service resolves to.
+        channel = open_channel(
+            f"ipv4:{a.address},{b.address}",
+            policy=ChannelPolicy(retry_methods=(RETRIEVE_METHOD,)),
+        )
+        retriever = GrpcRetriever(channel, connect_wait_s=1.5)
+
+        async def call(n: int) -> BaseException | None:
+            try:
+                await retriever.retrieve(
+                    f"punishment for theft {n}", top_k=3, acts=(), doc_ids=(), timeout_s=10
+                )
+            except Exception as error:  # counted below: every failure is a test failure
+                return error
+            return None
+
+        try:
+            first = [await call(n) for n in range(120)]
+            split = (_served(a), _served(b))
+
+            # Then 100 calls, 8 at a time, with server b killed (SIGKILL) after the 20th.
+            gate = asyncio.Semaphore(8)
+            done = 0
+
+            async def gated(n: int) -> BaseException | None:
+                nonlocal done
+                async with gate:
+                    result = await call(n)
+                    done += 1
+                    if done == 20:
+                        b.proc.kill()
+                    return result
+
+            second = await asyncio.gather(*(gated(n) for n in range(1000, 1100)))
+        finally:
+            await channel.close()
+
+        assert [e for e in first if e] == []
+        assert min(split) >= 40, split  # each server got at least a third of 120
+        assert b.proc.wait(timeout=10) != 0  # it really died
+        assert [e for e in second if e] == []
+
+
+class TestRecovery:
+    async def test_first_call_after_a_restarted_dependency_is_serving_succeeds(
+        self, stack: Stack
+    ) -> None:
+        port = free_port()
+
+        def validator() -> ServiceApp:
+            return validator_server.create_app(
+                ValidatorConfig.from_env(
+                    {"VALIDATOR_PORT": str(port), "VALIDATOR_METRICS_PORT": "0"}
+                )
+            )
+
+        first = validator()
+        await first.start()
+        synthesis = synthesis_server.create_app(
+            SynthesisConfig.from_env(
+                {
+                    "SYNTHESIS_PORT": "0",
+                    "SYNTHESIS_METRICS_PORT": "0",
+                    "SYNTHESIS_RETRIEVAL_ADDR": stack.retrieval,
+                    "SYNTHESIS_VALIDATOR_ADDR": f"127.0.0.1:{port}",
+                }
+            )
+        )
+        await synthesis.start()
+        second: ServiceApp | None = None
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{synthesis.port}") as channel:
+                stub = spb_grpc.SynthesisServiceStub(channel)
+                request = spb.SynthesizeAnswerRequest(question="What is the punishment for theft?")
+                assert (await stub.SynthesizeAnswer(request, timeout=30)).answer
+
+                # The validator goes away for 30 s; callers keep asking (and failing), which is
+                # what grows a default channel's reconnect backoff towards its 120 s maximum.
+                await first.stop(0)
+                failures = 0
+                until = time.monotonic() + 30
+                while time.monotonic() < until:
+                    try:
+                        await stub.SynthesizeAnswer(request, timeout=10)
+                    except grpc.aio.AioRpcError as error:
+                        assert error.code() == grpc.StatusCode.UNAVAILABLE
+                        failures += 1
+                    await asyncio.sleep(1.0)
+                assert failures >= 5
+
+                second = validator()
+                await second.start()  # SERVING when this returns
+                response = await stub.SynthesizeAnswer(request, timeout=30)
+        finally:
+            await synthesis.stop(0)
+            if second is not None:
+                await second.stop(0)
+
+        assert response.status == spb.ANSWER_STATUS_ANSWERED
+
+
+class TestConnectionAge:
+    async def test_calls_survive_the_server_closing_old_connections(self) -> None:
+        # MAX_CONNECTION_AGE_S makes the server close each connection after 1 s (what lets
+        # clients re-resolve a headless Service); calls over 4 s must all still succeed.
+        app = validator_server.create_app(
+            ValidatorConfig.from_env(
+                {
+                    "VALIDATOR_PORT": "0",
+                    "VALIDATOR_METRICS_PORT": "0",
+                    "VALIDATOR_ENTAILMENT": "off",
+                    "VALIDATOR_MAX_CONNECTION_AGE_S": "1",
+                    "VALIDATOR_MAX_CONNECTION_AGE_GRACE_S": "1",
+                }
+            )
+        )
+        await app.start()
+        channel = open_channel(
+            f"127.0.0.1:{app.port}", policy=ChannelPolicy(retry_methods=(VALIDATE_METHOD,))
+        )
+        validator = GrpcValidator(channel, connect_wait_s=1.5)
+        evidence = [Chunk(semantic_id="IPC_379_0", doc_id="IPC_379", text="Theft is punished.")]
+        verdicts = []
+        try:
+            until = time.monotonic() + 4
+            while time.monotonic() < until:
+                report = await validator.validate(
+                    "Theft is punished [IPC_379_0].", evidence, timeout_s=5
+                )
+                verdicts.append(report.verdict)
+                await asyncio.sleep(0.05)
+        finally:
+            await channel.close()
+            await app.stop(0)
+
+        assert len(verdicts) >= 20
+        assert set(verdicts) == {Verdict.GROUNDED}
