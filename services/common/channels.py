@@ -16,6 +16,7 @@ from grpc import aio
 from services.common.config import LOAD_BALANCING, TlsSettings
 from services.common.interceptors import REQUEST_ID_KEY
 from services.common.logs import request_id_var
+from services.common.tracing import client_interceptors
 
 
 def client_credentials(tls: TlsSettings) -> grpc.ChannelCredentials:
@@ -106,9 +107,12 @@ def open_channel(
         ]
     if server_name_override:
         options.append(("grpc.ssl_target_name_override", server_name_override))
+    interceptors = client_interceptors()  # OpenTelemetry, when tracing is on
     if tls is not None and tls.ca_file:
-        return aio.secure_channel(address, client_credentials(tls), options=options)
-    return aio.insecure_channel(address, options=options)
+        return aio.secure_channel(
+            address, client_credentials(tls), options=options, interceptors=interceptors
+        )
+    return aio.insecure_channel(address, options=options, interceptors=interceptors)
 
 
 async def ready_within(channel: aio.Channel, timeout_s: float) -> bool:

@@ -9,6 +9,8 @@ import sys
 import time
 from typing import Any
 
+from opentelemetry import trace
+
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="")
 
 # Attributes every LogRecord has; anything else was passed through `extra=` and is logged as a field.
@@ -37,6 +39,10 @@ class JsonFormatter(logging.Formatter):
         request_id = request_id_var.get()
         if request_id:
             payload["request_id"] = request_id
+        span = trace.get_current_span().get_span_context()
+        if span.is_valid:  # tracing on: the line joins its trace in the tracing backend
+            payload["trace_id"] = format(span.trace_id, "032x")
+            payload["span_id"] = format(span.span_id, "016x")
         for key, value in vars(record).items():
             if key not in _STANDARD_ATTRS and not key.startswith("_"):
                 payload[key] = value

@@ -49,3 +49,22 @@ def serve_metrics(port: int, host: str = "127.0.0.1") -> None:
     except OSError as exc:
         # A busy metrics port must not take the RPC service down with it.
         logger.warning("metrics endpoint not started", extra={"port": port, "error": str(exc)})
+
+
+# What a request found, so dashboards show quality drifting, not only latency (issue 15).
+_UNIT = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
+RETRIEVED_CHUNKS = Histogram(
+    "grounded_retrieval_chunks",
+    "Chunks returned per RetrievePassages call.",
+    buckets=(0, 1, 2, 3, 5, 10, 20, 50, 100, 200),
+)
+RETRIEVAL_TOP_SCORE = Histogram(
+    "grounded_retrieval_top_score",
+    "Final relevance score of the best chunk per RetrievePassages call (calls with results).",
+    buckets=_UNIT,
+)
+SUPPORT_SCORE = Histogram(
+    "grounded_validator_support_score",
+    "Support score of each validated answer (refusals excluded).",
+    buckets=_UNIT,
+)

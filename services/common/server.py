@@ -18,6 +18,7 @@ from grpc_reflection.v1alpha import reflection
 from services.common.config import ServerSettings, TlsSettings
 from services.common.interceptors import ServiceInterceptor
 from services.common.metrics import serve_metrics
+from services.common.tracing import server_interceptors
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +60,10 @@ class GrpcService:
                     int(settings.max_connection_age_grace_s * 1000),
                 ),
             ]
-        self.server = aio.server(interceptors=[ServiceInterceptor(label)], options=options)
+        # The tracing interceptor runs first, so its span is current in the handler (and its logs).
+        self.server = aio.server(
+            interceptors=[*server_interceptors(), ServiceInterceptor(label)], options=options
+        )
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(

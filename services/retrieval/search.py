@@ -22,6 +22,7 @@ import numpy.typing as npt
 from services.common.errors import DeadlineExceededError, FieldViolation, InvalidInputError
 from services.common.evidence import Chunk, ScoredChunk, StageScores
 from services.common.intent import Intent
+from services.common.tracing import stage_span
 from services.retrieval.aggregation import DEFAULT_PER_DOC_CAP, DEFAULT_SIBLING_RATIO, aggregate
 from services.retrieval.embedding import Encoder
 from services.retrieval.expansion import (
@@ -272,7 +273,8 @@ class _Clock:
     def stage(self, name: str) -> Iterator[None]:
         started = time.perf_counter()
         try:
-            yield
+            with stage_span(f"retrieval.{name}"):
+                yield
         finally:
             self.ran.add(name)
             self.ms[name] = self.ms.get(name, 0.0) + (time.perf_counter() - started) * 1000

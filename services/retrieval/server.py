@@ -10,6 +10,7 @@ from grounded.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc
 
 from services.common.logs import configure_logging
 from services.common.server import GrpcService, ServiceApp, run_until_signalled
+from services.common.tracing import configure_tracing
 from services.retrieval.cache import RedisResultCache
 from services.retrieval.config import SERVICE_NAME, RetrievalConfig
 from services.retrieval.embedding import load_encoder, set_torch_threads
@@ -91,6 +92,7 @@ def create_app(config: RetrievalConfig) -> ServiceApp:
 def main() -> None:
     config = RetrievalConfig.from_env()
     configure_logging("retrieval", config.server.log_level)
+    configure_tracing("retrieval")  # off unless OTEL_TRACES_EXPORTER is set
 
     # The aio server and channels bind to the running loop, so they are built inside it.
     async def serve() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import Any, Final
 
@@ -11,12 +12,15 @@ from grounded.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc
 from grpc import aio
 
 from services.common.errors import DeadlineExceededError, NotReadyError
+from services.common.metrics import RETRIEVAL_TOP_SCORE, RETRIEVED_CHUNKS
 from services.retrieval import convert
 from services.retrieval.search import Searcher
 
 # Below this much time left a search cannot even finish a cache lookup and the reply; refuse
 # it at once rather than start work whose answer nobody will read.
 MIN_REMAINING_S: Final = 0.002
+
+logger = logging.getLogger(__name__)
 
 
 class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
@@ -49,4 +53,12 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
             deadline = time.monotonic() + remaining
         # Encoding and FAISS release the GIL; a worker thread keeps the event loop answering health checks.
         result = await asyncio.to_thread(searcher.search, search_request, deadline=deadline)
+        top = [round(c.score, 4) for c in result.chunks[:3]]
+        RETRIEVED_CHUNKS.observe(len(result.chunks))
+        if top:
+            RETRIEVAL_TOP_SCORE.observe(top[0])
+        logger.info(
+            "retrieved",
+            extra={"chunks": len(result.chunks), "top_scores": top, "cache_hit": result.cache_hit},
+        )
         return convert.result_to_proto(result)

@@ -30,6 +30,7 @@ from services.common.errors import (
 from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import Intent, classify_intent
 from services.common.refusal import REFUSAL
+from services.common.tracing import annotate, stage_span
 from services.synthesis.answerability import (
     AnswerabilityCheck,
     AnswerabilityMode,
@@ -345,12 +346,13 @@ class SynthesisPipeline:
         pool = max(request.top_k, min(settings.candidate_pool, settings.max_top_k))
 
         mark = time.perf_counter()
-        results = await self._bounded(
-            "retrieval",
-            deadline,
-            settings.retrieval_timeout_s,
-            lambda timeout_s: self._retrieve_all(queries, request, pool, timeout_s),
-        )
+        with stage_span("retrieval", queries=len(queries), pool=pool):
+            results = await self._bounded(
+                "retrieval",
+                deadline,
+                settings.retrieval_timeout_s,
+                lambda timeout_s: self._retrieve_all(queries, request, pool, timeout_s),
+            )
         retrieved = results[0]
         timings["retrieval"] = _ms_since(mark)
         for stage, ms in retrieved.timings_ms.items():
@@ -359,21 +361,23 @@ class SynthesisPipeline:
         candidates = _dedupe(_interleave(results, comparison, intent))
         evidence = candidates[: request.top_k]
         mark = time.perf_counter()
-        if comparison is not None:
-            # Each term's own ranking already put its passages among the first top_k.
-            decision = assess_comparison(comparison, intent, evidence, settings.sufficiency)
-        else:
-            decision = assess_sufficiency(focus, intent, evidence, settings.sufficiency)
-        if comparison is None and not decision.sufficient and len(candidates) > request.top_k:
-            evidence = promote_supporting(
-                focus,
-                intent,
-                candidates,
-                request.top_k,
-                settings.sufficiency,
-                settings.max_promoted,
-            )
-            decision = assess_sufficiency(focus, intent, evidence, settings.sufficiency)
+        with stage_span("sufficiency", intent=intent.value):
+            if comparison is not None:
+                # Each term's own ranking already put its passages among the first top_k.
+                decision = assess_comparison(comparison, intent, evidence, settings.sufficiency)
+            else:
+                decision = assess_sufficiency(focus, intent, evidence, settings.sufficiency)
+            if comparison is None and not decision.sufficient and len(candidates) > request.top_k:
+                evidence = promote_supporting(
+                    focus,
+                    intent,
+                    candidates,
+                    request.top_k,
+                    settings.sufficiency,
+                    settings.max_promoted,
+                )
+                decision = assess_sufficiency(focus, intent, evidence, settings.sufficiency)
+            annotate(sufficient=decision.sufficient, failed=_failed(decision))
         timings["sufficiency"] = _ms_since(mark)
         answer_scores: Mapping[str, float] = {}
         if self._answerability.enabled and comparison is None:
@@ -381,8 +385,10 @@ class SynthesisPipeline:
             check = self._answerability
             if check.scorer is None:
                 raise ModelUnavailableError("the answerability model is not loaded yet")
-            scores = await asyncio.to_thread(score_evidence, check.scorer, focus, evidence)
-            decision = combine(decision, scores, check.options)
+            with stage_span("answerability", mode=check.options.mode.value):
+                scores = await asyncio.to_thread(score_evidence, check.scorer, focus, evidence)
+                decision = combine(decision, scores, check.options)
+                annotate(best=scores.best, effect=decision.answerability_effect)
             if check.options.mode is not AnswerabilityMode.SHADOW:  # shadow changes nothing
                 answer_scores = scores.by_id
             timings["answerability"] = _ms_since(mark)
@@ -425,7 +431,8 @@ class SynthesisPipeline:
         )
         mark = time.perf_counter()
         try:
-            draft = await self._generate(generator, generation, deadline)
+            with stage_span("generation", generator=generator.name):
+                draft = await self._generate(generator, generation, deadline)
         except GenerationError as error:
             timings["generation"] = _ms_since(mark)
             return base.refuse(
@@ -445,14 +452,16 @@ class SynthesisPipeline:
             )
 
         mark = time.perf_counter()
-        report = await self._bounded(
-            "validator",
-            deadline,
-            settings.validation_timeout_s,
-            lambda timeout_s: self._validator.validate(
-                text, [s.chunk for s in evidence], timeout_s=timeout_s
-            ),
-        )
+        with stage_span("validation"):
+            report = await self._bounded(
+                "validator",
+                deadline,
+                settings.validation_timeout_s,
+                lambda timeout_s: self._validator.validate(
+                    text, [s.chunk for s in evidence], timeout_s=timeout_s
+                ),
+            )
+            annotate(verdict=report.verdict.value, support_score=report.support_score)
         timings["validation"] = _ms_since(mark)
         if report.verdict is Verdict.GROUNDED:
             return base.answered(text, report)
@@ -571,6 +580,10 @@ def _budget(deadline: float | None, limit_s: float, stage: str) -> float:
     if remaining <= 0:
         raise DeadlineExceededError(f"deadline exceeded before {stage}")
     return min(remaining, limit_s)
+
+
+def _failed(decision: SufficiencyDecision) -> str:
+    return decision.failed.value if decision.failed else ""
 
 
 def _ms_since(mark: float) -> float:

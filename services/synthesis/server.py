@@ -11,6 +11,7 @@ from services.common.channels import ChannelPolicy, open_channel
 from services.common.errors import ModelUnavailableError
 from services.common.logs import configure_logging
 from services.common.server import NOT_SERVING, GrpcService, ServiceApp, run_until_signalled
+from services.common.tracing import configure_tracing
 from services.synthesis.answerability import AnswerabilityCheck
 from services.synthesis.answerability_onnx import load_scorer, options_from_manifest
 from services.synthesis.clients import (
@@ -197,6 +198,7 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
 def main() -> None:
     config = SynthesisConfig.from_env()
     configure_logging("synthesis", config.server.log_level)
+    configure_tracing("synthesis")  # off unless OTEL_TRACES_EXPORTER is set
 
     # The aio server and channels bind to the running loop, so they are built inside it.
     async def serve() -> None:

@@ -10,6 +10,7 @@ from grounded.validator.v1 import validator_service_pb2_grpc as pb_grpc
 from services.common.errors import ModelUnavailableError
 from services.common.logs import configure_logging
 from services.common.server import NOT_SERVING, GrpcService, ServiceApp, run_until_signalled
+from services.common.tracing import configure_tracing
 from services.validator.config import SERVICE_NAME, ValidatorConfig
 from services.validator.nli_onnx import tier_from_config
 from services.validator.servicer import ValidatorServicer
@@ -55,6 +56,7 @@ def create_app(config: ValidatorConfig) -> ServiceApp:
 def main() -> None:
     config = ValidatorConfig.from_env()
     configure_logging("validator", config.server.log_level)
+    configure_tracing("validator")  # off unless OTEL_TRACES_EXPORTER is set
 
     # The aio server and channels bind to the running loop, so they are built inside it.
     async def serve() -> None:

@@ -12,7 +12,12 @@ from grounded.validator.v1 import validator_service_pb2_grpc as pb_grpc
 from grpc import aio
 
 from services.common.errors import ModelUnavailableError
-from services.common.metrics import MODEL_FAILURES, VALIDATED_SENTENCES, VALIDATION_FAILURES
+from services.common.metrics import (
+    MODEL_FAILURES,
+    SUPPORT_SCORE,
+    VALIDATED_SENTENCES,
+    VALIDATION_FAILURES,
+)
 from services.validator import convert
 from services.validator.engine import EntailmentTier, validate
 from services.validator.report import Verdict
@@ -65,6 +70,17 @@ def _validate_request(
     report = validate(answer, evidence, options, tier)
     if report.verdict is Verdict.NOT_GROUNDED:
         VALIDATION_FAILURES.labels(report.reason.value).inc()
+    if report.verdict is not Verdict.REFUSAL:
+        SUPPORT_SCORE.observe(report.support_score)
+    logger.info(
+        "validated",
+        extra={
+            "verdict": report.verdict.value,
+            "reason": report.reason.value,
+            "support_score": round(report.support_score, 4),
+            "sentences": len(report.sentences),
+        },
+    )
     for sentence in report.sentences:
         decided = sentence.decided_by.value if sentence.decided_by else "none"
         VALIDATED_SENTENCES.labels(decided, sentence.verdict.value).inc()

@@ -23,7 +23,7 @@ TARGETS: dict[str, Path] = {
         if (path / "kustomization.yaml").is_file()
     },
 }
-PROD_TARGETS = ("prod", "prod-openai")
+PROD_TARGETS = ("prod", "prod-openai", "prod-tracing")
 
 Manifest = dict[str, Any]
 
@@ -270,7 +270,7 @@ def pod(rendered: Rendered, app: str) -> Endpoint:
 
 class TestRender:
     def test_targets_cover_base_dev_prod_and_prod_openai(self) -> None:
-        assert {"base", "dev", "prod", "prod-openai"} <= set(TARGETS)
+        assert {"base", "dev", "prod", "prod-openai", "prod-tracing"} <= set(TARGETS)
 
     def test_render_includes_every_service_and_redis(self, rendered: Rendered) -> None:
         for name in [*(app.name for app in APPS), "redis"]:
@@ -617,3 +617,22 @@ class TestOpenAI:
             for item in container.get("env", []):
                 if "KEY" in item["name"].upper() or "TOKEN" in item["name"].upper():
                     assert "value" not in item, f"{name}: {item['name']}"
+
+
+class TestTracing:
+    def test_tracing_is_off_everywhere_but_the_tracing_overlay(self, rendered: Rendered) -> None:
+        exporter = rendered.settings().get("OTEL_TRACES_EXPORTER")
+        assert exporter == ("otlp" if rendered.target == "prod-tracing" else None)
+
+    @pytest.mark.parametrize("app", APPS, ids=lambda app: app.name)
+    def test_tracing_overlay_lets_each_service_reach_only_the_collector(self, app: App) -> None:
+        traced = Rendered("prod-tracing", render("prod-tracing"))
+        policies = traced.of_kind("NetworkPolicy")
+        collector = Endpoint(
+            {"app": "otel-collector"}, {"kubernetes.io/metadata.name": "observability"}
+        )
+        elsewhere = Endpoint({"app": "otel-collector"}, {"kubernetes.io/metadata.name": "default"})
+        source = pod(traced, app.name)
+        assert _direction_allows(policies, source, collector, 4317, "TCP", "Egress")
+        assert not _direction_allows(policies, source, elsewhere, 4317, "TCP", "Egress")
+        assert not _direction_allows(policies, source, collector, 443, "TCP", "Egress")

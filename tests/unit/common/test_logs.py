@@ -22,3 +22,19 @@ class TestJsonFormatter:
         assert payload["request_id"] == "req-123"
         assert payload["method"] == "RetrievePassages"
         assert payload["service"] == "retrieval"
+
+
+class TestTraceIds:
+    def test_a_line_logged_inside_a_span_carries_its_trace_and_span_ids(self) -> None:
+        from opentelemetry.sdk.trace import TracerProvider
+
+        tracer = TracerProvider().get_tracer("test")  # local: the global provider is untouched
+        record = logging.LogRecord("x", logging.INFO, __file__, 1, "inside", None, None)
+        with tracer.start_as_current_span("work") as span:
+            inside = json.loads(JsonFormatter("synthesis").format(record))
+            context = span.get_span_context()
+        outside = json.loads(JsonFormatter("synthesis").format(record))
+
+        assert inside["trace_id"] == format(context.trace_id, "032x")
+        assert inside["span_id"] == format(context.span_id, "016x")
+        assert "trace_id" not in outside
