@@ -1,6 +1,7 @@
 """Starts or stops the local stack (Redis + the three services) in the background, by PID file.
 
-`up` is idempotent: a component whose PID is alive is left alone. Logs go to var/run/logs/.
+`up` is idempotent: a component whose PID is alive is left alone. It returns once every service
+is SERVING and one SynthesizeAnswer has gone through end to end. Logs go to var/run/logs/.
 """
 
 from __future__ import annotations
@@ -112,6 +113,33 @@ def up(index_dir: str, timeout_s: float) -> None:
         _spawn(name, [sys.executable, "-m", f"services.{name}"], env)
     for name in SERVICES:
         _wait_serving(name, timeout_s)
+    _wait_answering(timeout_s)
+
+
+def _wait_answering(timeout_s: float) -> None:
+    """Until one SynthesizeAnswer goes through end to end (answered or refused, not an error).
+
+    SERVING says each process is up; a dependency that was just restarted can still be
+    unreachable from synthesis for a moment, and the demo call after `up` must not fail then.
+    """
+    from grounded.synthesis.v1 import synthesis_service_pb2 as spb
+    from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
+
+    address = f"127.0.0.1:{_port('synthesis')}"
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    with grpc.insecure_channel(address) as channel:
+        stub = spb_grpc.SynthesisServiceStub(channel)
+        request = spb.SynthesizeAnswerRequest(question="What is theft?")
+        while time.monotonic() < deadline:
+            try:
+                stub.SynthesizeAnswer(request, timeout=10)
+                print("stack: answering")
+                return
+            except grpc.RpcError as error:
+                last = f"{error.code().name}: {error.details()}"  # type: ignore[attr-defined]
+            time.sleep(0.5)
+    sys.exit(f"the stack did not answer within {timeout_s:.0f}s (last error {last}); see {LOG_DIR}")
 
 
 def down() -> None:
