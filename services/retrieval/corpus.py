@@ -16,6 +16,7 @@ from pypdf import PdfReader
 from pypdf.errors import PdfReadError
 
 from services.common.errors import CorpusFormatError
+from services.common.language.references import normalise_section
 
 logger = logging.getLogger(__name__)
 
@@ -132,11 +133,6 @@ _SECTION_RE = re.compile(r"^[0-9]+[A-Z]*$")
 def detect_act(path: Path) -> str | None:
     """Act code for a statutes file name (``ipc.json`` → ``IPC``), or None if unknown."""
     return ACT_BY_FILE_STEM.get(path.stem.lower())
-
-
-def normalise_section(raw: object) -> str:
-    """Canonical section number: ``"21A."`` → ``21A``, ``"239 A A"`` → ``239AA``, 420 → ``420``."""
-    return re.sub(r"\s+", "", str(raw)).rstrip(".").upper()
 
 
 def load_statutes(path: Path, act: str | None = None) -> list[Document]:

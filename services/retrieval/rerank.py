@@ -13,7 +13,8 @@ import numpy as np
 import numpy.typing as npt
 
 from services.common.evidence import Chunk
-from services.retrieval.expansion import INTENT_CUES, QueryAnalysis, SectionRef
+from services.common.language.references import SectionRef
+from services.retrieval.expansion import INTENT_CUES, QueryAnalysis
 from services.retrieval.lexical import tokenize
 
 logger = logging.getLogger(__name__)

@@ -10,6 +10,11 @@ from dataclasses import dataclass
 
 from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import Intent
+from services.common.language.references import (
+    normalise_section,
+    parse_section_refs,
+    reference_spans,
+)
 
 
 def _words(text: str) -> frozenset[str]:
@@ -58,15 +63,6 @@ GENERIC_WORDS = _words(
 )
 
 _TOKEN = re.compile(r"[a-z0-9]+")
-_SECTION_NUMBER = r"\d+(?:-?[a-z])?"
-# "section 420", "sections 378 and 379", "s. 302", "law 420", "article 21", "IPC 498A".
-_SECTION_REF = re.compile(
-    r"(?:\bsections?|\bsecs?\.?|\bss?\.|\blaws?|\barticles?|\barts?\.|§+"
-    r"|\b(?:ipc|crpc|cpc|iea|nia|mva)(?:\s+(?:section|s\.))?)"
-    rf"\s*({_SECTION_NUMBER}(?:\s*(?:,|and|or|&)\s*{_SECTION_NUMBER})*)\b",
-    re.I,
-)
-_NUMBER_IN_REF = re.compile(_SECTION_NUMBER, re.I)
 
 
 def stem(word: str) -> str:
@@ -94,11 +90,6 @@ def stem(word: str) -> str:
     if w.endswith("e") and len(w) > 3:
         w = w[:-1]
     return w
-
-
-def normalise_section(section: str) -> str:
-    """``"498-A"`` and ``"498 a"`` both become ``"498a"``."""
-    return re.sub(r"[\s\-]", "", section).lower()
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,11 +120,13 @@ class KeyTerms:
 
 def extract_key_terms(question: str) -> KeyTerms:
     """Drop stop, question and cue words; keep section references as their own key terms."""
-    text = question.lower()
-    sections: list[str] = []
-    for match in _SECTION_REF.finditer(text):
-        sections.extend(normalise_section(n) for n in _NUMBER_IN_REF.findall(match.group(1)))
-    remainder = _SECTION_REF.sub(" ", text)
+    # Sections as the shared parser reads them, lower-cased like every key term ("498a"); the
+    # references are cut out of the question (spans of the original text) before lower-casing.
+    sections = [ref.section.lower() for ref in parse_section_refs(question)]
+    remainder = question
+    for start, end in reversed(reference_spans(question)):
+        remainder = f"{remainder[:start]} {remainder[end:]}"
+    remainder = remainder.lower()
     terms: list[str] = []
     generic: list[str] = []
     for token in _TOKEN.findall(remainder):
@@ -173,7 +166,7 @@ def chunk_stems(chunk: Chunk) -> frozenset[str]:
 def chunk_section(chunk: Chunk) -> str:
     """The chunk's normalised section, falling back to the ``<ACT>_<SECTION>`` doc id."""
     if chunk.section:
-        return normalise_section(chunk.section)
+        return normalise_section(chunk.section).lower()
     match = re.search(r"_([0-9]+[A-Za-z]?)$", chunk.doc_id)
     return match.group(1).lower() if match else ""
 

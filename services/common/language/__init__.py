@@ -1,4 +1,7 @@
 """The project's language layer: pure text functions with one definition each (issue 14).
 
 ``sentences``: what a sentence is, for the generator and the validator.
+``references``: section references in questions ("section 420 IPC"), for retrieval and
+sufficiency, and the canonical section number the corpus loader uses.
+``windows``: how a text longer than a cross-encoder's input is covered, never truncated.
 """

@@ -12,6 +12,7 @@ from pypdf import PdfWriter
 from pypdf.generic import ContentStream, DictionaryObject, NameObject
 
 from services.common.errors import CorpusFormatError
+from services.common.language.references import normalise_section
 from services.retrieval.corpus import (
     ACTS,
     HMA_SOURCE_NOTE,
@@ -23,7 +24,6 @@ from services.retrieval.corpus import (
     load_jsonl,
     load_pdf,
     load_statutes,
-    normalise_section,
     normalise_whitespace,
 )
 from tests.unit.retrieval.conftest import IPC, STATUTES

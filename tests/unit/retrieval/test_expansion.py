@@ -5,13 +5,12 @@ from __future__ import annotations
 import pytest
 
 from services.common.intent import Intent
+from services.common.language.references import SectionRef, parse_section_refs
 from services.retrieval.expansion import (
     INTENT_EXPANSIONS,
-    SectionRef,
     analyse_query,
     feedback_query,
     feedback_terms,
-    parse_section_refs,
     rule_expansions,
 )
 

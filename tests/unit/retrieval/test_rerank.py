@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from services.common.evidence import Chunk
-from services.retrieval.expansion import SectionRef, analyse_query
+from services.common.language.references import SectionRef
+from services.retrieval.expansion import analyse_query
 from services.retrieval.rerank import (
     CrossEncoderReranker,
     HeuristicReranker,
