@@ -153,14 +153,18 @@ node_modules/.bin/buf: package.json
 	touch $@
 
 .PHONY: lint
-lint: install node_modules/.bin/buf ## ruff, mypy --strict, buf lint (+ buf breaking against main when it exists).
+lint: install node_modules/.bin/buf ## ruff, mypy --strict, buf lint, buf breaking against the committed contract baseline.
 	$(VENV)/bin/ruff check services tests scripts bench evaluation training
 	$(VENV)/bin/ruff format --check services tests scripts bench evaluation training
 	$(VENV)/bin/mypy services
 	node_modules/.bin/buf lint
-	@if git rev-parse --verify -q origin/main >/dev/null; then \
-	  node_modules/.bin/buf breaking --against '.git#branch=origin/main'; \
-	else echo "buf breaking: no origin/main to compare against, skipped"; fi
+	node_modules/.bin/buf breaking --against protos/baseline.binpb
+
+# A deliberate breaking change to the contracts: rebuild the baseline in the same commit and say
+# what broke, and why, in docs/CHANGELOG.md.
+.PHONY: proto-baseline
+proto-baseline: node_modules/.bin/buf ## Rebuild protos/baseline.binpb (the image buf breaking compares against).
+	node_modules/.bin/buf build -o protos/baseline.binpb
 
 .PHONY: deploy-check
 deploy-check: install ## Render every kustomize overlay, validate offline (--strict), lint YAML.
