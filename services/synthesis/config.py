@@ -12,6 +12,12 @@ from services.common.config import (
     ServerSettings,
     TlsSettings,
 )
+from services.synthesis.limits import (
+    DEFAULT_TOP_K,
+    MAX_TOP_K,
+    RETRIEVAL_TIMEOUT_S,
+    VALIDATION_TIMEOUT_S,
+)
 
 SERVICE_NAME = "grounded.synthesis.v1.SynthesisService"
 GENERATORS = ("extractive", "openai")
@@ -82,10 +88,14 @@ class SynthesisConfig:
             server=ServerSettings.from_env(env, default_port=50052, default_metrics_port=9092),
             retrieval_addr=env.str("RETRIEVAL_ADDR", "127.0.0.1:50051"),
             validator_addr=env.str("VALIDATOR_ADDR", "127.0.0.1:50053"),
-            retrieval_timeout_s=env.float("RETRIEVAL_TIMEOUT_S", 5.0, minimum=0.01, maximum=120.0),
-            validator_timeout_s=env.float("VALIDATOR_TIMEOUT_S", 5.0, minimum=0.01, maximum=120.0),
+            retrieval_timeout_s=env.float(
+                "RETRIEVAL_TIMEOUT_S", RETRIEVAL_TIMEOUT_S, minimum=0.01, maximum=120.0
+            ),
+            validator_timeout_s=env.float(
+                "VALIDATOR_TIMEOUT_S", VALIDATION_TIMEOUT_S, minimum=0.01, maximum=120.0
+            ),
             generator=env.str("GENERATOR", "extractive", choices=GENERATORS),
-            default_top_k=env.int("DEFAULT_TOP_K", 5, minimum=1, maximum=100),
+            default_top_k=env.int("DEFAULT_TOP_K", DEFAULT_TOP_K, minimum=1, maximum=MAX_TOP_K),
             history_turns=env.int("HISTORY_TURNS", 4, minimum=0, maximum=50),
             openai=OpenAISettings(
                 base_url=env.str("OPENAI_BASE_URL", "https://api.openai.com/v1"),

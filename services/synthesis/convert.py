@@ -8,13 +8,14 @@ from grounded.type.v1 import evidence_pb2
 from services.common.errors import Violations
 from services.common.passages import INTENT_TO_PROTO, scored_to_proto, timings_to_proto
 from services.synthesis.generation import Turn
+from services.synthesis.limits import (
+    MAX_HISTORY_TURNS,
+    MAX_QUESTION_CHARS,
+    MAX_TOP_K,
+    MAX_TURN_CHARS,
+)
 from services.synthesis.pipeline import SynthesisRequest, SynthesisResult, SynthesisStatus
 from services.validator.convert import report_to_proto
-
-MAX_QUESTION_CHARS = 2000
-MAX_TOP_K = 100
-MAX_HISTORY_TURNS = 50
-MAX_TURN_CHARS = 8000
 
 _STATUS = {
     SynthesisStatus.ANSWERED: pb.ANSWER_STATUS_ANSWERED,

@@ -52,6 +52,14 @@ from services.synthesis.generation import (
     TokenUsage,
     Turn,
 )
+from services.synthesis.limits import (
+    DEFAULT_TOP_K,
+    GENERATION_TIMEOUT_S,
+    MAX_QUESTION_CHARS,
+    MAX_TOP_K,
+    RETRIEVAL_TIMEOUT_S,
+    VALIDATION_TIMEOUT_S,
+)
 from services.synthesis.prompt import group_by_document, is_synthesis_mode, source_documents
 from services.synthesis.sufficiency import (
     SufficiencyDecision,
@@ -119,7 +127,7 @@ class SynthesisRequest:
     name (None = the default generator)."""
 
     question: str
-    top_k: int = 5
+    top_k: int = DEFAULT_TOP_K
     acts: tuple[str, ...] = ()
     doc_ids: tuple[str, ...] = ()
     history: tuple[Turn, ...] = ()
@@ -130,11 +138,11 @@ class SynthesisRequest:
 class PipelineSettings:
     """Per-stage time limits (each call gets ``min(remaining deadline, limit)``) and knobs."""
 
-    retrieval_timeout_s: float = 2.0
-    generation_timeout_s: float = 30.0
-    validation_timeout_s: float = 2.0
-    max_top_k: int = 50
-    max_question_chars: int = 2000
+    retrieval_timeout_s: float = RETRIEVAL_TIMEOUT_S
+    generation_timeout_s: float = GENERATION_TIMEOUT_S
+    validation_timeout_s: float = VALIDATION_TIMEOUT_S
+    max_top_k: int = MAX_TOP_K
+    max_question_chars: int = MAX_QUESTION_CHARS
     history_turns: int = 4
     sufficiency: SufficiencyOptions = field(default_factory=SufficiencyOptions)
     # Retrieval is asked for at least this many passages. The request's ``top_k`` best are the

@@ -21,9 +21,9 @@ from services.synthesis.clients import (
     GrpcValidator,
 )
 from services.synthesis.config import SERVICE_NAME, SynthesisConfig
-from services.synthesis.convert import MAX_QUESTION_CHARS, MAX_TOP_K
 from services.synthesis.extractive import ExtractiveGenerator
 from services.synthesis.generation import Generator
+from services.synthesis.limits import MAX_QUESTION_CHARS, MAX_TOP_K
 from services.synthesis.openai_generator import OpenAIGenerator, OpenAISettings
 from services.synthesis.pipeline import PipelineSettings, SynthesisPipeline
 from services.synthesis.routing import PipelineRouter

@@ -1,0 +1,35 @@
+"""One definition of SynthesizeAnswer's limits: the edge, the pipeline, the settings and the
+proto comments agree, and synthesis never lets through a top_k retrieval would reject."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from services.retrieval import search as retrieval_search
+from services.synthesis import limits
+from services.synthesis.config import SynthesisConfig
+from services.synthesis.pipeline import PipelineSettings, SynthesisRequest
+
+PROTO = Path(__file__).resolve().parents[3] / "protos/grounded/synthesis/v1/synthesis_service.proto"
+
+
+class TestLimits:
+    def test_top_k_limit_matches_retrievals(self) -> None:
+        assert limits.MAX_TOP_K == retrieval_search.MAX_TOP_K
+        assert limits.DEFAULT_TOP_K == retrieval_search.DEFAULT_TOP_K
+
+    def test_pipeline_and_settings_defaults_come_from_the_limits(self) -> None:
+        settings, config = PipelineSettings(), SynthesisConfig.from_env({})
+
+        assert (settings.max_top_k, settings.max_question_chars) == (
+            limits.MAX_TOP_K,
+            limits.MAX_QUESTION_CHARS,
+        )
+        assert SynthesisRequest("q").top_k == config.default_top_k == limits.DEFAULT_TOP_K
+        assert settings.retrieval_timeout_s == config.retrieval_timeout_s
+        assert settings.validation_timeout_s == config.validator_timeout_s
+
+    def test_proto_comments_cite_the_limits(self) -> None:
+        text = PROTO.read_text()
+        assert f"1 to {limits.MAX_QUESTION_CHARS:,} characters" in text
+        assert f"How many evidence passages to retrieve, 1 to {limits.MAX_TOP_K}" in text
