@@ -23,13 +23,12 @@ import numpy as np
 from services.common.errors import ModelUnavailableError
 
 REQUIRED_FILES = ("model.onnx", "tokenizer.json")
-# One ONNX run holds at most this many tokens (pairs x padded length) and 32 pairs. Measured on
-# this CPU (bench.validator_model's five IPC pairs of 105-175 tokens, 1 thread, alternating
-# runs): one run of all five 63.3 ms p50, one pair per run 49.6 ms. Batching long pairs costs
-# time here (int8 kernels on a larger working set) and memory (the arena keeps its peak:
-# ~800 MB RSS at 32 x 230 tokens), so long pairs run alone and short ones share a run.
-BATCH_TOKENS = 256
-BATCH_PAIRS = 32
+# Every pair runs alone. The int8 graph quantises activations dynamically with one scale per
+# tensor, i.e. per batch, so a pair's probabilities depended on what it was batched with: over
+# 200 IPC pairs, batched vs alone differed by up to 0.28 (mean 0.02; 7 argmax flips), so one
+# answer sentence's verdict could change with the other sentences of the request. One pair per
+# run is batch-invariant, and on this CPU also faster (10 pairs: 62.9 ms p50 alone vs 72.8 ms
+# batched, 1 thread; long pairs were already run alone for speed and memory).
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,11 +134,9 @@ class OnnxCrossEncoder:
             return out
         with self._lock:
             encodings = self._tokenizer.encode_batch(list(pairs))
-        # Sorted by length, so each batch pads to similar lengths.
-        order = sorted(range(len(pairs)), key=lambda i: len(encodings[i].ids))
         try:
-            for idx in batches(order, [len(e.ids) for e in encodings]):
-                out[idx] = self._run([encodings[i] for i in idx])
+            for row, encoding in enumerate(encodings):
+                out[row] = self._run([encoding])[0]
         except ModelUnavailableError:
             raise
         except Exception as exc:  # out of memory, a corrupt graph found at run time, ...
@@ -170,20 +167,3 @@ class OnnxCrossEncoder:
         exp: np.ndarray = np.exp(scores)
         probs: np.ndarray = exp / exp.sum(axis=1, keepdims=True)
         return probs
-
-
-def batches(order: Sequence[int], lengths: Sequence[int]) -> list[list[int]]:
-    """Cut ``order`` (sorted by length) into runs of at most BATCH_TOKENS padded tokens."""
-    out: list[list[int]] = []
-    current: list[int] = []
-    width = 0
-    for i in order:
-        grown = max(width, lengths[i])
-        if current and (grown * (len(current) + 1) > BATCH_TOKENS or len(current) >= BATCH_PAIRS):
-            out.append(current)
-            current, grown = [], lengths[i]
-        current.append(i)
-        width = grown
-    if current:
-        out.append(current)
-    return out

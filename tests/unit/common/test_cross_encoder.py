@@ -1,4 +1,4 @@
-"""The shared cross-encoder loader: batching by tokens, manifest reading, wrong-task models."""
+"""The shared cross-encoder loader: batch invariance, manifest reading, wrong-task models."""
 
 from __future__ import annotations
 
@@ -8,23 +8,25 @@ from pathlib import Path
 
 import pytest
 
-from services.common.cross_encoder import BATCH_PAIRS, BATCH_TOKENS, ModelManifest, batches
+from services.common.cross_encoder import ModelManifest
 from services.common.errors import ModelUnavailableError
 from services.validator.config import DEFAULT_MODEL_DIR
 from services.validator.nli_onnx import OnnxNliModel
 
 
-class TestBatches:
-    def test_batches_keep_padded_tokens_under_the_budget(self) -> None:
-        lengths = [6] * 40 + [200] * 20
-        cut = batches(list(range(60)), lengths)
-        assert sorted(i for b in cut for i in b) == list(range(60))
-        for batch in cut:
-            assert max(lengths[i] for i in batch) * len(batch) <= BATCH_TOKENS or len(batch) == 1
-            assert len(batch) <= BATCH_PAIRS
-
-    def test_batches_give_an_overlong_pair_its_own_run(self) -> None:
-        assert batches([0, 1], [10, BATCH_TOKENS + 5]) == [[0], [1]]
+class TestBatchInvariance:
+    def test_a_pairs_probabilities_do_not_depend_on_the_other_pairs(self) -> None:
+        # int8 dynamic quantisation scales activations per run: batching pairs made one pair's
+        # score depend on its batch-mates (up to 0.28 apart); every pair now runs alone.
+        model = OnnxNliModel(DEFAULT_MODEL_DIR)
+        pair = ("Whoever commits theft shall be punished with imprisonment.", "Theft is punished.")
+        others = [
+            ("A long unrelated premise about the Official Gazette and notices " * 6, "Rain."),
+            ("Short.", "Whoever causes death by negligence is punished."),
+        ]
+        alone = model.predict([pair])[0]
+        together = model.predict([others[0], pair, others[1]])[1]
+        assert together == alone
 
 
 class TestManifest:
