@@ -16,8 +16,10 @@ From those, this simulates each mode (answerability.py) over a grid of threshold
 
 It picks, for each mode, the thresholds that maximise the mean of the per-set balanced
 accuracies (correct-refusal rate and answered rate of answerable items) **without raising any
-set's false-refusal rate by more than ``MAX_FALSE_REFUSAL_RISE`` over the keyword rules** (do
-no harm: unconstrained, the objective buys SQuAD correct refusals with 40 % false refusals). It
+set's false-refusal rate, or lowering its correct-refusal rate, by more than
+``MAX_RATE_CHANGE`` against the keyword rules** (do no harm: unconstrained, the objective bought
+SQuAD correct refusals with 40 % false refusals; with the false-refusal cap alone it rescued
+out-of-corpus IPC questions, golden-set correct refusal 0.846 -> 0.731). It
 reads the **tune sets only**: the
 SQuAD 2.0 items whose id has an even crc32 (the same split ``probe_answerability`` uses) and the
 team's IPC golden set (tuned on since the keyword rules were written). The SQuAD report half and
@@ -42,7 +44,7 @@ from services.synthesis.sufficiency import extract_key_terms
 
 MODEL_DIR = Path("models/answerability-minilm-l6")
 GRID = np.round(np.arange(0.02, 1.0, 0.01), 2)
-MAX_FALSE_REFUSAL_RISE = 0.05
+MAX_RATE_CHANGE = 0.05
 _RESCUABLE = {r.value for r in RESCUABLE}
 _STRUCTURAL = {r.value for r in STRUCTURAL}
 
@@ -109,18 +111,25 @@ def balanced(sets: Sequence[Sequence[Row]], mode: str, veto: float, rescue: floa
 
 
 def harmless(sets: Sequence[Sequence[Row]], mode: str, veto: float, rescue: float) -> bool:
-    """No set's false refusal rises more than MAX_FALSE_REFUSAL_RISE over the keyword rules."""
-    return all(
-        simulate(rows, mode, veto, rescue)["false_refusal"]
-        <= simulate(rows, "veto", 0.0, 1.0)["false_refusal"] + MAX_FALSE_REFUSAL_RISE + 1e-9
-        for rows in sets
-    )
+    """Do no harm, both ways: on no set does false refusal rise, or correct refusal fall, by
+    more than MAX_RATE_CHANGE against the keyword rules."""
+    for rows in sets:
+        now, before = simulate(rows, mode, veto, rescue), simulate(rows, "veto", 0.0, 1.0)
+        if now["false_refusal"] > before["false_refusal"] + MAX_RATE_CHANGE + 1e-9:
+            return False
+        if now["correct_refusal"] < before["correct_refusal"] - MAX_RATE_CHANGE - 1e-9:
+            return False
+    return True
 
 
 def choose(sets: Sequence[Sequence[Row]], mode: str) -> tuple[float, float]:
     vetoes = GRID if mode in ("veto", "both", "model") else [0.0]
     rescues = GRID if mode in ("rescue", "both") else [1.0]
-    allowed = [(v, r) for v in vetoes for r in rescues if harmless(sets, mode, v, r)]
+    # "model" is the model-alone ablation: it replaces the keyword rules, so it cannot be held
+    # to them; it gets the best threshold by the objective alone.
+    allowed = [
+        (v, r) for v in vetoes for r in rescues if mode == "model" or harmless(sets, mode, v, r)
+    ]
     if not allowed:
         return 0.0, 1.0  # nothing helps without harm: the model changes no decision
     best = max(
@@ -179,7 +188,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "model_only_threshold": chosen["model"][0],
         "chosen_on": "tune sets only: SQuAD 2.0 dev items with even crc32(id) (first 300), "
         "IPC golden v1; objective: mean balanced accuracy of each simulated mode, with no "
-        f"set's false refusal rising more than {MAX_FALSE_REFUSAL_RISE} over the keyword rules",
+        f"set's false refusal rising, or correct refusal falling, more than {MAX_RATE_CHANGE} "
+        "against the keyword rules",
         "simulated": result,
     }
     manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
