@@ -315,6 +315,8 @@ class Requirement(enum.Enum):
     NAMED_TERMS_MATCH = "NAMED_TERMS_MATCH"
     # The answerability model found no evidence sentence that answers (answerability.py).
     ANSWERING_SENTENCE = "ANSWERING_SENTENCE"
+    # "How many ...?" needs a number, "In what year ...?" a time, in some relevant chunk.
+    ANSWER_TYPE = "ANSWER_TYPE"
 
 
 _INTENT_REQUIREMENT: dict[Intent, Requirement] = {
@@ -336,6 +338,7 @@ _DESCRIPTIONS: dict[Requirement, str] = {
     Requirement.SCOPE_LANGUAGE: "no relevant evidence states an extent or applicability",
     Requirement.NAMED_TERMS_MATCH: "the relevant evidence lacks a name or number the question uses",
     Requirement.ANSWERING_SENTENCE: "no evidence sentence answers the question",
+    Requirement.ANSWER_TYPE: "no relevant evidence holds the kind of answer asked for",
 }
 
 
@@ -351,6 +354,9 @@ class SufficiencyOptions:
     # Every name and number the question writes ("Tesla", "1905") must occur in some relevant
     # chunk: an on-topic question with one swapped name cannot be answered from this evidence.
     require_named_terms: bool = False
+    # "How many/much ...?" needs a number and "In what year / When was ...?" a date or year in
+    # some relevant chunk (``answer_type``); "When is ...?" asks for conditions, not a time.
+    require_answer_type: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -446,6 +452,13 @@ def assess_sufficiency(
             found = frozenset().union(*(chunk_stems(s.chunk) for s in relevant))
             if required - found:
                 return decide(Requirement.NAMED_TERMS_MATCH, relevant)
+    if opts.require_answer_type:
+        wanted = answer_type(question)
+        if wanted is not None:
+            checked.append(Requirement.ANSWER_TYPE)
+            relevant = [s for s in relevant if _ANSWER_TYPES[wanted].search(s.chunk.text)]
+            if not relevant:
+                return decide(Requirement.ANSWER_TYPE)
     requirement = _INTENT_REQUIREMENT.get(intent)
     if requirement is None:
         return decide(None, relevant, relevant)
@@ -454,6 +467,45 @@ def assess_sufficiency(
     if not supporting:
         return decide(requirement, relevant)
     return decide(None, relevant, supporting)
+
+
+_NUMBER_WORDS = (
+    r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen"
+    r"|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty"
+    r"|ninety|hundred|thousand|million|billion|lakh|crore|dozen|half|several|many|few"
+)
+_MONTHS = r"january|february|march|april|may|june|july|august|september|october|november|december"
+_ASKS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "number",
+        re.compile(
+            r"^\W*(?:how\s+(?:many|much|long|old|far|large|big|tall|high|often)\b"
+            r"|what\s+(?:number|percentage|proportion|amount|size|population)\b)",
+            re.I,
+        ),
+    ),
+    (
+        "time",
+        re.compile(
+            r"^\W*(?:(?:in\s+)?(?:what|which)\s+(?:year|century|decade|month|date|day)\b"
+            r"|when\s+(?:was|were|did|had)\b)",
+            re.I,
+        ),
+    ),
+)
+_ANSWER_TYPES: dict[str, re.Pattern[str]] = {
+    "number": re.compile(rf"\d|\b(?:{_NUMBER_WORDS})\b", re.I),
+    "time": re.compile(
+        rf"\b(?:1\d{{3}}|20\d{{2}}|\d{{1,4}}s|(?:{_MONTHS})|centur(?:y|ies)|decades?"
+        r"|(?:B\.?C|A\.?D|C\.?E)\b|era|dynasty|age|period|years?|ago|today|now)\b",
+        re.I,
+    ),
+}
+
+
+def answer_type(question: str) -> str | None:
+    """The kind of answer the question's opening asks for ("number", "time"), or None."""
+    return next((kind for kind, pattern in _ASKS if pattern.search(question)), None)
 
 
 _NAME_OR_NUMBER = re.compile(r"\b(?:[A-Z][\w'’-]*|\d[\d,.]*)")

@@ -12,6 +12,7 @@ from services.synthesis.sufficiency import (
     Requirement,
     SufficiencyDecision,
     SufficiencyOptions,
+    answer_type,
     assess_sufficiency,
     extract_key_terms,
     has_intent_language,
@@ -320,3 +321,35 @@ class TestClassifyIntent:
     )
     def test_classify_intent_reads_question_cues(self, question: str, intent: Intent) -> None:
         assert classify_intent(question) is intent
+
+
+class TestAnswerType:
+    @pytest.mark.parametrize(
+        ("question", "kind"),
+        [
+            ("How many people live in Paris?", "number"),
+            ("How long is the imprisonment for theft?", "number"),
+            ("In what year did the war end?", "time"),
+            ("When was the treaty signed?", "time"),
+            # "When is ...?" asks for a condition in a statute, not a time.
+            ("When is a person said to commit theft?", None),
+            ("What is theft?", None),
+        ],
+    )
+    def test_answer_type_reads_the_questions_opening(self, question: str, kind: str | None) -> None:
+        assert answer_type(question) == kind
+
+    def test_a_number_question_needs_a_number_in_relevant_evidence(self) -> None:
+        options = SufficiencyOptions(require_answer_type=True)
+        words = ScoredChunk(chunk("IPC_379_0", "Theft is punished with imprisonment."), 0.9)
+        number = ScoredChunk(
+            chunk("IPC_379_0", "Theft is punished with imprisonment for three years."), 0.9
+        )
+        question = "How long is the imprisonment for theft?"
+
+        refused = assess_sufficiency(question, Intent.PUNISHMENT, [words], options)
+        answered = assess_sufficiency(question, Intent.PUNISHMENT, [number], options)
+
+        assert refused.failed is Requirement.ANSWER_TYPE
+        assert answered.sufficient
+        assert assess_sufficiency(question, Intent.PUNISHMENT, [words]).sufficient  # off
