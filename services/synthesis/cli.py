@@ -57,13 +57,21 @@ def _print_human(response: pb.SynthesizeAnswerResponse, verbose: bool) -> None:
         print("\nCitations:")
         for doc in response.citations:
             act = doc.source.act or doc.doc_id
-            print(
-                f"  {act} s.{doc.section} — {doc.title}"
-                if doc.section
-                else f"  {doc.doc_id} — {doc.title}"
+            chapter = (
+                f" (chapter {doc.source.chapter}: {doc.source.chapter_title})"
+                if doc.source.chapter
+                else ""
             )
+            print(
+                f"  {act} s.{doc.section} — {doc.title}{chapter}"
+                if doc.section
+                else f"  {doc.doc_id} — {doc.title}{chapter}"
+            )
+            if doc.source.url:
+                print(f"    {doc.source.url}")
             for c in doc.citations:
                 print(f"    [{c.semantic_id}] {c.snippet}")
+                print(f"      at {c.locator}, characters {c.char_start}-{c.char_end}")
     v = response.validation
     s = response.sufficiency
     docs = {p.doc_id for p in response.evidence}

@@ -103,7 +103,13 @@ def result_to_proto(result: SynthesisResult) -> pb.SynthesizeAnswerResponse:
                 doc_id=doc.doc_id,
                 title=doc.title,
                 section=doc.section,
-                source=evidence_pb2.SourceMetadata(act=doc.act, act_name=doc.act_name, url=doc.url),
+                source=evidence_pb2.SourceMetadata(
+                    act=doc.act,
+                    act_name=doc.act_name,
+                    url=doc.url,
+                    chapter=doc.chapter,
+                    chapter_title=doc.chapter_title,
+                ),
                 citations=[
                     pb.Citation(
                         semantic_id=c.semantic_id,
@@ -111,6 +117,10 @@ def result_to_proto(result: SynthesisResult) -> pb.SynthesizeAnswerResponse:
                         snippet=c.snippet,
                         sentence_index=c.sentence_index,
                         score=c.score,
+                        char_start=c.char_start,
+                        char_end=c.char_end,
+                        answer_sentences=c.answer_sentences,
+                        locator=c.locator,
                     )
                     for c in doc.citations
                 ],

@@ -171,6 +171,10 @@ class Citation:
     url: str
     score: float
     answer_sentences: tuple[int, ...] = ()
+    # The sentence's span in its document's full text, and a stable act/section locator.
+    char_start: int = 0
+    char_end: int = 0
+    locator: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +188,8 @@ class DocumentCitations:
     section: str
     url: str
     citations: tuple[Citation, ...]
+    chapter: str = ""
+    chapter_title: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -664,6 +670,13 @@ def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
     return cut.rstrip(" ,;:") + "…"
 
 
+def citation_locator(chunk: Chunk) -> str:
+    """``IPC/420#0`` for a statute sentence, ``<doc_id>#<n>`` for any other document."""
+    if chunk.act and chunk.section:
+        return f"{chunk.act}/{chunk.section}#{chunk.sentence_index}"
+    return f"{chunk.doc_id}#{chunk.sentence_index}"
+
+
 def build_citations(
     report: ValidationReport, evidence: Sequence[ScoredChunk]
 ) -> tuple[DocumentCitations, ...]:
@@ -693,6 +706,9 @@ def build_citations(
                 url=chunk.url,
                 score=scored.score,
                 answer_sentences=tuple(dict.fromkeys(indices)),
+                char_start=chunk.char_start,
+                char_end=chunk.char_end,
+                locator=citation_locator(chunk),
             )
         )
     documents: list[DocumentCitations] = []
@@ -707,6 +723,8 @@ def build_citations(
                 section=first.section,
                 url=first.url,
                 citations=tuple(citations),
+                chapter=first.chapter,
+                chapter_title=first.chapter_title,
             )
         )
     return tuple(documents)

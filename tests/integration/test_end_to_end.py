@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import grpc
 import pytest
 from grounded.retrieval.v1 import retrieval_service_pb2 as rpb
@@ -13,8 +15,11 @@ from grounded.validator.v1 import validator_service_pb2 as vpb
 from grounded.validator.v1 import validator_service_pb2_grpc as vpb_grpc
 
 from services.common.refusal import REFUSAL
+from services.retrieval.corpus import load_documents
 from tests.integration.conftest import Stack
 from tests.support.grpc_helpers import error_reason, field_violations
+
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.integration
 
@@ -41,6 +46,23 @@ class TestSynthesizeAnswer:
         assert "[IPC_420_" in response.answer
         assert response.validation.verdict == vpb.VALIDATION_VERDICT_GROUNDED
         assert any(d.doc_id == "IPC_420" for d in response.citations)
+
+    async def test_synthesize_citations_lead_back_to_the_exact_characters(
+        self, stack: Stack
+    ) -> None:
+        response = await _ask(stack, "What is the punishment for theft?", top_k=5)
+        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
+        sections = {
+            d.doc_id: d.text
+            for d in load_documents(ROOT / "data/corpora/indian_law/ipc.json", act="IPC")
+        }
+        for document in response.citations:
+            assert document.source.chapter and document.source.chapter_title
+            for c in document.citations:
+                assert sections[document.doc_id][c.char_start : c.char_end] == c.sentence
+                section, n = c.semantic_id.removeprefix("IPC_").rsplit("_", 1)
+                assert c.locator == f"IPC/{section}#{n}"
+                assert list(c.answer_sentences)  # every citation names the sentence citing it
 
     async def test_synthesize_unanswerable_question_is_refused_exactly(self, stack: Stack) -> None:
         response = await _ask(stack, "What is the capital of France?")

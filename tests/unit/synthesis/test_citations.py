@@ -126,3 +126,6 @@ class TestCitations:
         assert first.url == "https://example.test/ipc/120B"
         assert first.score == pytest.approx(0.9)
         assert documents[1].citations[0].answer_sentences == (1,)
+        assert first.locator == "IPC/120B#0"
+        assert documents[0].chapter == ipc["IPC_120B_0"].chapter
+        assert documents[0].chapter_title == ipc["IPC_120B_0"].chapter_title
