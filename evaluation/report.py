@@ -17,6 +17,21 @@ from matplotlib.figure import Figure
 from evaluation.metrics import HEADLINE, Metric, Report
 
 REPORT_ROOT = Path("reports/eval")
+
+
+def newest_report(dataset: str, *needles: str, root: Path = REPORT_ROOT) -> Path | None:
+    """The newest ``report.json`` of ``dataset`` whose run description contains every needle
+    (a data file name, a server setting such as ``SYNTHESIS_ANSWERABILITY=shadow``)."""
+    for folder in sorted(root.glob(f"*-{dataset}"), reverse=True):
+        path = folder / "report.json"
+        if not path.is_file():
+            continue
+        run = json.dumps(json.loads(path.read_text())["run"])
+        if all(needle in run for needle in needles):
+            return path
+    return None
+
+
 SUMMARY_START = "<!-- eval-summary:start -->"
 SUMMARY_END = "<!-- eval-summary:end -->"
 _ROW = re.compile(r"^<!-- eval-row (?P<json>\{.*\}) -->$")

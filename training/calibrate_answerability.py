@@ -29,16 +29,15 @@ the plain-language IPC set are never read here.
 from __future__ import annotations
 
 import argparse
-import glob
 import json
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from evaluation.datasets import load_dataset
+from evaluation.datasets import in_tune_half, load_dataset
+from evaluation.report import newest_report
 from services.synthesis.answerability import RESCUABLE, STRUCTURAL
 from services.synthesis.sufficiency import extract_key_terms
 
@@ -63,7 +62,7 @@ def tune_rows(report: Path, *, split: bool, dataset: str, data: Path | None = No
     questions = {i.item_id: i.question for i in load_dataset(dataset, data).items}
     rows = []
     for item in json.loads(report.read_text())["items"]:
-        if split and zlib.crc32(item["item_id"].encode()) % 2 != 0:
+        if split and not in_tune_half(item["item_id"]):
             continue  # the report half: never read
         if item["status"] == "error" or item.get("answerability") is None:
             continue
@@ -141,12 +140,10 @@ def choose(sets: Sequence[Sequence[Row]], mode: str) -> tuple[float, float]:
 
 
 def newest_shadow(dataset: str, data_name: str) -> Path:
-    for folder in sorted(glob.glob(f"reports/eval/*-{dataset}"), reverse=True):
-        report = Path(folder, "report.json")
-        text = json.loads(report.read_text())["run"]
-        if "SYNTHESIS_ANSWERABILITY=shadow" in json.dumps(text) and data_name in json.dumps(text):
-            return report
-    raise SystemExit(f"no shadow-mode report for {dataset} ({data_name}); run the evaluation first")
+    report = newest_report(dataset, data_name, "SYNTHESIS_ANSWERABILITY=shadow")
+    if report is None:
+        raise SystemExit(f"no shadow-mode report for {dataset} ({data_name}); run the evaluation")
+    return report
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -18,35 +18,28 @@ from __future__ import annotations
 import argparse
 import glob
 import json
-import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from evaluation.datasets import load_dataset
-from services.common.cross_encoder import OnnxCrossEncoder
-from services.common.language.windows import token_windows
+from evaluation.datasets import in_tune_half, load_dataset
+from evaluation.report import newest_report
 from services.retrieval.config import RetrievalConfig
 from services.retrieval.search import SearchRequest
 from services.retrieval.server import build_searcher
+from services.synthesis.answerability_onnx import OnnxAnswerabilityScorer
 
 TARGET_FALSE_REFUSAL = 0.15
 
 
-def scores(model: OnnxCrossEncoder, index_dir: Path, questions: Sequence[str]) -> np.ndarray:
+def scores(model: OnnxAnswerabilityScorer, index_dir: Path, questions: Sequence[str]) -> np.ndarray:
+    """Each question's best P(answers) over retrieval's top 10 chunks (the serving scorer)."""
     searcher = build_searcher(RetrievalConfig.from_env({"RETRIEVAL_INDEX_DIR": str(index_dir)}))
-    answers = model.manifest.labels.index("answers")
     out = []
     for question in questions:
         chunks = searcher.search(SearchRequest(query=question, top_k=10)).chunks
-        budget = model.window_tokens() - len(model.token_spans(question)) - 3
-        pairs = [
-            (c.chunk.text[start:end], question)
-            for c in chunks
-            for start, end in token_windows(c.chunk.text, model, budget, overlap=budget // 4)
-        ]
-        out.append(float(model.probabilities(pairs)[:, answers].max()) if pairs else 0.0)
+        out.append(max(model.score(question, [c.chunk.text for c in chunks]), default=0.0))
     return np.array(out)
 
 
@@ -62,29 +55,28 @@ def rates(score: np.ndarray, answerable: np.ndarray, threshold: float) -> dict[s
 
 def today(dataset: str, data: str) -> dict[str, float] | None:
     """The system's current refusal rates from the newest evaluation report on the same data."""
-    for folder in sorted(glob.glob(f"reports/eval/*-{dataset}"), reverse=True):
-        report = json.loads(Path(folder, "report.json").read_text())
-        if data in json.dumps(report["run"]):
-            m = report["metrics"]
-            return {
-                k: round(m[k]["value"], 3)
-                for k in ("correct_refusal_rate", "false_refusal_rate")
-                if m.get(k, {}).get("value") is not None
-            }
-    return None
+    path = newest_report(dataset, data)
+    if path is None:
+        return None
+    m = json.loads(path.read_text())["metrics"]
+    return {
+        k: round(m[k]["value"], 3)
+        for k in ("correct_refusal_rate", "false_refusal_rate")
+        if m.get(k, {}).get("value") is not None
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model-dir", type=Path, default=Path("models/answerability-minilm-l6"))
     args = parser.parse_args(argv)
-    model = OnnxCrossEncoder(args.model_dir, threads=2)
+    model = OnnxAnswerabilityScorer(args.model_dir, threads=2)
     index = {name: Path(glob.glob(f"var/eval/{name}/*/index")[0]) for name in ("squad2", "ipc")}
 
     squad = load_dataset("squad2").items
     s_score = scores(model, index["squad2"], [i.question for i in squad])
     s_ans = np.array([i.answerable for i in squad])
-    tune = np.array([zlib.crc32(i.item_id.encode()) % 2 == 0 for i in squad])
+    tune = np.array([in_tune_half(i.item_id) for i in squad])
     grid = np.round(np.arange(0.02, 1.0, 0.02), 2)
     ok = [
         t

@@ -138,10 +138,22 @@ async def ready_within(channel: aio.Channel, timeout_s: float) -> bool:
 _T = TypeVar("_T")
 
 
+# At most this share of a call's time budget is spent waiting for a reconnecting channel.
+_READY_SHARE = 0.5
+
+
 async def call_idempotent(
-    call: Callable[[float], Awaitable[_T]], timeout_s: float, *, attempts: int = 2
+    call: Callable[[float], Awaitable[_T]],
+    timeout_s: float,
+    *,
+    channel: aio.Channel | None = None,
+    connect_wait_s: float = 0.0,
+    attempts: int = 2,
 ) -> _T:
     """Run an idempotent unary ``call(timeout_s)``, again on UNAVAILABLE while time is left.
+
+    With a ``channel``, first wait up to ``connect_wait_s`` (at most half the budget) for it to
+    be READY (``ready_within``), so the first call after a dependency restarts gets through.
 
     The channel's retry policy (``ChannelPolicy``) covers calls that never reached a server.
     It cannot retry a call whose server died after answering with headers (the servers echo the
@@ -150,6 +162,8 @@ async def call_idempotent(
     another server. Every attempt gets only what is left of ``timeout_s``.
     """
     deadline = time.monotonic() + timeout_s
+    if channel is not None:
+        await ready_within(channel, min(connect_wait_s, timeout_s * _READY_SHARE))
     for attempt in range(1, attempts + 1):
         try:
             return await call(max(0.001, deadline - time.monotonic()))

@@ -84,8 +84,7 @@ class GrpcService:
             self.port = self.server.add_secure_port(address, server_credentials(self.settings.tls))
         else:
             self.port = self.server.add_insecure_port(address)
-        for name in ("", *self.service_names):
-            await self.health.set(name, NOT_SERVING)
+        await self.mark_not_serving()
         await self.server.start()
         logger.info(
             "listening",
@@ -95,6 +94,11 @@ class GrpcService:
             },
         )
         return self.port
+
+    async def mark_not_serving(self) -> None:
+        """Take the server out of rotation (start-up, or a shipped model that stopped working)."""
+        for name in ("", *self.service_names):
+            await self.health.set(name, NOT_SERVING)
 
     async def mark_serving(self) -> None:
         for name in ("", *self.service_names):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 import grpc
@@ -15,7 +14,7 @@ from grounded.validator.v1 import validator_service_pb2_grpc as vpb_grpc
 from grpc import aio
 from grpc_status import rpc_status
 
-from services.common.channels import call_idempotent, outbound_metadata, ready_within
+from services.common.channels import call_idempotent, outbound_metadata
 from services.common.errors import (
     DependencyTimeoutError,
     DependencyUnavailableError,
@@ -45,15 +44,11 @@ def _dependency_error(name: str, err: aio.AioRpcError) -> Exception:
     return DependencyUnavailableError(name, f"{err.code().name}: {err.details() or ''}".strip())
 
 
-# At most this share of a call's time budget is spent waiting for a reconnecting channel.
-_READY_SHARE = 0.5
-
-
 class GrpcRetriever:
     """Calls RetrievalService/RetrievePassages.
 
     ``connect_wait_s``: how long a call may first wait for a channel that is reconnecting (a
-    restarted retrieval pod), at most half its time budget (``ready_within``).
+    restarted retrieval pod), at most half its time budget (``call_idempotent``).
     """
 
     def __init__(self, channel: aio.Channel, *, connect_wait_s: float = 0.0) -> None:
@@ -75,13 +70,13 @@ class GrpcRetriever:
             top_k=top_k,
             filters=evidence_pb2.EvidenceFilters(acts=list(acts), doc_ids=list(doc_ids)),
         )
-        started = time.monotonic()
-        await ready_within(self._channel, min(self._connect_wait_s, timeout_s * _READY_SHARE))
         metadata = outbound_metadata()
         try:
             response = await call_idempotent(
                 lambda left: self._stub.RetrievePassages(request, timeout=left, metadata=metadata),
-                max(0.001, timeout_s - (time.monotonic() - started)),
+                timeout_s,
+                channel=self._channel,
+                connect_wait_s=self._connect_wait_s,
             )
         except aio.AioRpcError as err:
             if err.code() == grpc.StatusCode.INVALID_ARGUMENT:
@@ -109,13 +104,13 @@ class GrpcValidator:
         request = vpb.ValidateAnswerRequest(
             answer=answer, evidence=[chunk_to_proto(c) for c in evidence]
         )
-        started = time.monotonic()
-        await ready_within(self._channel, min(self._connect_wait_s, timeout_s * _READY_SHARE))
         metadata = outbound_metadata()
         try:
             response = await call_idempotent(
                 lambda left: self._stub.ValidateAnswer(request, timeout=left, metadata=metadata),
-                max(0.001, timeout_s - (time.monotonic() - started)),
+                timeout_s,
+                channel=self._channel,
+                connect_wait_s=self._connect_wait_s,
             )
         except aio.AioRpcError as err:
             # Any failure here, INVALID_ARGUMENT included, means no verdict: fail closed.

@@ -133,7 +133,7 @@ def result_to_proto(result: SynthesisResult) -> pb.SynthesizeAnswerResponse:
             requirement=", ".join(r.value for r in decision.requirements),
             failure=decision.reason,
             supporting_ids=decision.supporting_ids,
-            failed_requirement=decision.failed.value if decision.failed else "",
+            failed_requirement=decision.failed_code,
             compared_terms=decision.compared,
             answerability_score=decision.answerability,
             answerability_model=decision.answerability_model,

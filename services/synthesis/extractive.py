@@ -52,11 +52,6 @@ class ExtractiveOptions:
     # that adds a question term none of them has is appended (a bridge or comparison question
     # needs both documents), if it scores at least this share of the best sentence's score.
     complement_threshold: float = 0.5
-    # With answerability scores (services/synthesis/answerability.py), a sentence's P(answers)
-    # adds this much times the score. 0: at 0.25 the IPC golden set's citation precision fell
-    # from 0.60 to 0.56 and SQuAD's tune half gained nothing (docs/SYNTHESIS.md), so the model
-    # only lets the generator quote the sentences it found answering when it rescued a question.
-    weight_answer: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +162,6 @@ class ExtractiveGenerator:
                     + opts.weight_title * title_signal
                     + opts.weight_retrieval * retrieval
                     - opts.max_length_penalty * min(1.0, overflow)
-                    + opts.weight_answer * request.answer_scores.get(chunk.semantic_id, 0.0)
                 )
                 if text.rstrip().endswith(":"):
                     score *= 0.8  # a list introduction reads as an unfinished sentence

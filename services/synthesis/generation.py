@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NamedTuple, Protocol, runtime_checkable
 
 from services.common.evidence import ScoredChunk
@@ -36,10 +35,9 @@ class GenerationRequest:
     synthesis_mode: bool = False
     # The terms a comparison question compares ("theft", "extortion"); empty otherwise.
     compared: tuple[str, ...] = ()
-    # The answerability model's P(answers) per evidence id (empty when it did not run), and
-    # the ids it found answering when it overruled the keyword rules (answerability.py): a
-    # generator should draw on those even if they share no word with the question.
-    answer_scores: Mapping[str, float] = field(default_factory=dict)
+    # The ids the answerability model found answering when it overruled the keyword rules
+    # (answerability.py): a generator should draw on those even if they share no word with the
+    # question.
     answering: tuple[str, ...] = ()
 
 

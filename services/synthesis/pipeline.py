@@ -33,7 +33,6 @@ from services.common.refusal import REFUSAL
 from services.common.tracing import annotate, stage_span
 from services.synthesis.answerability import (
     AnswerabilityCheck,
-    AnswerabilityMode,
     combine,
     score_evidence,
 )
@@ -391,9 +390,8 @@ class SynthesisPipeline:
                     settings.max_promoted,
                 )
                 decision = assess_sufficiency(focus, intent, evidence, settings.sufficiency)
-            annotate(sufficient=decision.sufficient, failed=_failed(decision))
+            annotate(sufficient=decision.sufficient, failed=decision.failed_code)
         timings["sufficiency"] = _ms_since(mark)
-        answer_scores: Mapping[str, float] = {}
         if self._answerability.enabled and comparison is None:
             mark = time.perf_counter()
             check = self._answerability
@@ -403,8 +401,6 @@ class SynthesisPipeline:
                 scores = await asyncio.to_thread(score_evidence, check.scorer, focus, evidence)
                 decision = combine(decision, scores, check.options)
                 annotate(best=scores.best, effect=decision.answerability_effect)
-            if check.options.mode is not AnswerabilityMode.SHADOW:  # shadow changes nothing
-                answer_scores = scores.by_id
             timings["answerability"] = _ms_since(mark)
 
         synthesis = is_synthesis_mode([s.chunk for s in evidence])
@@ -426,7 +422,7 @@ class SynthesisPipeline:
             return base.refuse(
                 SynthesisStatus.REFUSED_INSUFFICIENT_EVIDENCE,
                 "INSUFFICIENT_EVIDENCE",
-                f"{decision.reason} ({decision.failed.value if decision.failed else ''})"
+                f"{decision.reason} ({decision.failed_code})"
                 + (f' for "{decision.unsupported}"' if decision.unsupported else ""),
             )
 
@@ -440,7 +436,6 @@ class SynthesisPipeline:
             else (),
             synthesis_mode=synthesis,
             compared=comparison.terms if comparison is not None else (),
-            answer_scores=answer_scores,
             answering=decision.supporting_ids if decision.answerability_effect == "rescued" else (),
         )
         mark = time.perf_counter()
@@ -594,10 +589,6 @@ def _budget(deadline: float | None, limit_s: float, stage: str) -> float:
     if remaining <= 0:
         raise DeadlineExceededError(f"deadline exceeded before {stage}")
     return min(remaining, limit_s)
-
-
-def _failed(decision: SufficiencyDecision) -> str:
-    return decision.failed.value if decision.failed else ""
 
 
 def _ms_since(mark: float) -> float:

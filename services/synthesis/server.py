@@ -10,7 +10,7 @@ from grounded.synthesis.v1 import synthesis_service_pb2_grpc as pb_grpc
 from services.common.channels import ChannelPolicy, open_channel
 from services.common.errors import ModelUnavailableError
 from services.common.logs import configure_logging
-from services.common.server import NOT_SERVING, GrpcService, ServiceApp, run_until_signalled
+from services.common.server import GrpcService, ServiceApp, run_until_signalled
 from services.common.tracing import configure_tracing
 from services.synthesis.answerability import AnswerabilityCheck
 from services.synthesis.answerability_onnx import load_scorer, options_from_manifest
@@ -130,15 +130,11 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
         capacity=MAX_MODEL_VARIANTS,
     )
 
-    async def model_failed() -> None:
-        for name in ("", *service.service_names):
-            await service.health.set(name, NOT_SERVING)
-
     servicer = SynthesisServicer(
         router.lease,
         default_top_k=config.default_top_k,
         default_generator=config.generator,
-        on_model_failure=model_failed,
+        on_model_failure=service.mark_not_serving,
     )
 
     async def load_answerability() -> None:

@@ -386,6 +386,11 @@ class SufficiencyDecision:
     answerability_effect: str = ""
 
     @property
+    def failed_code(self) -> str:
+        """The failed requirement's stable code ("PENALTY_LANGUAGE"), "" when sufficient."""
+        return self.failed.value if self.failed else ""
+
+    @property
     def reason(self) -> str:
         """A sentence saying why the evidence is insufficient ("" when sufficient)."""
         return "" if self.failed is None else _DESCRIPTIONS[self.failed]

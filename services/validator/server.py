@@ -9,7 +9,7 @@ from grounded.validator.v1 import validator_service_pb2_grpc as pb_grpc
 
 from services.common.errors import ModelUnavailableError
 from services.common.logs import configure_logging
-from services.common.server import NOT_SERVING, GrpcService, ServiceApp, run_until_signalled
+from services.common.server import GrpcService, ServiceApp, run_until_signalled
 from services.common.tracing import configure_tracing
 from services.validator.config import SERVICE_NAME, ValidatorConfig
 from services.validator.nli_onnx import tier_from_config
@@ -21,13 +21,8 @@ logger = logging.getLogger(__name__)
 def create_app(config: ValidatorConfig) -> ServiceApp:
     service = GrpcService(label="validator", service_names=[SERVICE_NAME], settings=config.server)
 
-    async def model_failed() -> None:
-        # A model that stopped working must take the pod out of rotation, not degrade answers.
-        for name in ("", *service.service_names):
-            await service.health.set(name, NOT_SERVING)
-
     servicer = ValidatorServicer(
-        inline_max_bytes=config.inline_max_bytes, on_model_failure=model_failed
+        inline_max_bytes=config.inline_max_bytes, on_model_failure=service.mark_not_serving
     )
 
     async def warm_up() -> None:

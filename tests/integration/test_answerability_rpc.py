@@ -12,7 +12,7 @@ import pytest
 from grounded.synthesis.v1 import synthesis_service_pb2 as spb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
 from grpc import aio
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2
 
 from services.common.errors import ModelUnavailableError
 from services.common.refusal import REFUSAL
@@ -23,6 +23,7 @@ from services.synthesis.config import (
     SynthesisConfig,
 )
 from tests.integration.conftest import Stack, start_stack, stop_stack
+from tests.support.grpc_helpers import health_status
 
 pytestmark = pytest.mark.integration
 
@@ -92,9 +93,6 @@ class TestAnswerabilityOverGrpc:
         )
         with pytest.raises(ModelUnavailableError, match="corrupt"):
             await app.start()
-        async with aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
-            health = await health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(service=SERVICE_NAME), timeout=5
-            )
+        status = await health_status(f"127.0.0.1:{app.port}", SERVICE_NAME)
         await app.stop(None)
-        assert health.status == health_pb2.HealthCheckResponse.NOT_SERVING
+        assert status == health_pb2.HealthCheckResponse.NOT_SERVING

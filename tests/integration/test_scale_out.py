@@ -4,8 +4,6 @@ dependency restarts."""
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -15,9 +13,8 @@ import grpc
 import pytest
 from grounded.synthesis.v1 import synthesis_service_pb2 as spb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from bench.load import Process, free_port, served_calls
+from bench.load import Process, free_port, served_calls, spawn, wait_serving
 from services.common.channels import ChannelPolicy, open_channel
 from services.common.evidence import Chunk
 from services.common.server import ServiceApp
@@ -36,14 +33,10 @@ from tests.integration.conftest import Stack
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
-RETRIEVAL_SERVICE = "grounded.retrieval.v1.RetrievalService"
 
-
-def _spawn_retrieval(index_dir: Path, log: Path) -> Process:
+def _spawn_retrieval(index_dir: Path, name: str, log_dir: Path) -> Process:
     port, metrics_port = free_port(), free_port()
     env = {
-        **os.environ,
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
         "RETRIEVAL_INDEX_DIR": str(index_dir),
@@ -52,32 +45,8 @@ def _spawn_retrieval(index_dir: Path, log: Path) -> Process:
         "RETRIEVAL_METRICS_PORT": str(metrics_port),
         "RETRIEVAL_GRACE_S": "1",
     }
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "services.retrieval"],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    return Process("retrieval", proc, port, metrics_port, log)
-
-
-def _wait_serving(process: Process, timeout_s: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    with grpc.insecure_channel(process.address) as channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-        while time.monotonic() < deadline:
-            assert process.proc.poll() is None, process.log.read_text()[-2000:]
-            try:
-                request = health_pb2.HealthCheckRequest(service=RETRIEVAL_SERVICE)
-                if stub.Check(request, timeout=1).status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            except grpc.RpcError:
-                pass
-            time.sleep(0.2)
-    raise AssertionError(f"retrieval not SERVING; see {process.log}")
+    argv = [sys.executable, "-m", "services.retrieval"]
+    return spawn(name, argv, env, port, metrics_port, log_dir / f"{name}.log")
 
 
 def _served(process: Process) -> int:
@@ -88,12 +57,12 @@ def _served(process: Process) -> int:
 @pytest.fixture
 def two_retrievals(ipc_index: Path, tmp_path: Path) -> Iterator[tuple[Process, Process]]:
     servers = (
-        _spawn_retrieval(ipc_index, tmp_path / "a.log"),
-        _spawn_retrieval(ipc_index, tmp_path / "b.log"),
+        _spawn_retrieval(ipc_index, "retrieval", tmp_path),
+        _spawn_retrieval(ipc_index, "retrieval-2", tmp_path),
     )
     try:
         for server in servers:
-            _wait_serving(server)
+            wait_serving(server, timeout_s=120)
         yield servers
     finally:
         for server in servers:

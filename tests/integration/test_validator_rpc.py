@@ -22,7 +22,7 @@ from services.common.server import ServiceApp
 from services.validator import servicer as servicer_module
 from services.validator.config import DEFAULT_MODEL_DIR, SERVICE_NAME, ValidatorConfig
 from services.validator.server import create_app
-from tests.support.grpc_helpers import error_reason, field_violations
+from tests.support.grpc_helpers import error_reason, field_violations, health_status
 from tests.unit.validator.samples import ipc_evidence
 
 pytestmark = pytest.mark.integration
@@ -236,12 +236,9 @@ class TestEntailmentTierOverRpc:
         )
         with pytest.raises(ModelUnavailableError, match="corrupt"):
             await app.start()
-        async with aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
-            health = await health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(service=SERVICE_NAME), timeout=5
-            )
+        status = await health_status(f"127.0.0.1:{app.port}", SERVICE_NAME)
         await app.stop(None)
-        assert health.status == health_pb2.HealthCheckResponse.NOT_SERVING
+        assert status == health_pb2.HealthCheckResponse.NOT_SERVING
 
     async def test_rpc_model_failure_is_unavailable_and_stops_serving(
         self, monkeypatch: pytest.MonkeyPatch

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import grpc
 from google.rpc import error_details_pb2
+from grpc import aio
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
 
@@ -27,3 +29,12 @@ def error_reason(error: grpc.RpcError) -> str:
         if detail.Unpack(info):
             return info.reason
     return ""
+
+
+async def health_status(address: str, service: str) -> int:
+    """The gRPC health status a server reports for ``service`` (``HealthCheckResponse``)."""
+    async with aio.insecure_channel(address) as channel:
+        reply = await health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(service=service), timeout=5
+        )
+    return int(reply.status)
