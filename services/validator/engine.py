@@ -230,7 +230,7 @@ def _entail(
     options: ValidationOptions,
     tier: EntailmentTier,
 ) -> list[SentenceReport]:
-    """Run the model on the pending sentences (one batch) and fold its verdicts in."""
+    """Run the model on the pending sentences and fold its verdicts in."""
     defaults = tier.thresholds
     thresholds = entailment.Thresholds(
         entail=_pick(options.entail_threshold, defaults.entail),
@@ -238,7 +238,12 @@ def _entail(
         rescue=_pick(options.coverage_rescue_threshold, defaults.rescue),
     )
     claims = [
-        entailment.Claim(p.claim_text, tuple((i, view.text(i)) for i in p.ids)) for p in pending
+        entailment.Claim(
+            p.claim_text,
+            tuple((i, view.text(i)) for i in p.ids),
+            settle_at=thresholds.rescue if p.rescue else None,
+        )
+        for p in pending
     ]
     judgements = entailment.judge(claims, tier.model, thresholds, split_sentences)
     out = list(reports)

@@ -3,7 +3,7 @@
 For each claim the premises are the sentences of every passage it cites (plus the whole passage
 and, with several citations, all of them together, where they fit the model's window). A text
 longer than the window is cut into overlapping windows that together cover all of it, never
-truncated. One batch per request goes to the model; then, per claim:
+truncated. Per claim:
 
     verbatim sentence of a cited passage ─────────────────────────────► ENTAILED (no model call)
     max P(entailment) over premises ≥ entail_threshold ───────────────► ENTAILED
@@ -11,6 +11,12 @@ truncated. One batch per request goes to the model; then, per claim:
     else ─────────────────────────────────────────────────────────────► NOT_ENTAILED
 
 A claim longer than the window is cut into windows too, and every claim window must be entailed.
+
+Premises are scored lazily, the one sharing most of the claim's content words first (shorter
+first on a tie): once every claim window has a premise at or above the threshold that settles
+it, the claim is ENTAILED and the other premises are not scored. A claim that is not settled so
+has every pair scored, so the outcome is always the one exhaustive scoring gives; only the
+premise an ENTAILED report names may differ (the first that settles it, not the best).
 The model itself is an adapter behind ``NliModel`` (``nli_onnx.OnnxNliModel`` in service).
 """
 
@@ -18,12 +24,13 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from services.common.language.windows import token_windows
 from services.validator.report import EntailmentScores
+from services.validator.text import tokenize
 
 ENTAILMENT, NEUTRAL, CONTRADICTION = 0, 1, 2
 # A claim is judged against at most this many premises (sentences, windows, joined passages).
@@ -101,6 +108,9 @@ class Claim:
 
     text: str
     cited: tuple[tuple[str, str], ...]  # (semantic_id, passage text)
+    # Only a score at or above this settles the claim early (a coverage rescue needs more than
+    # the entail threshold); None: the entail threshold.
+    settle_at: float | None = None
 
 
 def flatten(text: str) -> str:
@@ -147,17 +157,51 @@ def judge(
     thresholds: Thresholds,
     split_sentences: SentenceSplitter,
 ) -> list[Judgement]:
-    """Judge every claim with one batched model call."""
-    plans: list[_Plan] = []
-    pairs: list[tuple[str, str]] = []
+    """Judge every claim, scoring its premises lazily (see the module's docstring)."""
+    cache: dict[tuple[str, str], tuple[float, float, float]] = {}
+
+    def score(pair: tuple[str, str]) -> tuple[float, float, float]:
+        if pair not in cache:
+            (cache[pair],) = model.predict([pair])
+        return cache[pair]
+
+    out: list[Judgement] = []
     for claim in claims:
         plan = _plan(claim, model, split_sentences)
-        plan.first = len(pairs)
-        if plan.verbatim is None:
-            pairs.extend((p.text, h) for h in plan.hypotheses for p in plan.premises)
-        plans.append(plan)
-    probs = model.predict(pairs) if pairs else []
-    return [_decide(plan, probs, thresholds) for plan in plans]
+        settle = max(thresholds.entail, claim.settle_at or 0.0)
+        out.append(_decide(plan, _score_lazily(plan, claim.text, score, settle), thresholds))
+    return out
+
+
+def _score_lazily(
+    plan: _Plan,
+    claim: str,
+    score: Callable[[tuple[str, str]], tuple[float, float, float]],
+    settle: float,
+) -> list[list[tuple[float, float, float] | None]]:
+    """Rows (one per claim window) of premise scores; None where a premise was not scored."""
+    n = len(plan.premises)
+    rows: list[list[tuple[float, float, float] | None]] = [[None] * n for _ in plan.hypotheses]
+    if plan.verbatim is not None or plan.overflow or n == 0:
+        return rows
+    wanted = {t.term for t in tokenize(claim) if t.term}
+    shared = [len(wanted & {t.term for t in tokenize(p.text)}) for p in plan.premises]
+    order = sorted(range(n), key=lambda k: (-shared[k], len(plan.premises[k].text), k))
+    settled = True
+    for h, hypothesis in enumerate(plan.hypotheses):
+        for k in order:
+            rows[h][k] = score((plan.premises[k].text, hypothesis))
+            if rows[h][k][ENTAILMENT] >= settle:  # type: ignore[index]
+                break
+        else:
+            settled = False
+            break
+    if not settled:  # the outcome needs every score (the strongest contradiction among them)
+        for h, hypothesis in enumerate(plan.hypotheses):
+            for k in range(n):
+                if rows[h][k] is None:
+                    rows[h][k] = score((plan.premises[k].text, hypothesis))
+    return rows
 
 
 class SentenceSplitter(Protocol):
@@ -170,7 +214,6 @@ class _Plan:
     hypotheses: list[str]
     split: bool
     verbatim: Premise | None
-    first: int = 0
     overflow: int = 0  # premises beyond MAX_PREMISES_PER_CLAIM (then nothing is judged)
 
 
@@ -230,7 +273,9 @@ def _windowed_premise(p: Premise, model: NliModel, budget: int) -> list[Premise]
     ]
 
 
-def _decide(plan: _Plan, probs: Sequence[tuple[float, float, float]], t: Thresholds) -> Judgement:
+def _decide(
+    plan: _Plan, table: Sequence[Sequence[tuple[float, float, float] | None]], t: Thresholds
+) -> Judgement:
     if plan.verbatim is not None:
         v = plan.verbatim
         scores = EntailmentScores(
@@ -253,15 +298,15 @@ def _decide(plan: _Plan, probs: Sequence[tuple[float, float, float]], t: Thresho
     # least-entailed window; a contradiction of any window contradicts the claim.
     best_rows: list[tuple[int, tuple[float, float, float]]] = []
     contra: tuple[float, int, tuple[float, float, float]] = (-1.0, 0, (0.0, 0.0, 0.0))
-    for h in range(len(plan.hypotheses)):
-        rows = probs[plan.first + h * n : plan.first + (h + 1) * n]
-        k = max(range(n), key=lambda i: rows[i][ENTAILMENT])
-        best_rows.append((k, rows[k]))
-        c = max(range(n), key=lambda i: rows[i][CONTRADICTION])
-        if rows[c][CONTRADICTION] > contra[0]:
-            contra = (rows[c][CONTRADICTION], c, rows[c])
+    for row in table:
+        scored = {i: p for i, p in enumerate(row) if p is not None}
+        k = max(scored, key=lambda i: scored[i][ENTAILMENT])
+        best_rows.append((k, scored[k]))
+        c = max(scored, key=lambda i: scored[i][CONTRADICTION])
+        if scored[c][CONTRADICTION] > contra[0]:
+            contra = (scored[c][CONTRADICTION], c, scored[c])
     weakest_k, weakest = min(best_rows, key=lambda kr: kr[1][ENTAILMENT])
-    windows = n * len(plan.hypotheses)
+    windows = sum(p is not None for row in table for p in row)  # pairs actually scored
     if weakest[ENTAILMENT] >= t.entail:
         return _judgement(Outcome.ENTAILED, weakest, plan.premises[weakest_k], windows, plan.split)
     if contra[0] >= t.contradiction:

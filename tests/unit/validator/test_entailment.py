@@ -127,11 +127,85 @@ class TestDecisions:
         (j,) = judge([Claim(claim, (("a", text),))], model, THRESHOLDS, lambda t: [(0, len(t))])
         assert j.scores.verbatim is verbatim
 
-    def test_judge_batches_every_claim_into_one_call(self) -> None:
+    def test_judge_stops_at_the_first_premise_that_settles_the_claim(self) -> None:
         model = ScriptedModel({})
-        claims = [Claim(f"Claim {i}.", (("a", "Evidence."),)) for i in range(5)]
-        judge(claims, model, THRESHOLDS, split_sentences)
-        assert len(model.calls) == 1 and len(model.calls[0]) == 5
+        model.predict = lambda pairs: (  # type: ignore[method-assign]
+            model.calls.append(list(pairs))
+            or [(0.9, 0.05, 0.05) if "theft" in p else (0.1, 0.8, 0.1) for p, _ in pairs]
+        )
+        passage = "Robbery is defined elsewhere. Whoever commits theft is punished. Fine too."
+        (j,) = judge(
+            [Claim("Theft is punished.", (("a", passage),))], model, THRESHOLDS, split_sentences
+        )
+        scored = [p for call in model.calls for p, _ in call]
+        # The sentence sharing most content words comes first and settles it alone.
+        assert scored == ["Whoever commits theft is punished."]
+        assert j.outcome is Outcome.ENTAILED and j.scores.windows == 1
+
+    def test_judge_scores_every_pair_of_a_claim_it_cannot_settle(self) -> None:
+        model = ScriptedModel({}, default=(0.3, 0.4, 0.3))
+        passage = "One sentence. Another one. A third."
+        (j,) = judge([Claim("A claim.", (("a", passage),))], model, THRESHOLDS, split_sentences)
+        assert len([p for call in model.calls for p in call]) == 4  # 3 sentences + the passage
+        assert j.outcome is Outcome.NOT_ENTAILED and j.scores.windows == 4
+
+    def test_a_rescue_claim_is_settled_only_at_the_rescue_threshold(self) -> None:
+        model = ScriptedModel({})
+        model.predict = lambda pairs: (  # type: ignore[method-assign]
+            model.calls.append(list(pairs))
+            or [(0.7, 0.2, 0.1) if p.startswith("Theft") else (0.85, 0.1, 0.05) for p, _ in pairs]
+        )
+        passage = "Theft is punished. Punishment follows theft always."
+        claim = Claim("Theft is punished harshly.", (("a", passage),), settle_at=THRESHOLDS.rescue)
+        (j,) = judge([claim], model, THRESHOLDS, split_sentences)
+        assert len([p for call in model.calls for p in call]) == 2  # 0.7 < rescue 0.8: go on
+        assert j.outcome is Outcome.ENTAILED and j.entailment == 0.85
+
+    @pytest.mark.parametrize("seed", range(40))
+    def test_lazy_scoring_gives_the_outcome_exhaustive_scoring_gives(self, seed: int) -> None:
+        import random
+
+        rng = random.Random(seed)
+        words = ["theft", "fine", "term", "years", "hurt", "property", "whoever", "punished"]
+
+        def sentence() -> str:
+            return " ".join(rng.choice(words) for _ in range(rng.randint(2, 6))).capitalize() + "."
+
+        table: dict[tuple[str, str], tuple[float, float, float]] = {}
+
+        def probs(pair: tuple[str, str]) -> tuple[float, float, float]:
+            if pair not in table:
+                e, c = rng.random(), rng.random()
+                table[pair] = (e, max(0.0, 1 - e - c), c)
+            return table[pair]
+
+        claims = [
+            Claim(
+                sentence(),
+                tuple(
+                    (f"p{i}", " ".join(sentence() for _ in range(rng.randint(1, 4))))
+                    for i in range(rng.randint(1, 3))
+                ),
+                settle_at=rng.choice([None, THRESHOLDS.rescue]),
+            )
+            for _ in range(4)
+        ]
+        lazy = ScriptedModel({})
+        lazy.predict = lambda pairs: [probs(p) for p in pairs]  # type: ignore[method-assign]
+        got = judge(claims, lazy, THRESHOLDS, split_sentences)
+        for claim, j in zip(claims, got, strict=True):
+            every = ScriptedModel({})
+            every.predict = lambda pairs: [probs(p) for p in pairs]  # type: ignore[method-assign]
+            # Exhaustive: a settle threshold no score reaches makes every pair scored.
+            unreachable = Claim(claim.text, claim.cited, settle_at=2.0)
+            (full,) = judge([unreachable], every, THRESHOLDS, split_sentences)
+            assert full.scores.windows >= j.scores.windows
+            assert j.outcome is full.outcome
+            if j.outcome is not Outcome.ENTAILED:
+                assert j.scores == full.scores
+            elif claim.settle_at is not None:  # a rescue is granted exactly when it was before
+                bar = THRESHOLDS.rescue
+                assert (j.entailment >= bar) == (full.entailment >= bar)
 
     def test_judge_names_the_deciding_sentence_of_a_passage(self) -> None:
         model = ScriptedModel({})
@@ -154,7 +228,7 @@ class TestWindows:
         (j,) = judge(
             [Claim("short claim", (("a", " ".join(words)),))], model, THRESHOLDS, split_sentences
         )
-        premises = [p for p, _ in model.calls[0]]
+        premises = [p for call in model.calls for p, _ in call]
         assert j.scores.split and len(premises) > 1
         covered = set(" ".join(premises).split())
         assert covered == set(words)  # every word judged: nothing silently truncated
@@ -164,7 +238,7 @@ class TestWindows:
         claim = " ".join(f"c{i}" for i in range(60)) + " bad"
         model = ScriptedModel({"bad": (0.1, 0.8, 0.1)}, default=(0.95, 0.03, 0.02), window=64)
         (j,) = judge([Claim(claim, (("a", "Some evidence."),))], model, THRESHOLDS, split_sentences)
-        hypotheses = {h for _, h in model.calls[0]}
+        hypotheses = {h for call in model.calls for _, h in call}
         assert len(hypotheses) > 1 and j.scores.split
         assert j.outcome is Outcome.NOT_ENTAILED
 

@@ -93,8 +93,18 @@ class TestRealModel:
             tier=tier,
         )
         scores = report.sentences[0].entailment
-        assert scores is not None and scores.windows >= 2
+        # The sentence that says it is scored first and settles it: one pair.
+        assert scores is not None and scores.windows == 1 and report.verdict is Verdict.GROUNDED
         assert Tier.ENTAILMENT in report.tiers
+        # A claim nothing there entails: every sentence of the long passage is scored.
+        unsupported = validate(
+            "The records of the office are kept by the cheated person [IPC_420_0].",
+            [passage],
+            tier=tier,
+        )
+        scores = unsupported.sentences[0].entailment
+        assert scores is not None and scores.windows == 41  # 41 sentences; too long to join
+        assert unsupported.verdict is not Verdict.GROUNDED
 
     def test_validate_accepts_a_verbatim_quote_and_rejects_a_reversal(self) -> None:
         tier = load_tier(DEFAULT_MODEL_DIR)
