@@ -67,7 +67,7 @@ def analyse(text: str, *, evidence: bool = False) -> Analysis:
     tokens = tokenize(text)
     norms = set(map(_NORM, tokens))
     quantities = extract_quantities(text, lenient_months=evidence, words=norms)
-    if negation.CUES.isdisjoint(norms) and "n't" not in text and "n’t" not in text:
+    if negation.TRIGGERS.isdisjoint(norms) and "n't" not in text and "n’t" not in text:
         scopes: tuple[negation.NegationScope, ...] = ()
         negated: frozenset[int] = frozenset()
     else:

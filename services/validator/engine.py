@@ -411,6 +411,12 @@ def _judge(
             )
             if disagreements:
                 problems[Reason.NEGATION_MISMATCH] = "; ".join(disagreements)
+        if options.check_negation:
+            flipped = negation.antonyms(claim.tokens, [a.tokens for a in analyses])
+            if flipped:
+                problems[Reason.NEGATION_MISMATCH] = "; ".join(
+                    filter(None, (problems.get(Reason.NEGATION_MISMATCH), *flipped))
+                )
         # A sentence quoted word for word from what it cites cannot misstate it; parsing the
         # quote as a claim could (s.303's "under sentence of imprisonment for life" is the
         # offender's status, not the penalty).

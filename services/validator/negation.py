@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from itertools import filterfalse
 from operator import attrgetter
 
-from services.validator.text import NUMBER_WORDS, Clause, Token, word_list
+from services.validator.text import NUMBER_WORDS, Clause, Token, term_of, word_list
 
 CUES = frozenset(
     word_list("not no never nothing none neither nor without cannot nobody nowhere noone")
@@ -15,6 +15,13 @@ CUES = frozenset(
 # "not only X but also Y" asserts X; "whether or not" asserts nothing either way.
 _NOT_NEGATION: tuple[tuple[str, ...], ...] = (("not", "only"), ("nothing", "but"))
 _AFTER_OR = frozenset({"whether", "if"})
+# Cues of two words: "otherwise than on provocation" = "without provocation"; "ceases to be
+# stolen property" = "is no longer stolen property".
+_PHRASE_CUES: frozenset[tuple[str, str]] = frozenset(
+    {("otherwise", "than"), ("ceases", "to"), ("cease", "to"), ("ceased", "to")}
+)
+# Words of which a text must hold one to have any negation scope at all (a fast path).
+TRIGGERS = CUES | {first for first, _ in _PHRASE_CUES}
 # Bounds: "not less than seven years" negates only the comparison, so its scope is just the
 # comparative word ("at least seven years" agrees with it, "less than seven years" does not).
 _BOUNDS: dict[tuple[str, ...], str] = {
@@ -59,8 +66,16 @@ class NegationScope:
 def is_cue(tokens: Sequence[Token], i: int) -> bool:
     """True when token ``i`` negates what follows it."""
     norm = tokens[i].norm
+    if i + 1 < len(tokens) and (norm, tokens[i + 1].norm) in _PHRASE_CUES:
+        return True
     if not (norm in CUES or norm.endswith("n't")):
         return False
+    if (
+        norm == "without"
+        and i >= 2
+        and (tokens[i - 2].norm, tokens[i - 1].norm) == ("within", "or")
+    ):
+        return False  # "within or without India": inside or outside it
     following = tuple(t.norm for t in tokens[i : i + 3])
     if any(following[: len(phrase)] == phrase for phrase in _NOT_NEGATION):
         return False
@@ -82,7 +97,8 @@ def scopes(
     found: list[NegationScope] = []
     negated: set[int] = set()
     for i, token in enumerate(tokens):
-        if token.term or not is_cue(tokens, i):
+        phrase = i + 1 < len(tokens) and (token.norm, tokens[i + 1].norm) in _PHRASE_CUES
+        if (token.term and not phrase) or not is_cue(tokens, i):
             continue
         bound = _bound(tokens, i)
         if bound:
@@ -329,3 +345,48 @@ def _positions(norms: tuple[str, ...], word: str, stop: int) -> Iterator[int]:
 
 def _is_cue_word(norm: str) -> bool:
     return norm in CUES or norm.endswith("n't")
+
+
+# Antonyms made by a negative prefix ("unlawfully" / "lawfully", "dishonestly" / "honestly").
+# "un" + a word of four or more letters is nearly always its negation ("under", "until", "union"
+# leave no such word behind); the other prefixes also make ordinary words ("inform", "discharge",
+# "impose"), so their base must end like an adjective or adverb.
+_UN = "un"
+_PREFIXES = ("dis", "in", "im", "il", "ir")
+_ADJECTIVAL = ("ly", "ful", "able", "ible", "al", "ous", "ive", "ent", "ant")
+
+
+def _antonym_base(norm: str) -> str:
+    """The word ``norm`` negates by its prefix, or "" when it has no negative prefix."""
+    if norm.startswith(_UN) and len(norm) - len(_UN) >= 4 and norm[len(_UN) :].isalpha():
+        return norm[len(_UN) :]
+    for prefix in _PREFIXES:
+        base = norm[len(prefix) :]
+        if norm.startswith(prefix) and len(base) >= 4 and base.endswith(_ADJECTIVAL):
+            return base
+    return ""
+
+
+def antonyms(claim_tokens: Sequence[Token], evidence: Sequence[Sequence[Token]]) -> list[str]:
+    """A word one side negates by a prefix where the other side has the word itself.
+
+    "Whoever unlawfully compels ..." cited for "Whoever lawfully compels ...", or "knowingly"
+    for "unknowingly": no negation word is added or removed, so ``mismatches`` and ``edits``
+    cannot see it. A side that has both forms disagrees with nothing.
+    """
+    claim = {t.norm for t in claim_tokens}
+    cited = {t.norm for tokens in evidence for t in tokens}
+    # A side holding the base word in another form ("differentiate" beside "undifferentiated")
+    # has both too.
+    claim_terms = {t.term for t in claim_tokens}
+    cited_terms = {t.term for tokens in evidence for t in tokens}
+    problems: list[str] = []
+    for word in sorted(claim - cited):
+        base = _antonym_base(word)
+        if base and base in cited and term_of(base) not in claim_terms:
+            problems.append(f"the claim says '{word}' where the cited evidence says '{base}'")
+    for word in sorted(cited - claim):
+        base = _antonym_base(word)
+        if base and base in claim and term_of(base) not in cited_terms:
+            problems.append(f"the claim says '{base}' where the cited evidence says '{word}'")
+    return problems

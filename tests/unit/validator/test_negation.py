@@ -124,3 +124,67 @@ class TestEdits:
 
         assert edits(claim, evidence) == []
         assert mismatches(claim, evidence)
+
+
+def antonyms(claim: str, *evidence: str) -> list[str]:
+    return negation.antonyms(
+        analyse(claim).tokens, [analyse(e, evidence=True).tokens for e in evidence]
+    )
+
+
+class TestPrefixAntonyms:
+    @pytest.mark.parametrize(
+        ("claim", "evidence"),
+        [
+            ("Whoever lawfully compels a person to labour", "Whoever unlawfully compels a person"),
+            ("Someone who unknowingly counterfeits coin", "Whoever knowingly counterfeits coin"),
+            ("A person who dishonestly keeps property", "A person who honestly keeps property"),
+            ("an illegal act of the servant", "a legal act of the servant"),
+        ],
+    )
+    def test_antonyms_finds_a_word_negated_by_its_prefix(self, claim: str, evidence: str) -> None:
+        assert antonyms(claim, evidence)
+
+    @pytest.mark.parametrize(
+        ("claim", "evidence"),
+        [
+            # Ordinary words that merely start like a negative prefix.
+            ("He shall inform the police", "He shall fill in the form"),
+            ("The court may discharge the accused", "The accused was charged"),
+            # Either side holding both forms (or the base in another form) disagrees with nothing.
+            ("from unstable to stable attachments", "stable attachments form"),
+            ("give rise to differentiated progeny", "remain undifferentiated and differentiate"),
+            # The same word on both sides.
+            ("Whoever unlawfully compels", "Whoever unlawfully compels"),
+        ],
+    )
+    def test_antonyms_leaves_other_words_alone(self, claim: str, evidence: str) -> None:
+        assert antonyms(claim, evidence) == []
+
+
+class TestPhraseCues:
+    @pytest.mark.parametrize(
+        ("claim", "evidence"),
+        [
+            (
+                "Assaulting him without grave and sudden provocation is punished",
+                "Whoever assaults him, otherwise than on grave and sudden provocation, is punished",
+            ),
+            (
+                "it is no longer stolen property",
+                "it then ceases to be stolen property",
+            ),
+        ],
+    )
+    def test_two_word_cues_match_a_plain_negation(self, claim: str, evidence: str) -> None:
+        assert mismatches(claim, evidence) == []
+
+    def test_within_or_without_is_no_negation(self) -> None:
+        assert analyse("Whoever within or without India conspires", evidence=True).negations == ()
+        assert (
+            mismatches(
+                "a conspiracy inside or outside India", "Whoever within or without India conspires"
+            )
+            == []
+        )
+        assert mismatches("Whoever conspires without India", "Whoever within India conspires")
