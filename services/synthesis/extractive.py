@@ -108,9 +108,11 @@ class ExtractiveGenerator:
 
     def compose(self, request: GenerationRequest) -> str:
         """The answer text for ``request``; deterministic for equal inputs."""
-        key_terms = extract_key_terms(request.question)
-        if not (key_terms.effective or key_terms.sections) and request.focus_question:
-            key_terms = extract_key_terms(request.focus_question)
+        key_terms = request.key_terms
+        if key_terms is None:
+            key_terms = extract_key_terms(request.question)
+            if not (key_terms.effective or key_terms.sections) and request.focus_question:
+                key_terms = extract_key_terms(request.focus_question)
         aspects = question_aspects(request.question, request.intent)
         units = self._units(request, aspects, key_terms)
         if not units:

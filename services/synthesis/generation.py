@@ -8,6 +8,7 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 from services.common.evidence import ScoredChunk
 from services.common.intent import Intent
+from services.synthesis.sufficiency import KeyTerms
 
 
 class Turn(NamedTuple):
@@ -39,6 +40,9 @@ class GenerationRequest:
     # (answerability.py): a generator should draw on those even if they share no word with the
     # question.
     answering: tuple[str, ...] = ()
+    # What the answer must address, as the request's QuestionAnalysis found it (its
+    # ``answer_terms``); None: a generator that needs them extracts them itself.
+    key_terms: KeyTerms | None = None
 
 
 @dataclass(frozen=True, slots=True)

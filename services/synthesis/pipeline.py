@@ -28,7 +28,7 @@ from services.common.errors import (
     Violations,
 )
 from services.common.evidence import Chunk, ScoredChunk
-from services.common.intent import Intent, classify_intent
+from services.common.intent import Intent
 from services.common.refusal import REFUSAL
 from services.common.tracing import annotate, stage_span
 from services.synthesis.answerability import (
@@ -39,7 +39,6 @@ from services.synthesis.answerability import (
 from services.synthesis.comparison import (
     Comparison,
     assess_comparison,
-    find_comparison,
     interleave,
 )
 from services.synthesis.generation import (
@@ -60,11 +59,12 @@ from services.synthesis.limits import (
     VALIDATION_TIMEOUT_S,
 )
 from services.synthesis.prompt import group_by_document, is_synthesis_mode, source_documents
+from services.synthesis.question import QuestionAnalysis, analyse_question
 from services.synthesis.sufficiency import (
+    KeyTerms,
     SufficiencyDecision,
     SufficiencyOptions,
     assess_sufficiency,
-    extract_key_terms,
 )
 from services.validator.report import ValidationReport, Verdict
 
@@ -270,35 +270,6 @@ def resolve_compact_citations(text: str, evidence_ids: Sequence[str]) -> str:
     return _BRACKET.sub(rewrite, text)
 
 
-# --- follow-up questions -------------------------------------------------------------------
-
-_CONTINUATION = re.compile(
-    r"^\s*(and|but|also|so|then|what about|how about|what if|same)\b", re.IGNORECASE
-)
-_ANAPHORA = re.compile(
-    r"\b(it|its|this|these|those|they|them|their|such|the same|the above|said)\b", re.IGNORECASE
-)
-
-
-def previous_user_question(history: Sequence[Turn], max_turns: int) -> str | None:
-    """The last user turn among the last ``max_turns`` turns, if any."""
-    recent = list(history)[-max_turns:] if max_turns > 0 else []
-    for turn in reversed(recent):
-        if turn.role == "user" and turn.text.strip():
-            return turn.text.strip()
-    return None
-
-
-def is_follow_up(question: str) -> bool:
-    """Elliptical follow-up: starts with a continuation, points back, or names nothing itself."""
-    terms = extract_key_terms(question)
-    return bool(
-        _CONTINUATION.search(question)
-        or _ANAPHORA.search(question)
-        or not (terms.terms or terms.sections)
-    )
-
-
 # --- pipeline ------------------------------------------------------------------------------
 
 
@@ -344,76 +315,23 @@ class SynthesisPipeline:
         generator = self._check(request)
         settings = self._settings
         timings: dict[str, float] = {}
-        question = request.question.strip()
+        analysis = analyse_question(request.question, request.history, settings.history_turns)
 
-        previous = previous_user_question(request.history, settings.history_turns)
-        follow_up = previous is not None and is_follow_up(question)
-        retrieval_query = f"{previous} {question}" if follow_up else question
-        intent = classify_intent(question)
-        if follow_up and intent is Intent.GENERAL:
-            intent = classify_intent(retrieval_query)
-        terms = extract_key_terms(question)
-        focus = question if (terms.terms or terms.sections) else retrieval_query
-        comparison = None if follow_up else find_comparison(question, intent)
-        queries = (retrieval_query, *(comparison.queries if comparison is not None else ()))
-        pool = max(request.top_k, min(settings.candidate_pool, settings.max_top_k))
-
-        mark = time.perf_counter()
-        with stage_span("retrieval", queries=len(queries), pool=pool):
-            results = await self._bounded(
-                "retrieval",
-                deadline,
-                settings.retrieval_timeout_s,
-                lambda timeout_s: self._retrieve_all(queries, request, pool, timeout_s),
-            )
-        retrieved = results[0]
-        timings["retrieval"] = _ms_since(mark)
-        for stage, ms in retrieved.timings_ms.items():
-            timings[f"retrieval.{stage}"] = ms
-
-        candidates = _dedupe(_interleave(results, comparison, intent))
-        evidence = candidates[: request.top_k]
-        mark = time.perf_counter()
-        with stage_span("sufficiency", intent=intent.value):
-            if comparison is not None:
-                # Each term's own ranking already put its passages among the first top_k.
-                decision = assess_comparison(comparison, intent, evidence, settings.sufficiency)
-            else:
-                decision = assess_sufficiency(focus, intent, evidence, settings.sufficiency)
-            if comparison is None and not decision.sufficient and len(candidates) > request.top_k:
-                evidence = promote_supporting(
-                    focus,
-                    intent,
-                    candidates,
-                    request.top_k,
-                    settings.sufficiency,
-                    settings.max_promoted,
-                )
-                decision = assess_sufficiency(focus, intent, evidence, settings.sufficiency)
-            annotate(sufficient=decision.sufficient, failed=decision.failed_code)
-        timings["sufficiency"] = _ms_since(mark)
-        if self._answerability.enabled and comparison is None:
-            mark = time.perf_counter()
-            check = self._answerability
-            if check.scorer is None:
-                raise ModelUnavailableError("the answerability model is not loaded yet")
-            with stage_span("answerability", mode=check.options.mode.value):
-                scores = await asyncio.to_thread(score_evidence, check.scorer, focus, evidence)
-                decision = combine(decision, scores, check.options)
-                annotate(best=scores.best, effect=decision.answerability_effect)
-            timings["answerability"] = _ms_since(mark)
+        results = await self._retrieve(analysis, request, deadline, timings)
+        evidence, decision = self._assess(analysis, results, request.top_k, timings)
+        decision = await self._check_answerability(analysis, evidence, decision, timings)
 
         synthesis = is_synthesis_mode([s.chunk for s in evidence])
         if synthesis:
             evidence = group_by_document(evidence)
         base = _Base(
             sufficiency=decision,
-            intent=intent,
+            intent=analysis.intent,
             evidence=tuple(evidence),
             synthesis_mode=synthesis,
             source_doc_count=len(source_documents([s.chunk for s in evidence])),
             generator=generator.name,
-            retrieval_query=retrieval_query,
+            retrieval_query=analysis.retrieval_query,
             cache_hit=all(result.cache_hit for result in results),
             timings=timings,
             started=started,
@@ -426,18 +344,7 @@ class SynthesisPipeline:
                 + (f' for "{decision.unsupported}"' if decision.unsupported else ""),
             )
 
-        generation = GenerationRequest(
-            question=question,
-            evidence=tuple(evidence),
-            intent=intent,
-            focus_question=focus,
-            history=tuple(request.history)[-settings.history_turns :]
-            if settings.history_turns > 0
-            else (),
-            synthesis_mode=synthesis,
-            compared=comparison.terms if comparison is not None else (),
-            answering=decision.supporting_ids if decision.answerability_effect == "rescued" else (),
-        )
+        generation = self._generation_request(analysis, request, base, decision)
         mark = time.perf_counter()
         try:
             with stage_span("generation", generator=generator.name):
@@ -451,7 +358,7 @@ class SynthesisPipeline:
         base.usage, base.model = draft.usage, draft.model
 
         text = resolve_compact_citations(
-            draft.text.strip(), [s.chunk.semantic_id for s in evidence]
+            draft.text.strip(), [s.chunk.semantic_id for s in base.evidence]
         )
         if _is_refusal(text):
             return base.refuse(
@@ -459,34 +366,137 @@ class SynthesisPipeline:
                 "GENERATOR_DECLINED",
                 "the generator found that the evidence does not answer the question",
             )
+        report = await self._validate(text, base.evidence, deadline, timings)
+        return _verdict(base, text, report)
 
+    async def _retrieve(
+        self,
+        analysis: QuestionAnalysis,
+        request: SynthesisRequest,
+        deadline: float | None,
+        timings: dict[str, float],
+    ) -> list[RetrievedEvidence]:
+        """Step 1: one retrieval per query (the question, each compared term), concurrently."""
+        settings = self._settings
+        queries = analysis.queries
+        pool = max(request.top_k, min(settings.candidate_pool, settings.max_top_k))
+        mark = time.perf_counter()
+        with stage_span("retrieval", queries=len(queries), pool=pool):
+            results = await self._bounded(
+                "retrieval",
+                deadline,
+                settings.retrieval_timeout_s,
+                lambda timeout_s: self._retrieve_all(queries, request, pool, timeout_s),
+            )
+        timings["retrieval"] = _ms_since(mark)
+        for stage, ms in results[0].timings_ms.items():
+            timings[f"retrieval.{stage}"] = ms
+        return results
+
+    def _assess(
+        self,
+        analysis: QuestionAnalysis,
+        results: Sequence[RetrievedEvidence],
+        top_k: int,
+        timings: dict[str, float],
+    ) -> tuple[list[ScoredChunk], SufficiencyDecision]:
+        """Step 2: the evidence (the ``top_k`` best, a supporting passage from below promoted
+        into it when they cannot answer) and whether it is sufficient (keyword rules)."""
+        options = self._settings.sufficiency
+        intent, comparison = analysis.intent, analysis.comparison
+        candidates = _dedupe(_interleave(results, comparison, intent))
+        evidence = candidates[:top_k]
+        mark = time.perf_counter()
+        with stage_span("sufficiency", intent=intent.value):
+            if comparison is not None:
+                # Each term's own ranking already put its passages among the first top_k.
+                decision = assess_comparison(comparison, intent, evidence, options)
+            else:
+                terms = analysis.focus_terms
+                decision = assess_sufficiency(
+                    analysis.focus, intent, evidence, options, key_terms=terms
+                )
+                if not decision.sufficient and len(candidates) > top_k:
+                    evidence = promote_supporting(
+                        analysis.focus,
+                        intent,
+                        candidates,
+                        top_k,
+                        options,
+                        self._settings.max_promoted,
+                        key_terms=terms,
+                    )
+                    decision = assess_sufficiency(
+                        analysis.focus, intent, evidence, options, key_terms=terms
+                    )
+            annotate(sufficient=decision.sufficient, failed=decision.failed_code)
+        timings["sufficiency"] = _ms_since(mark)
+        return evidence, decision
+
+    async def _check_answerability(
+        self,
+        analysis: QuestionAnalysis,
+        evidence: Sequence[ScoredChunk],
+        decision: SufficiencyDecision,
+        timings: dict[str, float],
+    ) -> SufficiencyDecision:
+        """Step 3 (when configured): the answerability model vetoes or rescues the decision."""
+        check = self._answerability
+        if not check.enabled or analysis.comparison is not None:
+            return decision
+        if check.scorer is None:
+            raise ModelUnavailableError("the answerability model is not loaded yet")
+        mark = time.perf_counter()
+        with stage_span("answerability", mode=check.options.mode.value):
+            scores = await asyncio.to_thread(score_evidence, check.scorer, analysis.focus, evidence)
+            decision = combine(decision, scores, check.options)
+            annotate(best=scores.best, effect=decision.answerability_effect)
+        timings["answerability"] = _ms_since(mark)
+        return decision
+
+    def _generation_request(
+        self,
+        analysis: QuestionAnalysis,
+        request: SynthesisRequest,
+        base: _Base,
+        decision: SufficiencyDecision,
+    ) -> GenerationRequest:
+        """Step 4's input: what the generator sees."""
+        turns = self._settings.history_turns
+        comparison = analysis.comparison
+        return GenerationRequest(
+            question=analysis.question,
+            evidence=base.evidence,
+            intent=analysis.intent,
+            focus_question=analysis.focus,
+            history=tuple(request.history)[-turns:] if turns > 0 else (),
+            synthesis_mode=base.synthesis_mode,
+            compared=comparison.terms if comparison is not None else (),
+            answering=decision.supporting_ids if decision.answerability_effect == "rescued" else (),
+            key_terms=analysis.answer_terms,
+        )
+
+    async def _validate(
+        self,
+        text: str,
+        evidence: Sequence[ScoredChunk],
+        deadline: float | None,
+        timings: dict[str, float],
+    ) -> ValidationReport:
+        """Step 5: the validator's verdict on the draft (its errors propagate: fail closed)."""
         mark = time.perf_counter()
         with stage_span("validation"):
             report = await self._bounded(
                 "validator",
                 deadline,
-                settings.validation_timeout_s,
+                self._settings.validation_timeout_s,
                 lambda timeout_s: self._validator.validate(
                     text, [s.chunk for s in evidence], timeout_s=timeout_s
                 ),
             )
             annotate(verdict=report.verdict.value, support_score=report.support_score)
         timings["validation"] = _ms_since(mark)
-        if report.verdict is Verdict.GROUNDED:
-            return base.answered(text, report)
-        if report.verdict is Verdict.REFUSAL:
-            return base.refuse(
-                SynthesisStatus.REFUSED_INSUFFICIENT_EVIDENCE,
-                "GENERATOR_DECLINED",
-                "the generator found that the evidence does not answer the question",
-                report,
-            )
-        return base.refuse(
-            SynthesisStatus.REFUSED_VALIDATION_FAILED,
-            "VALIDATION_FAILED",
-            f"the draft failed validation: {report.reason.value}",
-            report,
-        )
+        return report
 
     def _check(self, request: SynthesisRequest) -> Generator:
         settings = self._settings
@@ -602,6 +612,8 @@ def promote_supporting(
     top_k: int,
     options: SufficiencyOptions,
     max_promoted: int,
+    *,
+    key_terms: KeyTerms | None = None,
 ) -> list[ScoredChunk]:
     """The ``top_k`` best candidates, with up to ``max_promoted`` supporting candidates ranked
     below them swapped in for the lowest-ranked ones (kept in retrieval order).
@@ -610,7 +622,7 @@ def promote_supporting(
     terms and the intent's language. Without such a passage the first ``top_k`` are returned.
     """
     head = list(candidates[:top_k])
-    pool = assess_sufficiency(question, intent, candidates, options)
+    pool = assess_sufficiency(question, intent, candidates, options, key_terms=key_terms)
     if not pool.sufficient:
         return head
     supporting = set(pool.supporting_ids)
@@ -639,6 +651,25 @@ def _dedupe(chunks: Sequence[ScoredChunk]) -> list[ScoredChunk]:
             seen.add(scored.chunk.semantic_id)
             unique.append(scored)
     return unique
+
+
+def _verdict(base: _Base, text: str, report: ValidationReport) -> SynthesisResult:
+    """Step 6: the draft as the answer when the validator grounded it, else the refusal."""
+    if report.verdict is Verdict.GROUNDED:
+        return base.answered(text, report)
+    if report.verdict is Verdict.REFUSAL:
+        return base.refuse(
+            SynthesisStatus.REFUSED_INSUFFICIENT_EVIDENCE,
+            "GENERATOR_DECLINED",
+            "the generator found that the evidence does not answer the question",
+            report,
+        )
+    return base.refuse(
+        SynthesisStatus.REFUSED_VALIDATION_FAILED,
+        "VALIDATION_FAILED",
+        f"the draft failed validation: {report.reason.value}",
+        report,
+    )
 
 
 def _is_refusal(text: str) -> bool:

@@ -401,8 +401,12 @@ def assess_sufficiency(
     intent: Intent,
     evidence: Sequence[ScoredChunk],
     options: SufficiencyOptions | None = None,
+    *,
+    key_terms: KeyTerms | None = None,
 ) -> SufficiencyDecision:
     """Apply the checks in order; the first one that fails makes the evidence insufficient.
+
+    ``key_terms`` are ``question``'s when the caller has them already (``QuestionAnalysis``).
 
     1. there is evidence; 2. the question has key terms; 3. some chunk reaches ``min_score``;
     4. if the question names sections, some such chunk is from one of them; 5. some such chunk
@@ -411,7 +415,7 @@ def assess_sufficiency(
     questions), or, for a definition, is the provision titled with the asked term.
     """
     opts = options or SufficiencyOptions()
-    key_terms = extract_key_terms(question)
+    key_terms = key_terms if key_terms is not None else extract_key_terms(question)
     checked: list[Requirement] = []
     best = max((scored.score for scored in evidence), default=0.0)
 

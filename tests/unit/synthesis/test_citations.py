@@ -10,11 +10,10 @@ from services.common.evidence import Chunk
 from services.synthesis.generation import Turn
 from services.synthesis.pipeline import (
     build_citations,
-    is_follow_up,
-    previous_user_question,
     resolve_compact_citations,
     snippet,
 )
+from services.synthesis.question import is_follow_up, previous_user_question
 from services.validator.report import (
     Reason,
     SentenceReport,

@@ -1,0 +1,113 @@
+"""What a question asks, analysed once per request and handed to every stage that needs it.
+
+Retrieval, sufficiency, promotion, comparison and generation all read the question; each used
+to run the key-term extractor, the intent classifier and the follow-up rules on it again
+(5–8 times a request). ``analyse_question`` does it once and returns a frozen
+``QuestionAnalysis``; the stages read its fields. Pure: no I/O.
+
+    question + history ──► follow-up? ──► retrieval query (previous question folded in)
+                       ──► intent (of the question; of the query when the question has none)
+                       ──► key terms ──► focus (the question, or the query when it names nothing)
+                       ──► comparison (not for a follow-up) ──► one query per compared term
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from services.common.intent import Intent, classify_intent
+from services.synthesis.comparison import Comparison, find_comparison
+from services.synthesis.generation import Turn
+from services.synthesis.sufficiency import KeyTerms, extract_key_terms
+
+_CONTINUATION = re.compile(
+    r"^\s*(and|but|also|so|then|what about|how about|what if|same)\b", re.IGNORECASE
+)
+_ANAPHORA = re.compile(
+    r"\b(it|its|this|these|those|they|them|their|such|the same|the above|said)\b", re.IGNORECASE
+)
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionAnalysis:
+    """One question, analysed.
+
+    ``question`` is the request's question, stripped. ``retrieval_query`` folds the previous
+    user question in for a follow-up ("and for extortion?"). ``focus`` is what the evidence
+    must be about: the question when it names something itself, else the retrieval query.
+    ``key_terms`` are the question's, ``focus_terms`` the focus's (the same object when the
+    focus is the question). ``comparison`` is set for "difference between X and Y" questions.
+    """
+
+    question: str
+    retrieval_query: str
+    focus: str
+    intent: Intent
+    key_terms: KeyTerms
+    focus_terms: KeyTerms
+    follow_up: bool = False
+    comparison: Comparison | None = None
+
+    @property
+    def queries(self) -> tuple[str, ...]:
+        """Every retrieval query: the retrieval query, then one per compared term."""
+        extra = self.comparison.queries if self.comparison is not None else ()
+        return (self.retrieval_query, *extra)
+
+    @property
+    def answer_terms(self) -> KeyTerms:
+        """The terms an answer must address: the question's, or the focus's when the question
+        names nothing a passage could match ("and the punishment?")."""
+        if self.key_terms.effective or self.key_terms.sections:
+            return self.key_terms
+        return self.focus_terms
+
+
+def previous_user_question(history: Sequence[Turn], max_turns: int) -> str | None:
+    """The last user turn among the last ``max_turns`` turns, if any."""
+    recent = list(history)[-max_turns:] if max_turns > 0 else []
+    for turn in reversed(recent):
+        if turn.role == "user" and turn.text.strip():
+            return turn.text.strip()
+    return None
+
+
+def is_follow_up(question: str, terms: KeyTerms | None = None) -> bool:
+    """Elliptical follow-up: starts with a continuation, points back, or names nothing itself."""
+    terms = terms if terms is not None else extract_key_terms(question)
+    return bool(
+        _CONTINUATION.search(question)
+        or _ANAPHORA.search(question)
+        or not (terms.terms or terms.sections)
+    )
+
+
+def analyse_question(
+    question: str, history: Sequence[Turn] = (), history_turns: int = 0
+) -> QuestionAnalysis:
+    """Analyse ``question`` (with up to ``history_turns`` earlier turns of ``history``)."""
+    question = question.strip()
+    terms = extract_key_terms(question)
+    previous = previous_user_question(history, history_turns)
+    follow_up = previous is not None and is_follow_up(question, terms)
+    retrieval_query = f"{previous} {question}" if follow_up else question
+    intent = classify_intent(question)
+    if follow_up and intent is Intent.GENERAL:
+        intent = classify_intent(retrieval_query)
+    if terms.terms or terms.sections:
+        focus, focus_terms = question, terms
+    else:
+        focus = retrieval_query
+        focus_terms = terms if focus == question else extract_key_terms(focus)
+    return QuestionAnalysis(
+        question=question,
+        retrieval_query=retrieval_query,
+        focus=focus,
+        intent=intent,
+        key_terms=terms,
+        focus_terms=focus_terms,
+        follow_up=follow_up,
+        comparison=None if follow_up else find_comparison(question, intent),
+    )

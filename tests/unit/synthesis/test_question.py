@@ -1,0 +1,88 @@
+"""QuestionAnalysis: the question analysed once per request, and what each stage reads of it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from services.common.evidence import Chunk
+from services.common.intent import Intent
+from services.synthesis import extractive, question, sufficiency
+from services.synthesis.extractive import ExtractiveGenerator
+from services.synthesis.generation import Turn
+from services.synthesis.pipeline import SynthesisPipeline, SynthesisRequest, SynthesisStatus
+from services.synthesis.question import analyse_question
+from tests.unit.synthesis.fakes import FakeRetriever, RuleValidator, scored
+
+HISTORY = (
+    Turn("user", "What is the punishment for cheating?"),
+    Turn("assistant", "Whoever cheats shall be punished [IPC_417_0]."),
+)
+
+
+class TestAnalyseQuestion:
+    def test_a_standalone_question_is_its_own_focus_and_query(self) -> None:
+        a = analyse_question("  What is the punishment for cheating under section 420?  ")
+
+        assert a.question == "What is the punishment for cheating under section 420?"
+        assert a.retrieval_query == a.focus == a.question
+        assert a.intent is Intent.PUNISHMENT and not a.follow_up
+        assert a.focus_terms is a.key_terms and a.key_terms.sections == ("420",)
+        assert a.queries == (a.question,) and a.comparison is None
+
+    def test_a_follow_up_folds_the_previous_question_in(self) -> None:
+        a = analyse_question("And for extortion?", HISTORY, history_turns=4)
+
+        assert a.follow_up
+        assert a.retrieval_query == "What is the punishment for cheating? And for extortion?"
+        assert a.intent is Intent.PUNISHMENT  # the question itself has none: the query's
+        assert a.focus == a.question  # "extortion" is named: the question stays the focus
+
+    def test_a_question_that_names_nothing_takes_the_query_as_focus(self) -> None:
+        a = analyse_question("What about it?", HISTORY, history_turns=4)
+
+        assert a.focus == a.retrieval_query != a.question
+        assert not (a.key_terms.terms or a.key_terms.sections)
+        assert a.answer_terms is a.focus_terms and "cheat" in a.focus_terms.terms
+
+    def test_history_beyond_the_turn_limit_is_not_read(self) -> None:
+        a = analyse_question("What about it?", HISTORY, history_turns=0)
+
+        assert not a.follow_up and a.retrieval_query == "What about it?"
+
+    def test_a_comparison_brings_one_query_per_term(self) -> None:
+        a = analyse_question("What is the difference between theft and extortion?")
+
+        assert a.comparison is not None and a.comparison.terms == ("theft", "extortion")
+        assert a.queries == (a.retrieval_query, *a.comparison.queries)
+
+    def test_a_follow_up_is_never_a_comparison(self) -> None:
+        a = analyse_question("And the difference between theft and extortion?", HISTORY, 4)
+
+        assert a.follow_up and a.comparison is None
+
+
+class TestAnalysedOnce:
+    async def test_a_request_extracts_the_questions_key_terms_once(
+        self, ipc: Mapping[str, Chunk], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        calls: list[str] = []
+        real = sufficiency.extract_key_terms
+
+        def counting(text: str) -> Any:
+            calls.append(text)
+            return real(text)
+
+        for module in (question, sufficiency, extractive):
+            monkeypatch.setattr(module, "extract_key_terms", counting)
+        retriever = FakeRetriever(scored(ipc, "IPC_420_0", "IPC_415_0", "IPC_417_0"))
+        synth = SynthesisPipeline(retriever, RuleValidator(), ExtractiveGenerator())
+
+        result = await synth.answer(
+            SynthesisRequest("What is the punishment for cheating under section 420?", top_k=3)
+        )
+
+        assert result.status is SynthesisStatus.ANSWERED
+        assert calls == ["What is the punishment for cheating under section 420?"]
