@@ -93,8 +93,9 @@ bench-validator: install ## Validator latency (lexical tiers and the entailment 
 	$(PY) -m bench.validator_accuracy
 
 .PHONY: bench-synthesis
-bench-synthesis: install ## The first OpenAI call of a fresh process, with and without the warm-up.
+bench-synthesis: install ## The first OpenAI call of a fresh process, with and without the warm-up; StreamAnswer's first validated sentence vs the whole answer.
 	$(PY) -m bench.openai_first_call
+	$(PY) -m bench.stream
 
 .PHONY: bench
 bench: bench-retrieval bench-validator bench-synthesis ## Every benchmark (run on a quiet machine: check `uptime`).

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import inspect
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, cast
 
 import grpc
@@ -31,7 +33,8 @@ def _incoming_request_id(context: aio.ServicerContext[Any, Any]) -> str:
 
 
 class ServiceInterceptor(aio.ServerInterceptor):
-    """Wraps every unary-unary handler of this server's own services."""
+    """Wraps every unary-unary handler, and every unary-stream handler written as an async
+    generator (StreamAnswer), of this server."""
 
     def __init__(self, service: str) -> None:
         self.service = service
@@ -44,70 +47,93 @@ class ServiceInterceptor(aio.ServerInterceptor):
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler[Any, Any] | None:
         handler = await continuation(handler_call_details)
-        if handler is None or handler.unary_unary is None:
+        if handler is None:
             return handler
         method = handler_call_details.method.rsplit("/", 1)[-1]
-        # An aio server hands its handlers aio contexts; the sync-typed stub signature says otherwise.
-        inner = cast(
-            Callable[[Any, aio.ServicerContext[Any, Any]], Awaitable[Any]], handler.unary_unary
-        )
         service = self.service
+        # An aio server hands its handlers aio contexts; the sync-typed stub signature says otherwise.
+        if handler.unary_unary is not None:
+            inner = cast(
+                Callable[[Any, aio.ServicerContext[Any, Any]], Awaitable[Any]], handler.unary_unary
+            )
 
-        async def wrapper(request: Any, context: aio.ServicerContext[Any, Any]) -> Any:
-            request_id = _incoming_request_id(context)
-            token = request_id_var.set(request_id)
-            started = time.perf_counter()
-            code = grpc.StatusCode.OK
-            try:
-                await context.send_initial_metadata(((REQUEST_ID_KEY, request_id),))
-                return await inner(request, context)
-            except errors.GroundedError as exc:
-                code = status.code_for(exc)
-                log = logger.warning if code != grpc.StatusCode.INTERNAL else logger.error
-                log(
-                    "request failed",
-                    extra={
-                        "method": method,
-                        "code": code.name,
-                        "reason": exc.reason,
-                        "error": exc.message,
-                    },
-                )
-                rich = status.to_status(exc)
-                await context.abort(rich.code, rich.details, rich.trailing_metadata)
-            except aio.AbortError:
-                code = context.code() or grpc.StatusCode.UNKNOWN
-                raise
-            except asyncio.CancelledError:
-                # The caller's deadline passed or it went away: gRPC cancels the handler. Count
-                # it as what the caller saw, not as the OK the code started with. A client whose
-                # deadline fires resets the stream a little before ours runs out, hence the slack.
-                remaining = context.time_remaining()
-                expired = remaining is not None and remaining <= _DEADLINE_SLACK_S
-                code = grpc.StatusCode.DEADLINE_EXCEEDED if expired else grpc.StatusCode.CANCELLED
-                raise
-            except Exception:
-                code = grpc.StatusCode.INTERNAL
-                logger.exception("unhandled error", extra={"method": method})
-                rich = status.internal_status()
-                await context.abort(rich.code, rich.details, rich.trailing_metadata)
-            finally:
-                elapsed = time.perf_counter() - started
-                code_name = code.name if isinstance(code, grpc.StatusCode) else str(code)
-                RPC_REQUESTS.labels(service, method, code_name).inc()
-                RPC_LATENCY.labels(service, method).observe(elapsed)
-                logger.info(
-                    "rpc",
-                    extra={
-                        "method": method,
-                        "code": code_name,
-                        "duration_ms": round(elapsed * 1000, 3),
-                    },
-                )
-                request_id_var.reset(token)
+            async def unary(request: Any, context: aio.ServicerContext[Any, Any]) -> Any:
+                async with _rpc(service, method, context):
+                    return await inner(request, context)
+                raise AssertionError("unreachable: _rpc aborts or re-raises")  # pragma: no cover
 
-        return grpc.unary_unary_rpc_method_handler(
-            wrapper,
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
+            return grpc.unary_unary_rpc_method_handler(
+                unary,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        # Only streams written as async generators (ours); health's Watch writes to its context.
+        if handler.unary_stream is not None and inspect.isasyncgenfunction(handler.unary_stream):
+            produce = cast(
+                Callable[[Any, aio.ServicerContext[Any, Any]], AsyncIterator[Any]],
+                handler.unary_stream,
+            )
+
+            async def stream(
+                request: Any, context: aio.ServicerContext[Any, Any]
+            ) -> AsyncIterator[Any]:
+                async with _rpc(service, method, context):
+                    async for response in produce(request, context):
+                        yield response
+
+            return grpc.unary_stream_rpc_method_handler(
+                stream,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        return handler
+
+
+@contextlib.asynccontextmanager
+async def _rpc(
+    service: str, method: str, context: aio.ServicerContext[Any, Any]
+) -> AsyncIterator[None]:
+    """One call: request id, the error → status mapping, access log and metrics."""
+    request_id = _incoming_request_id(context)
+    token = request_id_var.set(request_id)
+    started = time.perf_counter()
+    code: Any = grpc.StatusCode.OK
+    try:
+        await context.send_initial_metadata(((REQUEST_ID_KEY, request_id),))
+        yield
+    except errors.GroundedError as exc:
+        code = status.code_for(exc)
+        log = logger.warning if code != grpc.StatusCode.INTERNAL else logger.error
+        log(
+            "request failed",
+            extra={"method": method, "code": code.name, "reason": exc.reason, "error": exc.message},
         )
+        rich = status.to_status(exc)
+        await context.abort(rich.code, rich.details, rich.trailing_metadata)
+    except aio.AbortError:
+        code = context.code() or grpc.StatusCode.UNKNOWN
+        raise
+    except (asyncio.CancelledError, GeneratorExit):
+        # The caller's deadline passed or it went away: gRPC cancels the handler (a stream's
+        # generator is closed). Count it as what the caller saw, not as the OK the code started
+        # with. A client whose deadline fires resets the stream a little before ours runs out,
+        # hence the slack.
+        remaining = context.time_remaining()
+        expired = remaining is not None and remaining <= _DEADLINE_SLACK_S
+        code = grpc.StatusCode.DEADLINE_EXCEEDED if expired else grpc.StatusCode.CANCELLED
+        raise
+    except Exception:
+        code = grpc.StatusCode.INTERNAL
+        logger.exception("unhandled error", extra={"method": method})
+        rich = status.internal_status()
+        await context.abort(rich.code, rich.details, rich.trailing_metadata)
+    finally:
+        elapsed = time.perf_counter() - started
+        code_name = code.name if isinstance(code, grpc.StatusCode) else str(code)
+        RPC_REQUESTS.labels(service, method, code_name).inc()
+        RPC_LATENCY.labels(service, method).observe(elapsed)
+        logger.info(
+            "rpc",
+            extra={"method": method, "code": code_name, "duration_ms": round(elapsed * 1000, 3)},
+        )
+        request_id_var.reset(token)

@@ -39,6 +39,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     ask.add_argument("--json", action="store_true", help="print the full response as JSON")
     ask.add_argument("--verbose", action="store_true", help="add per-sentence coverage")
+    ask.add_argument(
+        "--stream",
+        action="store_true",
+        help="StreamAnswer: print each sentence as soon as it is validated (with --json: one "
+        "JSON event per line)",
+    )
     ask.add_argument("--generator", choices=sorted(_GENERATORS), default="default")
     ask.add_argument("--model", default="", help="model for --generator openai")
     ask.add_argument(
@@ -123,6 +129,38 @@ def _print_human(response: pb.SynthesizeAnswerResponse, verbose: bool) -> None:
                 print(f"      {how} from {e.semantic_id}[{e.char_start}:{e.char_end}]")
 
 
+def _stream(
+    stub: pb_grpc.SynthesisServiceStub,
+    request: pb.SynthesizeAnswerRequest,
+    args: argparse.Namespace,
+    metadata: tuple[tuple[str, str], ...],
+) -> pb.SynthesizeAnswerResponse:
+    """Print StreamAnswer's events as they arrive; return the final response."""
+    final = pb.SynthesizeAnswerResponse()
+    if not args.json:
+        print(f"Question: {args.question}\n")
+    for event in stub.StreamAnswer(request, timeout=args.timeout, metadata=metadata):
+        if args.json:
+            print(json.dumps(json_format.MessageToDict(event), ensure_ascii=False), flush=True)
+        kind = event.WhichOneof("event")
+        if kind == "finished":
+            final = event.finished.response
+            if not args.json:
+                if event.finished.retract:
+                    print(f"\n[retracted: the {event.finished.sentences_sent} sentence(s) above "
+                          "did not survive the whole-answer check]")  # fmt: skip
+                print()
+                _print_human(final, args.verbose)
+        elif kind == "sentence" and not args.json:
+            s = event.sentence
+            where = ", ".join(c.locator for c in s.citations)
+            print(f"  [{s.index}] {s.text}\n      cites {where}", flush=True)
+        elif kind == "evidence" and not args.json:
+            e = event.evidence
+            print(f"Evidence: {len(e.evidence)} passages from {len(e.doc_ids)} documents\n")
+    return final
+
+
 def ask(args: argparse.Namespace) -> int:
     request = pb.SynthesizeAnswerRequest(
         question=args.question,
@@ -131,12 +169,14 @@ def ask(args: argparse.Namespace) -> int:
         model=args.model,
     )
     request.filters.acts.extend(args.act)
+    metadata = (("x-request-id", uuid.uuid4().hex),)
     with grpc.insecure_channel(args.address) as channel:
         stub = pb_grpc.SynthesisServiceStub(channel)
         try:
-            response = stub.SynthesizeAnswer(
-                request, timeout=args.timeout, metadata=(("x-request-id", uuid.uuid4().hex),)
-            )
+            if args.stream:
+                response = _stream(stub, request, args, metadata)
+            else:
+                response = stub.SynthesizeAnswer(request, timeout=args.timeout, metadata=metadata)
         except grpc.RpcError as err:
             print(f"error: {err.code().name}: {err.details()}", file=sys.stderr)
             status = rpc_status.from_call(err)
@@ -145,7 +185,9 @@ def ask(args: argparse.Namespace) -> int:
                     f"  {detail.TypeName()}: {json_format.MessageToJson(detail)}", file=sys.stderr
                 )
             return 2
-    if args.json:
+    if args.stream:
+        pass  # printed as it arrived
+    elif args.json:
         print(json.dumps(json_format.MessageToDict(response), indent=2, ensure_ascii=False))
     else:
         print(f"Question: {args.question}\n")

@@ -14,7 +14,14 @@ from services.synthesis.limits import (
     MAX_TOP_K,
     MAX_TURN_CHARS,
 )
-from services.synthesis.pipeline import SynthesisRequest, SynthesisResult, SynthesisStatus
+from services.synthesis.pipeline import (
+    Citation,
+    SynthesisRequest,
+    SynthesisResult,
+    SynthesisStatus,
+)
+from services.synthesis.streaming import EvidenceEvent, SentenceEvent, StreamEvent
+from services.synthesis.sufficiency import SufficiencyDecision
 from services.validator.convert import report_to_proto
 
 _STATUS = {
@@ -110,35 +117,11 @@ def result_to_proto(result: SynthesisResult) -> pb.SynthesizeAnswerResponse:
                     chapter=doc.chapter,
                     chapter_title=doc.chapter_title,
                 ),
-                citations=[
-                    pb.Citation(
-                        semantic_id=c.semantic_id,
-                        sentence=c.text,
-                        snippet=c.snippet,
-                        sentence_index=c.sentence_index,
-                        score=c.score,
-                        char_start=c.char_start,
-                        char_end=c.char_end,
-                        answer_sentences=c.answer_sentences,
-                        locator=c.locator,
-                    )
-                    for c in doc.citations
-                ],
+                citations=[citation_to_proto(c) for c in doc.citations],
             )
             for doc in result.citations
         ],
-        sufficiency=pb.SufficiencyReport(
-            sufficient=decision.sufficient,
-            intent=INTENT_TO_PROTO[decision.intent],
-            requirement=", ".join(r.value for r in decision.requirements),
-            failure=decision.reason,
-            supporting_ids=decision.supporting_ids,
-            failed_requirement=decision.failed_code,
-            compared_terms=decision.compared,
-            answerability_score=decision.answerability,
-            answerability_model=decision.answerability_model,
-            answerability_effect=decision.answerability_effect,
-        ),
+        sufficiency=sufficiency_to_proto(decision),
         timings=timings_to_proto((stage, True, ms) for stage, ms in result.timings_ms.items()),
         synthesis_mode=result.synthesis_mode,
         source_doc_count=result.source_doc_count,
@@ -158,3 +141,61 @@ def result_to_proto(result: SynthesisResult) -> pb.SynthesizeAnswerResponse:
             )
         )
     return response
+
+
+def citation_to_proto(c: Citation) -> pb.Citation:
+    return pb.Citation(
+        semantic_id=c.semantic_id,
+        sentence=c.text,
+        snippet=c.snippet,
+        sentence_index=c.sentence_index,
+        score=c.score,
+        char_start=c.char_start,
+        char_end=c.char_end,
+        answer_sentences=c.answer_sentences,
+        locator=c.locator,
+    )
+
+
+def sufficiency_to_proto(decision: SufficiencyDecision) -> pb.SufficiencyReport:
+    return pb.SufficiencyReport(
+        sufficient=decision.sufficient,
+        intent=INTENT_TO_PROTO[decision.intent],
+        requirement=", ".join(r.value for r in decision.requirements),
+        failure=decision.reason,
+        supporting_ids=decision.supporting_ids,
+        failed_requirement=decision.failed_code,
+        compared_terms=decision.compared,
+        answerability_score=decision.answerability,
+        answerability_model=decision.answerability_model,
+        answerability_effect=decision.answerability_effect,
+    )
+
+
+def event_to_proto(event: StreamEvent) -> pb.StreamAnswerResponse:
+    """One StreamAnswer event as its proto."""
+    if isinstance(event, EvidenceEvent):
+        return pb.StreamAnswerResponse(
+            evidence=pb.EvidenceRetrieved(
+                evidence=[scored_to_proto(s) for s in event.evidence],
+                doc_ids=list(dict.fromkeys(s.chunk.doc_id for s in event.evidence)),
+                timings=timings_to_proto((k, True, ms) for k, ms in event.timings_ms.items()),
+                sufficiency=sufficiency_to_proto(event.sufficiency),
+            )
+        )
+    if isinstance(event, SentenceEvent):
+        return pb.StreamAnswerResponse(
+            sentence=pb.ValidatedSentence(
+                index=event.index,
+                text=event.text,
+                citations=[citation_to_proto(c) for c in event.citations],
+                doc_ids=[c.doc_id for c in event.citations],
+            )
+        )
+    return pb.StreamAnswerResponse(
+        finished=pb.AnswerFinished(
+            response=result_to_proto(event.result),
+            retract=event.retract,
+            sentences_sent=event.sentences_sent,
+        )
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol, runtime_checkable
 
@@ -106,4 +107,24 @@ class Generator(Protocol):
 
     async def generate(self, request: GenerationRequest, *, timeout_s: float) -> GenerationResult:
         """Draft an answer within ``timeout_s`` seconds or raise ``GenerationError``."""
+        ...
+
+
+# Receives each piece of draft text as the generator produces it (StreamAnswer).
+TextSink = Callable[[str], None]
+
+
+@runtime_checkable
+class IncrementalGenerator(Generator, Protocol):
+    """A generator that can hand over its draft piece by piece while it is being produced.
+
+    StreamAnswer validates each sentence as soon as it is complete; a generator without this
+    (the extractive one drafts in milliseconds) is streamed from its finished draft.
+    """
+
+    async def generate_incrementally(
+        self, request: GenerationRequest, *, timeout_s: float, on_text: TextSink
+    ) -> GenerationResult:
+        """``generate``, calling ``on_text`` with each new piece of the draft as it arrives;
+        the pieces joined are the draft before the final strip."""
         ...

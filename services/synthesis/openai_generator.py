@@ -16,6 +16,7 @@ from services.synthesis.generation import (
     GenerationFailure,
     GenerationRequest,
     GenerationResult,
+    TextSink,
     TokenUsage,
 )
 from services.synthesis.prompt import Prompt, build_prompt
@@ -110,6 +111,18 @@ class OpenAIGenerator:
 
     async def generate(self, request: GenerationRequest, *, timeout_s: float) -> GenerationResult:
         """One completion within ``min(timeout_s, settings.timeout_s)``; no retry."""
+        return await self._complete(request, timeout_s, None)
+
+    async def generate_incrementally(
+        self, request: GenerationRequest, *, timeout_s: float, on_text: TextSink
+    ) -> GenerationResult:
+        """``generate`` over the endpoint's SSE stream (whatever ``settings.stream`` says),
+        handing each content delta to ``on_text`` as it arrives."""
+        return await self._complete(request, timeout_s, on_text)
+
+    async def _complete(
+        self, request: GenerationRequest, timeout_s: float, on_text: TextSink | None
+    ) -> GenerationResult:
         timeout = min(timeout_s, self._settings.timeout_s)
         if timeout <= 0:
             raise GenerationError(GenerationFailure.LLM_TIMEOUT, "no time left for generation")
@@ -120,8 +133,8 @@ class OpenAIGenerator:
         try:
             # The client timeout bounds each read; this bounds the whole call, streams included.
             async with asyncio.timeout(timeout):
-                if self._settings.stream:
-                    return await self._streamed(messages, timeout)
+                if self._settings.stream or on_text is not None:
+                    return await self._streamed(messages, timeout, on_text)
                 return await self._single(messages, timeout)
         except GenerationError:
             raise
@@ -172,7 +185,10 @@ class OpenAIGenerator:
         return self._result(content, choice.finish_reason, usage, getattr(completion, "model", ""))
 
     async def _streamed(
-        self, messages: list[ChatCompletionMessageParam], budget_s: float
+        self,
+        messages: list[ChatCompletionMessageParam],
+        budget_s: float,
+        on_text: TextSink | None = None,
     ) -> GenerationResult:
         stream = await self._client.chat.completions.create(
             **self._base_args(messages, budget_s), stream=True
@@ -195,6 +211,8 @@ class OpenAIGenerator:
                 choice = chunk.choices[0]
                 if choice.delta is not None and choice.delta.content:
                     parts.append(choice.delta.content)
+                    if on_text is not None:
+                        on_text(choice.delta.content)
                 if choice.finish_reason is not None:
                     finish_reason = choice.finish_reason
         except openai.APIConnectionError as exc:

@@ -47,6 +47,8 @@ from services.synthesis.generation import (
     GenerationRequest,
     GenerationResult,
     Generator,
+    IncrementalGenerator,
+    TextSink,
     TokenUsage,
     Turn,
 )
@@ -273,6 +275,25 @@ def resolve_compact_citations(text: str, evidence_ids: Sequence[str]) -> str:
 # --- pipeline ------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A request after steps 1–3: what drafting needs, or the refusal it ended in."""
+
+    base: ResultBuilder
+    generator: Generator
+    generation: GenerationRequest | None
+    refusal: SynthesisResult | None
+
+    @property
+    def timings(self) -> dict[str, float]:
+        return self.base.timings
+
+    @property
+    def evidence_ids(self) -> list[str]:
+        """The evidence ids in order: compact citation ``[n]`` is the n-th."""
+        return [s.chunk.semantic_id for s in self.base.evidence]
+
+
 class SynthesisPipeline:
     """request → retrieve → sufficiency → generate → resolve citations → validate → result.
 
@@ -311,11 +332,24 @@ class SynthesisPipeline:
         Raises InvalidInputError for a bad request, DeadlineExceededError when the deadline runs
         out, and lets the retriever's / validator's DependencyError through.
         """
+        prepared = await self.prepare(request, deadline)
+        if prepared.refusal is not None:
+            return prepared.refusal
+        drafted = await self.draft(prepared, deadline)
+        if isinstance(drafted, SynthesisResult):
+            return drafted
+        report = await self.validate(drafted, prepared.base.evidence, deadline, prepared.timings)
+        return verdict(prepared.base, drafted, report)
+
+    async def prepare(self, request: SynthesisRequest, deadline: float | None) -> Prepared:
+        """Steps 1–3: check the request, analyse the question, retrieve, judge the evidence.
+
+        ``refusal`` is set when the evidence is insufficient (nothing is generated then).
+        """
         started = time.perf_counter()
         generator = self._check(request)
-        settings = self._settings
         timings: dict[str, float] = {}
-        analysis = analyse_question(request.question, request.history, settings.history_turns)
+        analysis = analyse_question(request.question, request.history, self._settings.history_turns)
 
         results = await self._retrieve(analysis, request, deadline, timings)
         evidence, decision = self._assess(analysis, results, request.top_k, timings)
@@ -324,7 +358,7 @@ class SynthesisPipeline:
         synthesis = is_synthesis_mode([s.chunk for s in evidence])
         if synthesis:
             evidence = group_by_document(evidence)
-        base = _Base(
+        base = ResultBuilder(
             sufficiency=decision,
             intent=analysis.intent,
             evidence=tuple(evidence),
@@ -337,37 +371,44 @@ class SynthesisPipeline:
             started=started,
         )
         if not decision.sufficient:
-            return base.refuse(
+            refusal = base.refuse(
                 SynthesisStatus.REFUSED_INSUFFICIENT_EVIDENCE,
                 "INSUFFICIENT_EVIDENCE",
                 f"{decision.reason} ({decision.failed_code})"
                 + (f' for "{decision.unsupported}"' if decision.unsupported else ""),
             )
-
+            return Prepared(base, generator, None, refusal)
         generation = self._generation_request(analysis, request, base, decision)
+        return Prepared(base, generator, generation, None)
+
+    async def draft(
+        self, prepared: Prepared, deadline: float | None, on_text: TextSink | None = None
+    ) -> str | SynthesisResult:
+        """Step 4: the draft with compact citations resolved, or the refusal a failed or
+        declined generation ends in. With ``on_text`` an incremental generator hands over
+        each piece of its draft as it arrives."""
+        base, generator = prepared.base, prepared.generator
+        assert prepared.generation is not None, "prepare() refused: nothing to draft"
         mark = time.perf_counter()
         try:
             with stage_span("generation", generator=generator.name):
-                draft = await self._generate(generator, generation, deadline)
+                drafted = await self._generate(generator, prepared.generation, deadline, on_text)
         except GenerationError as error:
-            timings["generation"] = _ms_since(mark)
+            base.timings["generation"] = _ms_since(mark)
             return base.refuse(
                 SynthesisStatus.REFUSED_GENERATION_FAILED, error.reason, error.message
             )
-        timings["generation"] = _ms_since(mark)
-        base.usage, base.model = draft.usage, draft.model
+        base.timings["generation"] = _ms_since(mark)
+        base.usage, base.model = drafted.usage, drafted.model
 
-        text = resolve_compact_citations(
-            draft.text.strip(), [s.chunk.semantic_id for s in base.evidence]
-        )
+        text = resolve_compact_citations(drafted.text.strip(), prepared.evidence_ids)
         if _is_refusal(text):
             return base.refuse(
                 SynthesisStatus.REFUSED_INSUFFICIENT_EVIDENCE,
                 "GENERATOR_DECLINED",
                 "the generator found that the evidence does not answer the question",
             )
-        report = await self._validate(text, base.evidence, deadline, timings)
-        return _verdict(base, text, report)
+        return text
 
     async def _retrieve(
         self,
@@ -458,7 +499,7 @@ class SynthesisPipeline:
         self,
         analysis: QuestionAnalysis,
         request: SynthesisRequest,
-        base: _Base,
+        base: ResultBuilder,
         decision: SufficiencyDecision,
     ) -> GenerationRequest:
         """Step 4's input: what the generator sees."""
@@ -476,14 +517,14 @@ class SynthesisPipeline:
             key_terms=analysis.answer_terms,
         )
 
-    async def _validate(
+    async def validate(
         self,
         text: str,
         evidence: Sequence[ScoredChunk],
         deadline: float | None,
         timings: dict[str, float],
     ) -> ValidationReport:
-        """Step 5: the validator's verdict on the draft (its errors propagate: fail closed)."""
+        """Step 5: the validator's verdict on ``text`` (its errors propagate: fail closed)."""
         mark = time.perf_counter()
         with stage_span("validation"):
             report = await self._bounded(
@@ -576,11 +617,19 @@ class SynthesisPipeline:
             raise DependencyTimeoutError(dependency, f"no answer within {budget:.3f}s") from None
 
     async def _generate(
-        self, generator: Generator, request: GenerationRequest, deadline: float | None
+        self,
+        generator: Generator,
+        request: GenerationRequest,
+        deadline: float | None,
+        on_text: TextSink | None = None,
     ) -> GenerationResult:
         budget = _budget(deadline, self._settings.generation_timeout_s, "generation")
         try:
             async with asyncio.timeout(budget):
+                if on_text is not None and isinstance(generator, IncrementalGenerator):
+                    return await generator.generate_incrementally(
+                        request, timeout_s=budget, on_text=on_text
+                    )
                 return await generator.generate(request, timeout_s=budget)
         except (TimeoutError, GenerationError) as error:
             # A caller that is gone gets DEADLINE_EXCEEDED, not a refusal it cannot read.
@@ -653,7 +702,7 @@ def _dedupe(chunks: Sequence[ScoredChunk]) -> list[ScoredChunk]:
     return unique
 
 
-def _verdict(base: _Base, text: str, report: ValidationReport) -> SynthesisResult:
+def verdict(base: ResultBuilder, text: str, report: ValidationReport) -> SynthesisResult:
     """Step 6: the draft as the answer when the validator grounded it, else the refusal."""
     if report.verdict is Verdict.GROUNDED:
         return base.answered(text, report)
@@ -753,7 +802,7 @@ def build_citations(
 
 
 @dataclass(slots=True)
-class _Base:
+class ResultBuilder:
     """Fields every result of one request shares; builds the final results."""
 
     sufficiency: SufficiencyDecision

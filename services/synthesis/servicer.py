@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
@@ -15,7 +16,8 @@ from grpc import aio
 from services.common.errors import ModelUnavailableError
 from services.common.metrics import MODEL_FAILURES, REFUSALS
 from services.synthesis import convert
-from services.synthesis.pipeline import SynthesisPipeline
+from services.synthesis.pipeline import SynthesisPipeline, SynthesisRequest, SynthesisResult
+from services.synthesis.streaming import FinishedEvent, stream_answer
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +49,25 @@ class SynthesisServicer(pb_grpc.SynthesisServiceServicer):
     async def SynthesizeAnswer(
         self, request: pb.SynthesizeAnswerRequest, context: aio.ServicerContext[Any, Any]
     ) -> pb.SynthesizeAnswerResponse:
+        domain_request, deadline = self._convert(request, context)
+        async with self._pipeline_for(request.model) as pipeline, self._model_guard():
+            result = await pipeline.answer(domain_request, deadline=deadline)
+        _count(result)
+        return convert.result_to_proto(result)
+
+    async def StreamAnswer(
+        self, request: pb.SynthesizeAnswerRequest, context: aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[pb.StreamAnswerResponse]:
+        domain_request, deadline = self._convert(request, context)
+        async with self._pipeline_for(request.model) as pipeline, self._model_guard():
+            async for event in stream_answer(pipeline, domain_request, deadline=deadline):
+                if isinstance(event, FinishedEvent):
+                    _count(event.result)
+                yield convert.event_to_proto(event)
+
+    def _convert(
+        self, request: pb.SynthesizeAnswerRequest, context: aio.ServicerContext[Any, Any]
+    ) -> tuple[SynthesisRequest, float | None]:
         domain_request = convert.request_from_proto(
             request,
             default_top_k=self._default_top_k,
@@ -55,17 +76,22 @@ class SynthesisServicer(pb_grpc.SynthesisServiceServicer):
         remaining = context.time_remaining()
         # The caller's deadline bounds every downstream call (min(remaining, per-stage limit)).
         deadline = None if remaining is None else time.monotonic() + remaining
-        async with self._pipeline_for(request.model) as pipeline:
-            try:
-                result = await pipeline.answer(domain_request, deadline=deadline)
-            except ModelUnavailableError as exc:
-                # The answerability model stopped working: fail the call and take the pod out
-                # of rotation, never fall back to keyword rules without saying so.
-                MODEL_FAILURES.labels("answerability").inc()
-                logger.error("answerability model failed, not serving: %s", exc.message)
-                if self._on_model_failure is not None:
-                    await self._on_model_failure()
-                raise
-        if not result.answered:
-            REFUSALS.labels(result.refusal_code or result.status.value).inc()
-        return convert.result_to_proto(result)
+        return domain_request, deadline
+
+    @contextlib.asynccontextmanager
+    async def _model_guard(self) -> AsyncIterator[None]:
+        try:
+            yield
+        except ModelUnavailableError as exc:
+            # The answerability model stopped working: fail the call and take the pod out
+            # of rotation, never fall back to keyword rules without saying so.
+            MODEL_FAILURES.labels("answerability").inc()
+            logger.error("answerability model failed, not serving: %s", exc.message)
+            if self._on_model_failure is not None:
+                await self._on_model_failure()
+            raise
+
+
+def _count(result: SynthesisResult) -> None:
+    if not result.answered:
+        REFUSALS.labels(result.refusal_code or result.status.value).inc()

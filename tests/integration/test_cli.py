@@ -94,6 +94,28 @@ class TestCliAsk:
         assert len(response["evidence"]) == 3
         assert response["citations"][0]["citations"][0]["semanticId"].startswith("IPC_")
 
+    async def test_ask_stream_prints_each_validated_sentence_then_the_result(
+        self, stack: Stack
+    ) -> None:
+        run = await run_cli(ANSWERABLE, "--address", stack.synthesis, "--stream")
+
+        assert run.code == 0, run.err
+        assert run.out.index("Evidence: 5 passages") < run.out.index("  [0] ")
+        assert run.out.index("  [0] ") < run.out.index("Answer:")
+        assert "cites IPC/420#" in run.out and "retracted" not in run.out
+        assert "grounded:   GROUNDED" in run.out
+
+    async def test_ask_stream_json_prints_one_event_per_line(self, stack: Stack) -> None:
+        run = await run_cli(ANSWERABLE, "--address", stack.synthesis, "--stream", "--json")
+
+        assert run.code == 0, run.err
+        events = [json.loads(line) for line in run.out.splitlines()]
+        assert "evidence" in events[0] and "finished" in events[-1]
+        assert all("sentence" in e for e in events[1:-1]) and len(events) > 2
+        finished = events[-1]["finished"]
+        assert finished["response"]["status"] == "ANSWER_STATUS_ANSWERED"
+        assert finished["sentencesSent"] == len(events) - 2
+
     async def test_ask_refusal_exits_1(self, stack: Stack) -> None:
         run = await run_cli("What is the capital of France?", "--address", stack.synthesis)
 

@@ -122,3 +122,50 @@ class TestGrpcurl:
         )
         assert result.returncode != 0
         assert "InvalidArgument" in result.stderr and "top_k" in result.stderr
+
+
+def _messages(stdout: str) -> list[dict[str, object]]:
+    """grpcurl prints one JSON object per streamed message."""
+    decoder, out, at = json.JSONDecoder(), [], 0
+    text = stdout.strip()
+    while at < len(text):
+        body, at = decoder.raw_decode(text, at)
+        out.append(body)
+        while at < len(text) and text[at].isspace():
+            at += 1
+    return out
+
+
+class TestGrpcurlStream:
+    async def test_grpcurl_shows_the_stream_of_events(self, stack: Stack) -> None:
+        payload = {"question": "What is the punishment for cheating under section 420?", "top_k": 5}
+        result = await _grpcurl(
+            "-d",
+            json.dumps(payload),
+            stack.synthesis,
+            "grounded.synthesis.v1.SynthesisService/StreamAnswer",
+        )
+        assert result.returncode == 0, result.stderr
+        events = _messages(result.stdout)
+        assert "evidence" in events[0] and "finished" in events[-1]
+        sentences = [e["sentence"] for e in events[1:-1]]
+        assert sentences and all("sentence" in e for e in events[1:-1])
+        finished = events[-1]["finished"]
+        assert isinstance(finished, dict)
+        response = finished["response"]
+        assert response["status"] == "ANSWER_STATUS_ANSWERED"
+        assert finished["sentences_sent"] == len(sentences) and not finished.get("retract")
+        joined = " ".join(str(s["text"]) for s in sentences)  # type: ignore[index]
+        assert joined == " ".join(response["answer"].split())
+        assert all(s["citations"] for s in sentences)  # type: ignore[index]
+
+    async def test_grpcurl_stream_bad_request_shows_invalid_argument(self, stack: Stack) -> None:
+        result = await _grpcurl(
+            "-d",
+            json.dumps({"question": "", "top_k": 500}),
+            stack.synthesis,
+            "grounded.synthesis.v1.SynthesisService/StreamAnswer",
+        )
+        assert result.returncode != 0
+        assert "InvalidArgument" in result.stderr
+        assert "question" in result.stderr and "top_k" in result.stderr

@@ -3,8 +3,10 @@ HTTP to a loopback chat-completions server scripted per test."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -363,3 +365,146 @@ class TestModelSelection:
 
         assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
         assert len(llm.requests) == before and not response.HasField("usage")
+
+
+async def _stream(
+    address: str, *, deadline_s: float = 30, **fields: object
+) -> list[spb.StreamAnswerResponse]:
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = spb_grpc.SynthesisServiceStub(channel)
+        request = spb.SynthesizeAnswerRequest(question=QUESTION, top_k=5, **fields)  # type: ignore[arg-type]
+        return [event async for event in stub.StreamAnswer(request, timeout=deadline_s)]
+
+
+def two_sentences(messages: Messages) -> str:
+    real = [(i, t) for i, t in evidence_blocks(messages) if i != PLANTED_ID]
+    return " ".join(f"{t.rstrip(' .;')} [{i}]." for i, t in real[:2])
+
+
+class TestStreamAnswer:
+    """StreamAnswer over real gRPC: real retrieval and validator services, the fake LLM's SSE."""
+
+    async def test_sentences_arrive_validated_before_the_llm_finishes(
+        self, openai_stack: Stack, llm: FakeOpenAIServer
+    ) -> None:
+        llm.script(Reply(two_sentences, token_delay_s=0.01))
+        before = len(llm.streams)
+        arrivals: list[tuple[spb.StreamAnswerResponse, float]] = []
+        async with grpc.aio.insecure_channel(openai_stack.synthesis) as channel:
+            stub = spb_grpc.SynthesisServiceStub(channel)
+            request = spb.SynthesizeAnswerRequest(question=QUESTION, top_k=5)
+            async for event in stub.StreamAnswer(request, timeout=30):
+                arrivals.append((event, time.monotonic()))
+
+        kinds = [e.WhichOneof("event") for e, _ in arrivals]
+        assert kinds[0] == "evidence" and kinds[-1] == "finished"
+        assert set(kinds[1:-1]) == {"sentence"}
+        finished = arrivals[-1][0].finished
+        assert finished.response.status == spb.ANSWER_STATUS_ANSWERED, (
+            finished.response.refusal_reason
+        )
+        assert not finished.retract and finished.sentences_sent == len(kinds) - 2 == 2
+        (log,) = llm.streams[before:]
+        first = next(t for e, t in arrivals if e.WhichOneof("event") == "sentence")
+        assert log.completed and first < log.last_write
+        sent = [e.sentence for e, _ in arrivals if e.WhichOneof("event") == "sentence"]
+        assert " ".join(s.text for s in sent) == finished.response.answer
+        for s in sent:
+            assert s.citations and len(s.doc_ids) == len(s.citations)
+            assert all(f"[{c.semantic_id}]" in s.text for c in s.citations)
+
+    async def test_a_rejected_sentence_ends_the_stream_with_a_retraction(
+        self, openai_stack: Stack, llm: FakeOpenAIServer
+    ) -> None:
+        def draft(messages: Messages) -> str:
+            semantic_id, text = _quote(messages)
+            tail = " ".join([f"Whoever cheats is fined [{semantic_id}]."] * 20)
+            return (
+                f"{text.rstrip(' .;')} [{semantic_id}]. Cheating is punished with death "
+                f"[{semantic_id}]. {tail}"
+            )
+
+        llm.script(Reply(draft, token_delay_s=0.005))
+        before = len(llm.streams)
+
+        events = await _stream(openai_stack.synthesis)
+
+        finished = events[-1].finished
+        assert_refused(finished.response, spb.ANSWER_STATUS_REFUSED_VALIDATION_FAILED)
+        assert finished.retract and finished.sentences_sent == 1
+        assert [e.WhichOneof("event") for e in events] == ["evidence", "sentence", "finished"]
+        await asyncio.sleep(0.3)
+        (log,) = llm.streams[before:]
+        assert not log.completed  # the generation was stopped
+
+    async def test_a_client_that_cancels_stops_the_generation(
+        self, openai_stack: Stack, llm: FakeOpenAIServer
+    ) -> None:
+        llm.script(Reply(lambda m: " ".join([two_sentences(m)] * 20), token_delay_s=0.01))
+        before = len(llm.streams)
+        async with grpc.aio.insecure_channel(openai_stack.synthesis) as channel:
+            stub = spb_grpc.SynthesisServiceStub(channel)
+            call = stub.StreamAnswer(spb.SynthesizeAnswerRequest(question=QUESTION), timeout=30)
+            async for event in call:
+                if event.WhichOneof("event") == "sentence":
+                    call.cancel()
+                    break
+        await asyncio.sleep(0.5)
+        (log,) = llm.streams[before:]
+        assert not log.completed and log.events < 200
+
+    async def test_a_deadline_ends_the_stream_with_deadline_exceeded(
+        self, openai_stack: Stack, llm: FakeOpenAIServer
+    ) -> None:
+        llm.script(Reply(lambda m: " ".join([two_sentences(m)] * 20), token_delay_s=0.02))
+
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await _stream(openai_stack.synthesis, deadline_s=0.8)
+
+        assert caught.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
+
+    async def test_bad_input_is_invalid_argument_before_any_event(
+        self, openai_stack: Stack
+    ) -> None:
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await _stream(openai_stack.synthesis, model="x" * 500)
+
+        assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+        assert "model" in field_violations(caught.value)
+
+
+async def test_a_stream_in_flight_finishes_when_the_server_drains(
+    openai_stack: Stack, llm: FakeOpenAIServer
+) -> None:
+    """SIGTERM's drain (``ServiceApp.stop`` with a grace period) lets a stream in flight end
+    with its final event, as it does a unary call."""
+    env = {
+        "SYNTHESIS_PORT": "0",
+        "SYNTHESIS_METRICS_PORT": "0",
+        "SYNTHESIS_RETRIEVAL_ADDR": openai_stack.retrieval,
+        "SYNTHESIS_VALIDATOR_ADDR": openai_stack.validator,
+        **_openai_env(llm, SYNTHESIS_OPENAI_TIMEOUT_S="10"),
+    }
+    app: ServiceApp = synthesis_server.create_app(SynthesisConfig.from_env(env))
+    await app.start()
+    llm.script(Reply(two_sentences, token_delay_s=0.02))
+    kinds: list[str | None] = []
+    finished = spb.AnswerFinished()
+    stopping: asyncio.Task[None] | None = None
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+            stub = spb_grpc.SynthesisServiceStub(channel)
+            call = stub.StreamAnswer(spb.SynthesizeAnswerRequest(question=QUESTION), timeout=30)
+            async for event in call:
+                kinds.append(event.WhichOneof("event"))
+                if kinds[-1] == "evidence":  # the draft is being written: begin the drain
+                    stopping = asyncio.ensure_future(app.stop(10))
+                if kinds[-1] == "finished":
+                    finished = event.finished
+    finally:
+        if stopping is None:
+            await app.stop(0)
+        else:
+            await stopping
+    assert kinds[0] == "evidence" and kinds[-1] == "finished" and "sentence" in kinds
+    assert finished.response.status == spb.ANSWER_STATUS_ANSWERED, finished.response.refusal_reason

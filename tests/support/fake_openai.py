@@ -31,6 +31,8 @@ class Reply:
     finish_reason: str = "stop"
     with_usage: bool = True
     model: str | None = None
+    # Streamed replies: the pause before each SSE event (a realistic token rate is ~20-50 ms).
+    token_delay_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,12 +183,16 @@ class _Handler(BaseHTTPRequestHandler):
                     self.wfile.flush()
                     self.close_connection = True
             case Reply(
-                content=content, finish_reason=finish, with_usage=with_usage, model=reported
+                content=content,
+                finish_reason=finish,
+                with_usage=with_usage,
+                model=reported,
+                token_delay_s=delay,
             ):
                 text = _render(content, messages)
                 model = reported or model
                 if stream:
-                    self._stream(model, text, finish_reason=finish, cut=False)
+                    self._stream(model, text, finish_reason=finish, cut=False, delay=delay)
                 else:
                     completion = _completion(model, text, finish, messages, usage=with_usage)
                     self._send_json(200, completion)
@@ -201,13 +207,23 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
-    def _stream(self, model: str, text: str, *, finish_reason: str | None, cut: bool) -> None:
+    def _stream(
+        self, model: str, text: str, *, finish_reason: str | None, cut: bool, delay: float = 0.0
+    ) -> None:
+        owner = self.server.owner
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
+        log = StreamLog(time.monotonic())
+        owner._streams.append(log)
         for event in _stream_events(model, text, finish_reason):
-            self._write_chunk(event)
+            if delay and owner._stopping.wait(delay):
+                return
+            self._write_chunk(event)  # raises OSError once the client has gone away
+            log.events += 1
+            log.last_write = time.monotonic()
+        log.completed = True
         if cut:
             # Drop the socket without the terminating zero-length chunk: a truncated body.
             self.close_connection = True
@@ -283,6 +299,16 @@ def _event(model: str, delta: dict[str, str], finish_reason: str | None) -> byte
     return f"data: {json.dumps(chunk)}\n\n".encode()
 
 
+@dataclass(slots=True)
+class StreamLog:
+    """One streamed reply as the server sent it: when, how many events, whether all of them."""
+
+    started: float
+    events: int = 0
+    last_write: float = 0.0
+    completed: bool = False
+
+
 class FakeOpenAIServer:
     """``POST /v1/chat/completions`` on 127.0.0.1 (port 0) in a background thread.
 
@@ -297,6 +323,7 @@ class FakeOpenAIServer:
         self._behaviours: list[Behaviour] = list(behaviours) or [Reply("")]
         self._served = itertools.count()
         self._requests: list[RecordedRequest] = []
+        self._streams: list[StreamLog] = []
         self._stopping = threading.Event()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -314,6 +341,12 @@ class FakeOpenAIServer:
         """A copy of the requests received so far, oldest first."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def streams(self) -> list[StreamLog]:
+        """What each streamed reply sent so far, oldest first."""
+        with self._lock:
+            return list(self._streams)
 
     @property
     def base_url(self) -> str:
