@@ -33,31 +33,61 @@ class BadInputError(Exception):
     """An input file is missing, unreadable or not in the expected format."""
 
 
-def load_chunks(path: Path) -> list[_Evidence]:
-    """Read ``{semantic_id, text}`` objects from a JSON list or JSON Lines file."""
+def _read(path: Path) -> str:
+    """A file's text; ``-`` is standard input."""
     try:
-        raw = path.read_text(encoding="utf-8")
+        return sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInputError(f"cannot read {path}: {exc}") from exc
+
+
+def load_chunks(path: Path) -> list[_Evidence]:
+    """Evidence from a JSON list or JSON Lines file of ``{semantic_id, text}`` objects, or from
+    the ``--json`` output of the retrieval CLI (``passages``) or of ``ask`` (``evidence``)."""
+    raw = _read(path)
     try:
-        stripped = raw.lstrip()
-        if stripped.startswith("["):
-            records = json.loads(raw)
-        else:
+        records = json.loads(raw)
+    except json.JSONDecodeError:
+        try:
             records = [json.loads(line) for line in raw.splitlines() if line.strip()]
-    except json.JSONDecodeError as exc:
-        raise BadInputError(f"{path} is neither a JSON list nor JSON Lines: {exc}") from exc
+        except json.JSONDecodeError as exc:
+            raise BadInputError(f"{path} is neither JSON nor JSON Lines: {exc}") from exc
+    if isinstance(records, dict):  # a response, or JSON Lines of a single chunk
+        records = records.get("passages", records.get("evidence", [records]))
     if not isinstance(records, list):
-        raise BadInputError(f"{path}: expected a list of objects")
+        raise BadInputError(f"{path}: expected a list of objects (or 'passages' / 'evidence')")
     chunks: list[_Evidence] = []
     for n, record in enumerate(records, start=1):
         if not isinstance(record, dict):
             raise BadInputError(f"{path}: item {n} is not an object")
-        semantic_id, text = record.get("semantic_id"), record.get("text")
+        # protobuf's JSON names it semanticId; the files this CLI documents use semantic_id.
+        semantic_id = record.get("semantic_id", record.get("semanticId"))
+        text = record.get("text")
         if not isinstance(semantic_id, str) or not semantic_id or not isinstance(text, str):
             raise BadInputError(f"{path}: item {n} needs a non-empty 'semantic_id' and a 'text'")
         chunks.append(_Evidence(semantic_id, text))
     return chunks
+
+
+def load_ask_response(path: Path) -> tuple[str, list[_Evidence]]:
+    """The answer and evidence of ``ask --json`` output (a SynthesizeAnswerResponse as JSON)."""
+    try:
+        response = json.loads(_read(path))
+    except json.JSONDecodeError as exc:
+        raise BadInputError(f"{path} is not JSON: {exc}") from exc
+    if not isinstance(response, dict) or not isinstance(response.get("answer"), str):
+        raise BadInputError(f"{path}: expected the JSON of `ask --json` (with 'answer')")
+    evidence = response.get("evidence")
+    if not isinstance(evidence, list) or not evidence:
+        raise BadInputError(f"{path}: the response carries no 'evidence'")
+    chunks = [
+        _Evidence(str(e.get("semanticId", e.get("semantic_id", ""))), str(e.get("text", "")))
+        for e in evidence
+        if isinstance(e, dict)
+    ]
+    if any(not c.semantic_id for c in chunks):
+        raise BadInputError(f"{path}: an evidence item has no semanticId")
+    return response["answer"], chunks
 
 
 def report_to_dict(report: ValidationReport) -> dict[str, Any]:
@@ -108,9 +138,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m services.validator.cli",
         description="Validate an answer against evidence chunks.",
     )
-    parser.add_argument("--answer-file", type=Path, required=True, help="UTF-8 answer text")
+    parser.add_argument("--answer-file", type=Path, help="UTF-8 answer text ('-': stdin)")
     parser.add_argument(
-        "--chunks-file", type=Path, required=True, help="JSON list or JSONL of {semantic_id, text}"
+        "--chunks-file",
+        type=Path,
+        help="evidence: JSON list or JSONL of {semantic_id, text}, or the --json output of the "
+        "retrieval CLI or of ask ('-': stdin)",
+    )
+    parser.add_argument(
+        "--from-ask",
+        type=Path,
+        metavar="FILE",
+        help="re-check an answer: the --json output of `services.synthesis.cli ask` gives both "
+        "the answer and its evidence ('-': stdin)",
     )
     parser.add_argument("--json", action="store_true", help="print the full report as JSON")
     parser.add_argument(
@@ -119,12 +159,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="skip the entailment model (as VALIDATOR_ENTAILMENT=off does for the service)",
     )
     args = parser.parse_args(argv)
+    if (args.from_ask is None) == (args.answer_file is None or args.chunks_file is None):
+        parser.error("give --answer-file and --chunks-file, or --from-ask")
     try:
-        try:
-            answer = args.answer_file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BadInputError(f"cannot read {args.answer_file}: {exc}") from exc
-        chunks = load_chunks(args.chunks_file)
+        if args.from_ask is not None:
+            answer, chunks = load_ask_response(args.from_ask)
+        else:
+            answer = _read(args.answer_file)
+            chunks = load_chunks(args.chunks_file)
     except BadInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -176,3 +176,85 @@ class TestCliOutput:
         cli._print_human(pb.SynthesizeAnswerResponse(answer=REFUSAL), verbose=False)
 
         assert "tokens:" not in capsys.readouterr().out
+
+
+async def run_module(module: str, *args: str, stdin: bytes | None = None) -> Run:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        module,
+        *args,
+        cwd=ROOT,
+        stdin=asyncio.subprocess.PIPE if stdin is not None else None,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(stdin), timeout=120)
+    assert process.returncode is not None
+    return Run(process.returncode, out.decode(), err.decode())
+
+
+class TestChain:
+    """retrieve --json → (a generator) → validate, and ask --json → validate, as a user runs them."""
+
+    async def test_retrieval_cli_prints_ranked_passages(self, stack: Stack) -> None:
+        run = await run_module(
+            "services.retrieval.cli", "search", "punishment for cheating", "--address",
+            stack.retrieval, "--top-k", "3",
+        )  # fmt: skip
+
+        assert run.code == 0, run.err
+        assert run.out.startswith("3 passages (intent punishment")
+        assert " 1. [IPC_" in run.out and "timings:" in run.out
+
+    async def test_retrieval_cli_bad_input_exits_2_with_field_violations(
+        self, stack: Stack
+    ) -> None:
+        run = await run_module(
+            "services.retrieval.cli", "search", "x", "--address", stack.retrieval,
+            "--top-k", "500",
+        )  # fmt: skip
+
+        assert run.code == 2
+        assert "INVALID_ARGUMENT" in run.err and "top_k" in run.err
+
+    async def test_retrieved_passages_feed_the_validator_cli(
+        self, stack: Stack, tmp_path: Path
+    ) -> None:
+        run = await run_module(
+            "services.retrieval.cli", "search", "punishment for cheating section 420",
+            "--address", stack.retrieval, "--json", "--act", "IPC",
+        )  # fmt: skip
+        assert run.code == 0, run.err
+        passages = tmp_path / "passages.json"
+        passages.write_text(run.out, encoding="utf-8")
+        first = json.loads(run.out)["passages"][0]
+        # A stand-in for the generation step: quote the first passage and cite it.
+        good = tmp_path / "good.txt"
+        good.write_text(f"{first['text'].rstrip('.')} [{first['semanticId']}].", encoding="utf-8")
+        bad = tmp_path / "bad.txt"
+        bad.write_text(f"Cheating is punished with death [{first['semanticId']}].", "utf-8")
+
+        accepted = await run_module(
+            "services.validator.cli", "--answer-file", str(good), "--chunks-file", str(passages)
+        )
+        rejected = await run_module(
+            "services.validator.cli", "--answer-file", str(bad), "--chunks-file", str(passages)
+        )
+
+        assert accepted.code == 0, accepted.out + accepted.err
+        assert rejected.code == 1, rejected.out
+
+    async def test_ask_json_feeds_the_validator_cli(self, stack: Stack) -> None:
+        asked = await run_cli(ANSWERABLE, "--address", stack.synthesis, "--json")
+        assert asked.code == 0, asked.err
+
+        checked = await run_module(
+            "services.validator.cli", "--from-ask", "-", "--json", stdin=asked.out.encode()
+        )
+
+        assert checked.code == 0, checked.out + checked.err
+        report = json.loads(checked.out)
+        assert report["accepted"] is True and report["verdict"] == "grounded"
+        served = json.loads(asked.out)["validation"]
+        assert len(report["sentences"]) == len(served["sentences"])
