@@ -402,7 +402,7 @@ class SynthesisPipeline:
         base.usage, base.model = drafted.usage, drafted.model
 
         text = resolve_compact_citations(drafted.text.strip(), prepared.evidence_ids)
-        if _is_refusal(text):
+        if is_refusal(text):
             return base.refuse(
                 SynthesisStatus.REFUSED_INSUFFICIENT_EVIDENCE,
                 "GENERATOR_DECLINED",
@@ -721,7 +721,7 @@ def verdict(base: ResultBuilder, text: str, report: ValidationReport) -> Synthes
     )
 
 
-def _is_refusal(text: str) -> bool:
+def is_refusal(text: str) -> bool:
     """The draft is the refusal sentence (ignoring case, spacing and final punctuation)."""
 
     def norm(value: str) -> str:

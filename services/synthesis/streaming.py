@@ -36,6 +36,7 @@ from services.synthesis.pipeline import (
     SynthesisResult,
     SynthesisStatus,
     build_citations,
+    is_refusal,
     resolve_compact_citations,
     verdict,
 )
@@ -130,6 +131,10 @@ async def _incremental(
                 buffer += piece
             for text in _complete_sentences(buffer, taken, final=done):
                 taken = text[1]
+                if is_refusal(text[0]):
+                    # Not an answer sentence: the whole draft decides (declined, or refused as
+                    # a refusal among claims).
+                    continue
                 resolved = resolve_compact_citations(text[0], ids)
                 report = await pipeline.validate(resolved, base.evidence, deadline, {})
                 if not _passes(report):

@@ -80,6 +80,7 @@ _SENTENCE_PRIORITY = (
 )
 _ANSWER_PRIORITY = (
     Reason.CITATION_IN_REFUSAL,
+    Reason.REFUSAL_IN_ANSWER,
     Reason.MALFORMED_CITATION,
     Reason.INVALID_CITATION,
     Reason.NO_CITATION,
@@ -204,11 +205,31 @@ def validate(
     pending = [p for _, p in judged if p is not None]
     if tier is not None and run_model and pending:
         reports = _entail(reports, pending, view, options, tier)
+    reports = _refusal_among_claims(reports)
     reports = [
         r if r.decided_by is not None else replace(r, decided_by=TIER_OF_REASON[r.reason])
         for r in reports
     ]
     return replace(_summarise(reports, citations), tiers=tiers, entailment_model=model_name)
+
+
+def _refusal_among_claims(reports: list[SentenceReport]) -> list[SentenceReport]:
+    """The refusal sentence beside sentences that state something fails: "X [A]. I cannot
+    answer based on the provided documents." both answers and refuses, and delivering it would
+    break the contract that an answer is either validated claims or exactly the refusal."""
+    if not any(r.verdict is not SentenceVerdict.EXEMPT for r in reports):
+        return reports
+    return [
+        replace(
+            r,
+            verdict=SentenceVerdict.UNSUPPORTED,
+            reason=Reason.REFUSAL_IN_ANSWER,
+            detail="the refusal sentence inside an answer that states claims",
+        )
+        if r.reason is Reason.REFUSAL
+        else r
+        for r in reports
+    ]
 
 
 def _tiers(options: ValidationOptions, run_model: bool) -> tuple[Tier, ...]:

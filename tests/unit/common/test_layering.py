@@ -31,6 +31,7 @@ ADAPTERS = {
     "services/retrieval/servicer.py",
     "services/retrieval/server.py",
     "services/retrieval/cache.py",
+    "services/retrieval/cli.py",
     "services/synthesis/convert.py",
     "services/synthesis/servicer.py",
     "services/synthesis/server.py",

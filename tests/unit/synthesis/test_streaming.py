@@ -175,6 +175,30 @@ class TestIncremental:
         assert end.result.status is SynthesisStatus.REFUSED_VALIDATION_FAILED
         assert end.retract and end.sentences_sent == len(sentences(events)) == 1
 
+    async def test_a_refusal_after_claims_is_never_sent_and_retracts_them(
+        self, ipc: Mapping[str, Chunk], fake_llm: FakeOpenAIServer, llm: OpenAIGenerator
+    ) -> None:
+        fake_llm.script(Reply(lambda m: f"{quote_evidence(1)(m)} {REFUSAL}"))
+
+        events = await collect(stream_answer(self.synth(ipc, llm), SynthesisRequest(CHEATING)))
+
+        end = finished(events)
+        assert end.result.answer == REFUSAL
+        assert end.result.status is SynthesisStatus.REFUSED_VALIDATION_FAILED
+        assert all(REFUSAL not in s.text for s in sentences(events))
+        assert end.retract and end.sentences_sent == 1
+
+    async def test_a_draft_that_is_the_refusal_is_the_generator_declining(
+        self, ipc: Mapping[str, Chunk], fake_llm: FakeOpenAIServer, llm: OpenAIGenerator
+    ) -> None:
+        fake_llm.script(Reply(REFUSAL))
+
+        events = await collect(stream_answer(self.synth(ipc, llm), SynthesisRequest(CHEATING)))
+
+        end = finished(events)
+        assert end.result.refusal_code == "GENERATOR_DECLINED"
+        assert not sentences(events) and not end.retract
+
     async def test_the_final_result_is_what_answer_returns(
         self, ipc: Mapping[str, Chunk], fake_llm: FakeOpenAIServer, llm: OpenAIGenerator
     ) -> None:

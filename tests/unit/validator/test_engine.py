@@ -57,6 +57,20 @@ class TestCitationContract:
         assert report.accepted
         assert report.cited_ids == ()
 
+    @pytest.mark.parametrize(
+        "answer", [f"{CHEATING} [IPC_420_0]. {REFUSAL}", f"{REFUSAL} {CHEATING} [IPC_420_0]."]
+    )
+    def test_validate_rejects_the_refusal_beside_claims(self, answer: str) -> None:
+        report = check(answer)
+
+        assert report.verdict is Verdict.NOT_GROUNDED and not report.accepted
+        assert report.reason is Reason.REFUSAL_IN_ANSWER
+        refusal = next(s for s in report.sentences if s.text.startswith("I cannot"))
+        assert (refusal.verdict, refusal.reason) == (
+            SentenceVerdict.UNSUPPORTED,
+            Reason.REFUSAL_IN_ANSWER,
+        )
+
     def test_validate_rejects_the_refusal_without_its_final_period(self) -> None:
         report = check(REFUSAL.rstrip("."))
 
