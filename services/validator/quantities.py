@@ -470,13 +470,29 @@ def _date_gap(text: str, left: Quantity, right: Quantity, extra: str) -> bool:
 def _same_kind(claim: Quantity, evidence: Quantity) -> bool:
     if claim.unit in STRICT_UNITS or evidence.unit in STRICT_UNITS:
         return claim.unit == evidence.unit
+    if claim.unit in _IN_BASE and evidence.unit in _IN_BASE:
+        return _IN_BASE[claim.unit][0] == _IN_BASE[evidence.unit][0]
     return not claim.unit or not evidence.unit or claim.unit == evidence.unit
+
+
+# Durations in one unit stated in another: "12 months" is "one year", "14 days" "two weeks".
+_IN_BASE: dict[str, tuple[str, float]] = {
+    "year": ("month", 12.0),
+    "month": ("month", 1.0),
+    "week": ("day", 7.0),
+    "day": ("day", 1.0),
+}
 
 
 def _matches(claim: Quantity, evidence: Quantity) -> bool:
     # A claim may drop a minus sign that a word carries ("reduced by 33%" for "−33%"), but a
     # negative claim number needs a negative evidence number.
     value = evidence.value if claim.value < 0 else abs(evidence.value)
+    if claim.unit != evidence.unit and claim.unit in _IN_BASE and evidence.unit in _IN_BASE:
+        (base, per_claim), (other, per_evidence) = _IN_BASE[claim.unit], _IN_BASE[evidence.unit]
+        return base == other and math.isclose(
+            claim.value * per_claim, value * per_evidence, rel_tol=1e-9
+        )
     if not math.isclose(claim.value, value, rel_tol=1e-9, abs_tol=1e-12):
         return False
     return _same_kind(claim, evidence)

@@ -191,3 +191,29 @@ class TestDates:
         self,
     ) -> None:
         assert compare_dates(analyse("born March 9, 1909").dates, ()) == ([], set())
+
+
+class TestDurationUnits:
+    @pytest.mark.parametrize(
+        ("claim", "evidence"),
+        [
+            ("a maximum of 12 months", "may extend to one year"),
+            ("up to two years", "may extend to 24 months"),
+            ("within 14 days", "within two weeks"),
+        ],
+    )
+    def test_a_duration_in_another_unit_is_the_same_duration(
+        self, claim: str, evidence: str
+    ) -> None:
+        assert unbacked(claim, evidence) == []
+
+    @pytest.mark.parametrize(
+        ("claim", "evidence"),
+        [
+            ("a maximum of 18 months", "may extend to one year"),
+            ("within 12 days", "within 12 months"),  # days and months do not convert
+            ("up to 12 years", "may extend to 12 months"),
+        ],
+    )
+    def test_a_different_duration_is_not_backed(self, claim: str, evidence: str) -> None:
+        assert unbacked(claim, evidence)
