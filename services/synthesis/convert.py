@@ -126,6 +126,7 @@ def result_to_proto(result: SynthesisResult) -> pb.SynthesizeAnswerResponse:
         synthesis_mode=result.synthesis_mode,
         source_doc_count=result.source_doc_count,
         evidence=[scored_to_proto(s) for s in result.evidence],
+        compact_answer=result.compact_answer,
     )
     if result.validation is not None:
         response.validation.CopyFrom(report_to_proto(result.validation))

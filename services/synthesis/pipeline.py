@@ -220,6 +220,8 @@ class SynthesisResult:
     model: str = ""
     retrieval_query: str = ""
     cache_hit: bool = False
+    # The draft as written when it cited by position ([1-3]); "" otherwise, and for refusals.
+    compact_answer: str = ""
 
     @property
     def answered(self) -> bool:
@@ -401,7 +403,10 @@ class SynthesisPipeline:
         base.timings["generation"] = _ms_since(mark)
         base.usage, base.model = drafted.usage, drafted.model
 
-        text = resolve_compact_citations(drafted.text.strip(), prepared.evidence_ids)
+        written = drafted.text.strip()
+        text = resolve_compact_citations(written, prepared.evidence_ids)
+        if text != written:
+            base.compact_answer = written
         if is_refusal(text):
             return base.refuse(
                 SynthesisStatus.REFUSED_INSUFFICIENT_EVIDENCE,
@@ -817,6 +822,7 @@ class ResultBuilder:
     started: float
     usage: TokenUsage | None = None
     model: str = ""
+    compact_answer: str = ""
 
     def refuse(
         self,
@@ -861,4 +867,5 @@ class ResultBuilder:
             model=self.model,
             retrieval_query=self.retrieval_query,
             cache_hit=self.cache_hit,
+            compact_answer=self.compact_answer if status is SynthesisStatus.ANSWERED else "",
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -32,6 +33,7 @@ from services.synthesis.pipeline import (
     SynthesisPipeline,
     SynthesisRequest,
     SynthesisStatus,
+    resolve_compact_citations,
 )
 from services.synthesis.sufficiency import Requirement
 from services.validator.report import Reason, Verdict
@@ -128,6 +130,7 @@ class TestAnswered:
             3,
         )
         assert [s.chunk.semantic_id for s in result.evidence] == list(CHEATING_IDS)
+        assert result.compact_answer == ""  # it cites by id: nothing to display instead
         assert {"retrieval", "retrieval.dense", "sufficiency", "generation", "validation"} <= set(
             result.timings_ms
         )
@@ -676,6 +679,10 @@ class TestOpenAIPathWithTheRealValidatorEngine:
         assert result.status is SynthesisStatus.ANSWERED, result.refusal_reason
         assert "[IPC_120B_0]" in result.answer and "[1]" not in result.answer
         assert validator.calls[0].answer == result.answer
+        # The form the model wrote is kept for display beside the numbered evidence.
+        assert re.search(r"\[\d\]", result.compact_answer)
+        ids = [s.chunk.semantic_id for s in result.evidence]
+        assert resolve_compact_citations(result.compact_answer, ids) == result.answer
 
     @pytest.mark.parametrize(
         ("content", "reason"),
