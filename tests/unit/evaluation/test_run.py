@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pytest
 from grounded.synthesis.v1 import synthesis_service_pb2 as spb
 from grounded.type.v1 import evidence_pb2
@@ -28,8 +26,8 @@ from evaluation.run import parse_args
 from evaluation.stack import Endpoints
 from evaluation.targets import TARGETS, render_targets
 from services.common.refusal import REFUSAL
-from services.retrieval.embedding import Vectors
 from services.validator.report import Verdict
+from tests.support.fake_encoder import HashingEncoder
 
 SQUAD = {
     "version": "v2.0",
@@ -153,21 +151,6 @@ class TestDraftOf:
         assert draft_of(response) is None
 
 
-class _FakeEncoder:
-    dim = 4
-
-    def __init__(self) -> None:
-        self.name = "fake-encoder"
-        self.calls = 0
-
-    def encode(
-        self, texts: Sequence[str], *, batch_size: int = 64, show_progress: bool = False
-    ) -> Vectors:
-        self.calls += 1
-        vectors = np.ones((len(texts), self.dim), dtype=np.float32)
-        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-
-
 class TestPrepareIndex:
     def test_prepare_index_builds_once_then_reuses_without_loading_the_encoder(
         self, tmp_path: Path
@@ -175,10 +158,10 @@ class TestPrepareIndex:
         data = tmp_path / "dev.json"
         data.write_text(json.dumps(SQUAD), encoding="utf-8")
         dataset = load_dataset("squad2", data)
-        encoder = _FakeEncoder()
+        encoder = HashingEncoder(dim=4, name="fake-encoder")
         loads: list[int] = []
 
-        def factory() -> _FakeEncoder:
+        def factory() -> HashingEncoder:
             loads.append(1)
             return encoder
 
@@ -199,7 +182,10 @@ class TestPrepareIndex:
         data = tmp_path / "dev.json"
         data.write_text(json.dumps(SQUAD), encoding="utf-8")
         dataset = load_dataset("squad2", data)
-        encoder, other = _FakeEncoder(), _FakeEncoder()
+        encoder, other = (
+            HashingEncoder(dim=4, name="fake-encoder"),
+            HashingEncoder(dim=4, name="fake-encoder"),
+        )
         other.name = "another-encoder"
         root = tmp_path / "cache"
         first = prepare_index(

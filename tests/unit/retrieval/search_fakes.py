@@ -2,37 +2,14 @@
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Sequence
-
-import numpy as np
-import numpy.typing as npt
 
 from services.common.evidence import Chunk
 from services.retrieval.index import DenseIndex
-from services.retrieval.lexical import tokenize
 from services.retrieval.store import IndexArtifacts, Manifest
+from tests.support.fake_encoder import HashingEncoder
 
-
-class HashingEncoder:
-    """Deterministic bag-of-words vectors: each stemmed token adds 1 to a crc32 bucket."""
-
-    name = "fake-hashing"
-
-    def __init__(self, dim: int = 256) -> None:
-        self.dim = dim
-        self.calls = 0
-
-    def encode(
-        self, texts: Sequence[str], *, batch_size: int = 64, show_progress: bool = False
-    ) -> npt.NDArray[np.float32]:
-        self.calls += 1
-        vectors = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for token in tokenize(text):
-                vectors[row, zlib.crc32(token.encode()) % self.dim] += 1.0
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        return vectors / np.maximum(norms, 1e-12)
+__all__ = ["HashingEncoder", "make_artifacts", "statute_chunks"]
 
 
 # (act, section, title, sentences)

@@ -24,7 +24,8 @@ from services.retrieval.store import (
     embedding_texts,
     load_artifacts,
 )
-from tests.unit.retrieval.conftest import IPC, FakeEncoder
+from tests.support.fake_encoder import HashingEncoder
+from tests.unit.retrieval.conftest import IPC, small_encoder
 
 pytestmark = pytest.mark.usefixtures("single_faiss_thread")
 
@@ -46,19 +47,19 @@ def corpus(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def built(corpus: Path, tmp_path: Path, fake_encoder: FakeEncoder) -> Path:
+def built(corpus: Path, tmp_path: Path, fake_encoder: HashingEncoder) -> Path:
     out = tmp_path / "index"
     build_artifacts([corpus], out, fake_encoder, progress=False)
     return out
 
 
-def load(out: Path, encoder: FakeEncoder) -> IndexArtifacts:
+def load(out: Path, encoder: HashingEncoder) -> IndexArtifacts:
     return load_artifacts(out, expected_model=encoder.name, expected_dim=encoder.dim)
 
 
 class TestBuildAndLoad:
     def test_build_load_round_trip(
-        self, corpus: Path, built: Path, fake_encoder: FakeEncoder
+        self, corpus: Path, built: Path, fake_encoder: HashingEncoder
     ) -> None:
         artifacts = load(built, fake_encoder)
         ids = [c.semantic_id for c in artifacts.chunks]
@@ -81,7 +82,7 @@ class TestBuildAndLoad:
         assert len(artifacts.index_version) == 12
 
     def test_build_vectors_match_chunk_positions(
-        self, built: Path, fake_encoder: FakeEncoder
+        self, built: Path, fake_encoder: HashingEncoder
     ) -> None:
         artifacts = load(built, fake_encoder)
         texts = embedding_texts(artifacts.chunks, artifacts.manifest.embed_text)
@@ -89,7 +90,7 @@ class TestBuildAndLoad:
         assert positions[:, 0].tolist() == list(range(len(texts)))
 
     def test_build_full_ipc_with_fake_encoder(
-        self, tmp_path: Path, fake_encoder: FakeEncoder
+        self, tmp_path: Path, fake_encoder: HashingEncoder
     ) -> None:
         manifest = build_artifacts([IPC], tmp_path / "ipc", fake_encoder, progress=False)
         artifacts = load(tmp_path / "ipc", fake_encoder)
@@ -104,7 +105,7 @@ class TestBuildAndLoad:
         self,
         corpus: Path,
         tmp_path: Path,
-        fake_encoder: FakeEncoder,
+        fake_encoder: HashingEncoder,
         kind: IndexKind,
         options: dict[str, int],
     ) -> None:
@@ -121,7 +122,7 @@ class TestBuildAndLoad:
         assert artifacts.manifest.index_options == options
 
     def test_build_leaves_no_temporary_directories(
-        self, built: Path, corpus: Path, fake_encoder: FakeEncoder
+        self, built: Path, corpus: Path, fake_encoder: HashingEncoder
     ) -> None:
         build_artifacts([corpus], built, fake_encoder, force_rebuild=True, progress=False)
         assert sorted(p.name for p in built.parent.iterdir()) == ["corpus.jsonl", "index"]
@@ -131,7 +132,7 @@ class TestBuildAndLoad:
         self,
         built: Path,
         corpus: Path,
-        fake_encoder: FakeEncoder,
+        fake_encoder: HashingEncoder,
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         before = (built / "manifest.json").read_bytes()
@@ -153,7 +154,7 @@ class TestReuse:
         self,
         built: Path,
         corpus: Path,
-        fake_encoder: FakeEncoder,
+        fake_encoder: HashingEncoder,
         caplog: pytest.LogCaptureFixture,
     ) -> None:
         calls, mtime = fake_encoder.calls, (built / "index.faiss").stat().st_mtime_ns
@@ -165,7 +166,7 @@ class TestReuse:
         assert "reusing" in caplog.text
 
     def test_build_force_rebuild(
-        self, built: Path, corpus: Path, fake_encoder: FakeEncoder
+        self, built: Path, corpus: Path, fake_encoder: HashingEncoder
     ) -> None:
         calls = fake_encoder.calls
         manifest = build_artifacts(
@@ -175,7 +176,7 @@ class TestReuse:
         assert fake_encoder.calls > calls
 
     def test_build_rebuilds_when_source_changes(
-        self, built: Path, corpus: Path, fake_encoder: FakeEncoder
+        self, built: Path, corpus: Path, fake_encoder: HashingEncoder
     ) -> None:
         old = load(built, fake_encoder).manifest
         write_jsonl(corpus, [*RECORDS, {"doc_id": "delta", "text": "Delta arrives."}])
@@ -191,19 +192,19 @@ class TestReuse:
             {"context": 2},
             {"embed_text": "text"},
             {"index_kind": "hnsw"},
-            {"encoder": FakeEncoder(name="fake/other")},
-            {"encoder": FakeEncoder(dim=8)},
+            {"encoder": small_encoder(name="fake/other")},
+            {"encoder": small_encoder(dim=8)},
         ],
     )
     def test_build_rebuilds_when_parameters_change(
-        self, built: Path, corpus: Path, fake_encoder: FakeEncoder, change: dict[str, object]
+        self, built: Path, corpus: Path, fake_encoder: HashingEncoder, change: dict[str, object]
     ) -> None:
         encoder = change.pop("encoder", fake_encoder)
         manifest = build_artifacts([corpus], built, encoder, progress=False, **change)  # type: ignore[arg-type]
         assert not manifest.reused
 
     def test_build_rebuilds_when_a_file_is_missing(
-        self, built: Path, corpus: Path, fake_encoder: FakeEncoder
+        self, built: Path, corpus: Path, fake_encoder: HashingEncoder
     ) -> None:
         (built / "ids.json").unlink()
         assert not build_artifacts([corpus], built, fake_encoder, progress=False).reused
@@ -212,32 +213,32 @@ class TestReuse:
 
 class TestCorpusErrors:
     def test_build_duplicate_ids_across_sources(
-        self, corpus: Path, tmp_path: Path, fake_encoder: FakeEncoder
+        self, corpus: Path, tmp_path: Path, fake_encoder: HashingEncoder
     ) -> None:
         other = write_jsonl(tmp_path / "other.jsonl", [RECORDS[1]])
         with pytest.raises(CorpusFormatError, match="beta occurs in both"):
             build_artifacts([corpus, other], tmp_path / "out", fake_encoder, progress=False)
 
     def test_build_duplicate_ids_within_a_source(
-        self, tmp_path: Path, fake_encoder: FakeEncoder
+        self, tmp_path: Path, fake_encoder: HashingEncoder
     ) -> None:
         path = write_jsonl(tmp_path / "c.jsonl", [RECORDS[0], RECORDS[1], RECORDS[0]])
         with pytest.raises(CorpusFormatError, match="alpha occurs twice in"):
             build_artifacts([path], tmp_path / "out", fake_encoder, progress=False)
 
     def test_build_same_statutes_file_twice(
-        self, tmp_path: Path, fake_encoder: FakeEncoder
+        self, tmp_path: Path, fake_encoder: HashingEncoder
     ) -> None:
         with pytest.raises(CorpusFormatError, match="IPC_1 occurs twice"):
             build_artifacts([IPC, IPC], tmp_path / "out", fake_encoder, progress=False)
 
-    def test_build_empty_corpus(self, tmp_path: Path, fake_encoder: FakeEncoder) -> None:
+    def test_build_empty_corpus(self, tmp_path: Path, fake_encoder: HashingEncoder) -> None:
         path = write_jsonl(tmp_path / "c.jsonl", [{"doc_id": "a", "text": "   "}])
         with pytest.raises(CorpusFormatError, match="no text"):
             build_artifacts([path], tmp_path / "out", fake_encoder, progress=False)
         assert not (tmp_path / "out").exists()
 
-    def test_build_missing_source(self, tmp_path: Path, fake_encoder: FakeEncoder) -> None:
+    def test_build_missing_source(self, tmp_path: Path, fake_encoder: HashingEncoder) -> None:
         with pytest.raises(CorpusFormatError, match="no such file"):
             build_artifacts([tmp_path / "nope.jsonl"], tmp_path / "out", fake_encoder)
 
@@ -249,7 +250,7 @@ def rewrite_json(path: Path, edit: Callable[[Any], Any]) -> None:
 class TestIntegrity:
     @pytest.mark.parametrize("name", store.ARTIFACT_FILES)
     def test_load_missing_file_points_to_ingest(
-        self, built: Path, fake_encoder: FakeEncoder, name: str
+        self, built: Path, fake_encoder: HashingEncoder, name: str
     ) -> None:
         (built / name).unlink()
         with pytest.raises(
@@ -257,49 +258,49 @@ class TestIntegrity:
         ):
             load(built, fake_encoder)
 
-    def test_load_missing_directory(self, tmp_path: Path, fake_encoder: FakeEncoder) -> None:
+    def test_load_missing_directory(self, tmp_path: Path, fake_encoder: HashingEncoder) -> None:
         with pytest.raises(IndexIntegrityError, match="ingest"):
             load(tmp_path / "never-built", fake_encoder)
 
-    def test_load_truncated_ids(self, built: Path, fake_encoder: FakeEncoder) -> None:
+    def test_load_truncated_ids(self, built: Path, fake_encoder: HashingEncoder) -> None:
         rewrite_json(built / "ids.json", lambda ids: ids[:-1])
         with pytest.raises(IndexIntegrityError, match=r"counts disagree.*ids\.json=5"):
             load(built, fake_encoder)
 
-    def test_load_truncated_chunks(self, built: Path, fake_encoder: FakeEncoder) -> None:
+    def test_load_truncated_chunks(self, built: Path, fake_encoder: HashingEncoder) -> None:
         lines = (built / "chunks.jsonl").read_text().splitlines()
         (built / "chunks.jsonl").write_text("\n".join(lines[:-2]) + "\n")
         with pytest.raises(IndexIntegrityError, match=r"chunks\.jsonl=4"):
             load(built, fake_encoder)
 
-    def test_load_reordered_ids(self, built: Path, fake_encoder: FakeEncoder) -> None:
+    def test_load_reordered_ids(self, built: Path, fake_encoder: HashingEncoder) -> None:
         rewrite_json(built / "ids.json", lambda ids: [ids[1], ids[0], *ids[2:]])
         with pytest.raises(IndexIntegrityError, match=r"ids\.json\[0\] is 'alpha_1'"):
             load(built, fake_encoder)
 
-    def test_load_wrong_model(self, built: Path, fake_encoder: FakeEncoder) -> None:
+    def test_load_wrong_model(self, built: Path, fake_encoder: HashingEncoder) -> None:
         with pytest.raises(IndexIntegrityError, match="built with model 'fake/hash-encoder'"):
             load_artifacts(built, expected_model="other/model", expected_dim=fake_encoder.dim)
 
-    def test_load_wrong_dim(self, built: Path, fake_encoder: FakeEncoder) -> None:
+    def test_load_wrong_dim(self, built: Path, fake_encoder: HashingEncoder) -> None:
         with pytest.raises(IndexIntegrityError, match="dimension 16 but the model produces 384"):
             load_artifacts(built, expected_model=fake_encoder.name, expected_dim=384)
 
     def test_load_index_dim_disagrees_with_manifest(
-        self, built: Path, fake_encoder: FakeEncoder
+        self, built: Path, fake_encoder: HashingEncoder
     ) -> None:
         DenseIndex.build(np.eye(6, 8, dtype=np.float32)).save(built / "index.faiss")
         with pytest.raises(IndexIntegrityError, match="index dimension 8 != manifest dimension 16"):
             load(built, fake_encoder)
 
     def test_load_index_kind_disagrees_with_manifest(
-        self, built: Path, fake_encoder: FakeEncoder
+        self, built: Path, fake_encoder: HashingEncoder
     ) -> None:
         rewrite_json(built / "manifest.json", lambda m: {**m, "index_kind": "hnsw"})
         with pytest.raises(IndexIntegrityError, match="index is flat but the manifest says hnsw"):
             load(built, fake_encoder)
 
-    def test_load_old_schema(self, built: Path, fake_encoder: FakeEncoder) -> None:
+    def test_load_old_schema(self, built: Path, fake_encoder: HashingEncoder) -> None:
         rewrite_json(built / "manifest.json", lambda m: {**m, "schema_version": 0})
         with pytest.raises(IndexIntegrityError, match="schema 0"):
             load(built, fake_encoder)
@@ -315,7 +316,7 @@ class TestIntegrity:
         ],
     )
     def test_load_corrupt_file(
-        self, built: Path, fake_encoder: FakeEncoder, name: str, content: str
+        self, built: Path, fake_encoder: HashingEncoder, name: str, content: str
     ) -> None:
         (built / name).write_text(content)
         with pytest.raises(IndexIntegrityError, match=name.replace(".", r"\.")):
@@ -347,8 +348,8 @@ class TestManifest:
 
 class TestIngestCli:
     @pytest.fixture
-    def fake_model(self, monkeypatch: pytest.MonkeyPatch) -> FakeEncoder:
-        encoder = FakeEncoder()
+    def fake_model(self, monkeypatch: pytest.MonkeyPatch) -> HashingEncoder:
+        encoder = small_encoder()
         monkeypatch.setattr(embedding, "load_encoder", lambda *a, **k: encoder)
         return encoder
 
@@ -356,7 +357,7 @@ class TestIngestCli:
         self,
         corpus: Path,
         tmp_path: Path,
-        fake_model: FakeEncoder,
+        fake_model: HashingEncoder,
         capsys: pytest.CaptureFixture[str],
     ) -> None:
         argv = ["--out", str(tmp_path / "idx"), "--quiet", str(corpus)]
@@ -370,7 +371,7 @@ class TestIngestCli:
         assert load(tmp_path / "idx", fake_model).manifest.chunking["context"] == 0
 
     def test_ingest_corpus_error_exits_non_zero(
-        self, tmp_path: Path, fake_model: FakeEncoder, capsys: pytest.CaptureFixture[str]
+        self, tmp_path: Path, fake_model: HashingEncoder, capsys: pytest.CaptureFixture[str]
     ) -> None:
         bad = tmp_path / "bad.jsonl"
         bad.write_text("{oops\n")
@@ -378,7 +379,7 @@ class TestIngestCli:
         assert "error:" in capsys.readouterr().err
         assert not (tmp_path / "idx").exists()
 
-    def test_ingest_default_and_all_statutes_sources(self, fake_model: FakeEncoder) -> None:
+    def test_ingest_default_and_all_statutes_sources(self, fake_model: HashingEncoder) -> None:
         assert ingest.parse_args(["--out", "x"]).sources == [ingest.DEFAULT_SOURCE]
         sources = ingest.parse_args(["--out", "x", "--all-statutes"]).sources
         assert {p.name for p in sources} >= {"ipc.json", "hma.json", "constitution_of_india.json"}
