@@ -17,11 +17,11 @@ import uuid
 
 import grpc
 from google.protobuf import json_format
-from google.rpc import error_details_pb2  # noqa: F401 - registers detail types for JSON printing
 from grounded.retrieval.v1 import retrieval_service_pb2 as pb
 from grounded.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc
 from grounded.type.v1 import evidence_pb2
-from grpc_status import rpc_status
+
+from services.common.cli_errors import report_rpc_error
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -77,13 +77,7 @@ def search(args: argparse.Namespace) -> int:
                 request, timeout=args.timeout, metadata=(("x-request-id", uuid.uuid4().hex),)
             )
         except grpc.RpcError as err:
-            print(f"error: {err.code().name}: {err.details()}", file=sys.stderr)
-            status = rpc_status.from_call(err)
-            for detail in status.details if status else ():
-                print(
-                    f"  {detail.TypeName()}: {json_format.MessageToJson(detail)}", file=sys.stderr
-                )
-            return 2
+            return report_rpc_error(err)
     if args.json:
         print(json.dumps(json_format.MessageToDict(response), indent=2, ensure_ascii=False))
     else:

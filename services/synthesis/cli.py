@@ -11,11 +11,11 @@ import uuid
 
 import grpc
 from google.protobuf import json_format
-from google.rpc import error_details_pb2  # noqa: F401 - registers detail types for JSON printing
 from grounded.synthesis.v1 import synthesis_service_pb2 as pb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as pb_grpc
 from grounded.validator.v1 import validator_service_pb2 as vpb
-from grpc_status import rpc_status
+
+from services.common.cli_errors import report_rpc_error
 
 _GENERATORS = {
     "default": pb.GENERATOR_KIND_UNSPECIFIED,
@@ -178,13 +178,7 @@ def ask(args: argparse.Namespace) -> int:
             else:
                 response = stub.SynthesizeAnswer(request, timeout=args.timeout, metadata=metadata)
         except grpc.RpcError as err:
-            print(f"error: {err.code().name}: {err.details()}", file=sys.stderr)
-            status = rpc_status.from_call(err)
-            for detail in status.details if status else ():
-                print(
-                    f"  {detail.TypeName()}: {json_format.MessageToJson(detail)}", file=sys.stderr
-                )
-            return 2
+            return report_rpc_error(err)
     if args.stream:
         pass  # printed as it arrived
     elif args.json:

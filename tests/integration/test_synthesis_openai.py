@@ -97,18 +97,24 @@ async def openai_stack(planted_index: Path, llm: FakeOpenAIServer) -> AsyncItera
     await stop_stack(running)
 
 
+async def _second_synthesis(stack: Stack, llm: FakeOpenAIServer, **env: str) -> ServiceApp:
+    """Another synthesis server, started in process, on ``stack``'s retrieval and validator."""
+    config = {
+        "SYNTHESIS_PORT": "0",
+        "SYNTHESIS_METRICS_PORT": "0",
+        "SYNTHESIS_RETRIEVAL_ADDR": stack.retrieval,
+        "SYNTHESIS_VALIDATOR_ADDR": stack.validator,
+        **_openai_env(llm, **env),
+    }
+    app: ServiceApp = synthesis_server.create_app(SynthesisConfig.from_env(config))
+    await app.start()
+    return app
+
+
 @pytest.fixture(scope="module")
 async def streaming(openai_stack: Stack, llm: FakeOpenAIServer) -> AsyncIterator[str]:
     """A second synthesis server on the same retrieval and validator, streaming from the LLM."""
-    env = {
-        "SYNTHESIS_PORT": "0",
-        "SYNTHESIS_METRICS_PORT": "0",
-        "SYNTHESIS_RETRIEVAL_ADDR": openai_stack.retrieval,
-        "SYNTHESIS_VALIDATOR_ADDR": openai_stack.validator,
-        **_openai_env(llm, SYNTHESIS_OPENAI_STREAM="true"),
-    }
-    app: ServiceApp = synthesis_server.create_app(SynthesisConfig.from_env(env))
-    await app.start()
+    app = await _second_synthesis(openai_stack, llm, SYNTHESIS_OPENAI_STREAM="true")
     yield f"127.0.0.1:{app.port}"
     await app.stop(0)
 
@@ -478,15 +484,7 @@ async def test_a_stream_in_flight_finishes_when_the_server_drains(
 ) -> None:
     """SIGTERM's drain (``ServiceApp.stop`` with a grace period) lets a stream in flight end
     with its final event, as it does a unary call."""
-    env = {
-        "SYNTHESIS_PORT": "0",
-        "SYNTHESIS_METRICS_PORT": "0",
-        "SYNTHESIS_RETRIEVAL_ADDR": openai_stack.retrieval,
-        "SYNTHESIS_VALIDATOR_ADDR": openai_stack.validator,
-        **_openai_env(llm, SYNTHESIS_OPENAI_TIMEOUT_S="10"),
-    }
-    app: ServiceApp = synthesis_server.create_app(SynthesisConfig.from_env(env))
-    await app.start()
+    app = await _second_synthesis(openai_stack, llm, SYNTHESIS_OPENAI_TIMEOUT_S="10")
     llm.script(Reply(two_sentences, token_delay_s=0.02))
     kinds: list[str | None] = []
     finished = spb.AnswerFinished()

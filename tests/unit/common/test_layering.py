@@ -32,6 +32,7 @@ ADAPTERS = {
     "services/retrieval/server.py",
     "services/retrieval/cache.py",
     "services/retrieval/cli.py",
+    "services/common/cli_errors.py",
     "services/synthesis/convert.py",
     "services/synthesis/servicer.py",
     "services/synthesis/server.py",
