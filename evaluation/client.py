@@ -113,6 +113,7 @@ def outcome_from_response(
         if response.sufficiency.HasField("answerability_score")
         else None,
         answerability_effect=response.sufficiency.answerability_effect,
+        synthesis_mode=response.synthesis_mode,
     )
 
 

@@ -104,6 +104,7 @@ class ItemScore:
     # The answerability model's best score and its effect ("", "vetoed", "rescued"), when it ran.
     answerability: float | None = None
     answerability_effect: str = ""
+    synthesis_mode: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,6 +347,7 @@ def score_item(item: EvalItem, outcome: Outcome) -> ItemScore:
         refusal_reason=outcome.refusal_reason if outcome.status is Status.REFUSED else None,
         answerability=outcome.answerability,
         answerability_effect=outcome.answerability_effect,
+        synthesis_mode=outcome.synthesis_mode,
         n_citations=cites.n_citations,
         n_invalid=cites.n_invalid,
         n_supporting=cites.n_supporting,
@@ -475,6 +477,32 @@ def _aggregate(
             "multi_doc_completeness",
             "items",
             [(float(bool(s.complete)), 1.0) for s in scores if s.complete is not None],
+        ),
+        # Issue 16: how often multi-document synthesis mode composed the answer, and the
+        # completeness of multi-document items with and without it (an observation across
+        # items, not an ablation: the mode follows from the evidence).
+        ratio(
+            "synthesis_mode_rate",
+            "answered items",
+            [(float(s.synthesis_mode), 1.0) for s in scores if _is(s, Status.ANSWERED)],
+        ),
+        ratio(
+            "multi_doc_completeness_synthesis_mode",
+            "items",
+            [
+                (float(bool(s.complete)), 1.0)
+                for s in scores
+                if s.complete is not None and s.synthesis_mode
+            ],
+        ),
+        ratio(
+            "multi_doc_completeness_single_mode",
+            "items",
+            [
+                (float(bool(s.complete)), 1.0)
+                for s in scores
+                if s.complete is not None and not s.synthesis_mode
+            ],
         ),
         ratio(
             "correct_refusal_rate",

@@ -118,6 +118,8 @@ class Outcome:
     # The answerability model's best score over the evidence and what it changed, when it ran.
     answerability: float | None = None
     answerability_effect: str = ""
+    # Whether synthesis composed the answer in multi-document synthesis mode.
+    synthesis_mode: bool = False
 
     @classmethod
     def from_answer(
@@ -133,6 +135,7 @@ class Outcome:
         refusal_reason: str | None = None,
         answerability: float | None = None,
         answerability_effect: str = "",
+        synthesis_mode: bool = False,
     ) -> Outcome:
         """Build an outcome from answer text, classifying the exact refusal string as a refusal.
 
@@ -151,6 +154,7 @@ class Outcome:
             refusal_reason=refusal_reason if refused else None,
             answerability=answerability,
             answerability_effect=answerability_effect,
+            synthesis_mode=synthesis_mode,
         )
 
     @classmethod

@@ -62,6 +62,21 @@ class TestCitationMetrics:
         assert report.metrics["multi_doc_completeness"].value == 1.0
         assert report.metrics["citation_precision"].value == 1.0
 
+    def test_score_run_splits_completeness_by_synthesis_mode(self) -> None:
+        second = EvalItem("m2", "q?", True, gold=MULTI.gold)
+        complete = Outcome(
+            "m", Status.ANSWERED, "An answer.",
+            (Citation("A_0", A1), Citation("B_0", B1)), synthesis_mode=True,
+        )  # fmt: skip
+        partial = Outcome("m2", Status.ANSWERED, "An answer.", (Citation("A_0", A1),))
+
+        metrics = score_run([MULTI, second], [complete, partial], bootstrap=FAST).metrics
+
+        assert metrics["synthesis_mode_rate"].value == 0.5
+        assert metrics["multi_doc_completeness_synthesis_mode"].value == 1.0
+        assert metrics["multi_doc_completeness_single_mode"].value == 0.0
+        assert metrics["multi_doc_completeness"].value == 0.5
+
     def test_score_run_right_text_in_wrong_document_does_not_support(self) -> None:
         report = score_run([MULTI], [_answer("m", Citation("C_0", A1))], bootstrap=FAST)
         assert report.metrics["citation_precision"].value == 0.0
