@@ -1,9 +1,12 @@
-"""Query intents shared by retrieval (expansion, rerank) and synthesis (sufficiency)."""
+"""Query intents and their profiles, shared by retrieval (expansion, rerank) and synthesis
+(sufficiency): the one definition of what each kind of question asks for and looks like."""
 
 from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 
 class Intent(enum.Enum):
@@ -16,10 +19,30 @@ class Intent(enum.Enum):
     GENERAL = "general"
 
 
-# Order matters: punishment cues beat definition cues ("What is the punishment for theft?"),
-# and the first pattern that matches wins.
-_PATTERNS: tuple[tuple[Intent, re.Pattern[str]], ...] = (
-    (
+def _cue(*alternatives: str) -> re.Pattern[str]:
+    return re.compile("|".join(rf"\b(?:{a})\b" for a in alternatives), re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class IntentProfile:
+    """Everything the system knows about one kind of question, in one place (issue 14).
+
+    ``question_cues``: words in a question that ask for this kind of answer (the classifier
+    tries the profiles in ``CLASSIFY_ORDER``); ``expansions``: the phrasing statutes use for
+    it, appended to a retrieval query; ``rerank_cues``: phrases of a passage that answers it
+    (a rerank feature); ``answer_language``: what a passage must say to answer it (the
+    sufficiency rule; None: nothing in particular).
+    """
+
+    intent: Intent
+    question_cues: re.Pattern[str] | None
+    expansions: tuple[str, ...] = ()
+    rerank_cues: tuple[str, ...] = ()
+    answer_language: re.Pattern[str] | None = None
+
+
+PROFILES: Mapping[Intent, IntentProfile] = {
+    Intent.PUNISHMENT: IntentProfile(
         Intent.PUNISHMENT,
         re.compile(
             # "punishing" is left out: "laws punishing mutiny" names laws, not a penalty.
@@ -27,8 +50,23 @@ _PATTERNS: tuple[tuple[Intent, re.Pattern[str]], ...] = (
             r"|jail|prison|consequences?)\b",
             re.I,
         ),
+        expansions=("punished with imprisonment fine",),
+        rerank_cues=(
+            "punished with", "punishable with", "imprisonment", "fine", "liable to", "sentence",
+        ),
+        answer_language=_cue(
+            r"punish(?:ed|able)\s+(?:with|by|as|under|in|for)",
+            r"imprison(?:ment|ed)",
+            r"fined?",
+            r"sentence\s+of\s+death",
+            r"(?:with|by)\s+death",
+            r"death\s+(?:penalty|sentence)",
+            r"penalty",
+            r"penalties",
+            r"forfeit\w*",
+        ),
     ),
-    (
+    Intent.PROCEDURE: IntentProfile(
         Intent.PROCEDURE,
         re.compile(
             # "How does the IPC define X?" asks for a definition, "How does it apply to Y?" for
@@ -39,16 +77,52 @@ _PATTERNS: tuple[tuple[Intent, re.Pattern[str]], ...] = (
             r"|\b(steps?|procedure|process|file an?|apply for)\b",
             re.I,
         ),
+        expansions=("procedure court shall application",),
+        rerank_cues=(
+            "shall", "procedure", "application", "may apply", "petition", "court may",
+            "magistrate",
+        ),
+        answer_language=_cue(
+            r"shall\s+(?:be\s+)?(?:\w+\s+)?(?:made|filed|submitted|presented|produced|recorded"
+            r"|reduced\s+to\s+writing|entered|signed|registered|forwarded|sent|issued|served|lodged"
+            r"|delivered|file|submit|present|produce|record|register|forward|send|issue|serve"
+            r"|lodge|deliver|inform|report|apply)",
+            r"may\s+(?:\w+\s+)?(?:apply|file|present|make\s+an\s+application|appeal|move)",
+            r"application",
+            r"procedure",
+            r"petition",
+            r"complaint",
+            r"appeal",
+            r"in\s+the\s+manner",
+            r"prescribed",
+            r"within\s+\w+\s+(?:days|weeks|months|hours)",
+            r"steps?",
+        ),
     ),
-    (
+    Intent.SCOPE: IntentProfile(
         Intent.SCOPE,
         re.compile(
             r"\b(extent|applicab\w*|appl(y|ies) to|scope|jurisdiction|extend(s|ed)?)\b", re.I
         ),
+        expansions=("extends to applies to",),
+        rerank_cues=("extends to", "applies to", "apply to", "shall apply", "whole of india"),
+        answer_language=_cue(
+            r"extends?",
+            r"extended",
+            r"extent",
+            r"appl(?:y|ies|ied|icable|ication)",
+            r"whole\s+of\s+india",
+            r"jurisdiction",
+            r"(?:within|beyond|outside)\s+india",
+            r"territor\w*",
+            r"in\s+force",
+            r"citizens?",
+            r"shall\s+not\s+affect",
+        ),
     ),
     # "What is section 420 about?" / "What does s. 302 say?" ask for a provision's content,
     # not a definition; matched before the broad "what is" definition cue.
-    (
+    Intent.GENERAL: IntentProfile(
         Intent.GENERAL,
         re.compile(
             r"^\s*what (is|are|was|were|does|do) (the )?(section|sec\.?|s\.|law|article|art\."
@@ -61,7 +135,7 @@ _PATTERNS: tuple[tuple[Intent, re.Pattern[str]], ...] = (
             re.I,
         ),
     ),
-    (
+    Intent.DEFINITION: IntentProfile(
         Intent.DEFINITION,
         re.compile(
             r"^\s*(what (is|are|does)\b|define\b|definition\b|meaning of\b|who (is|are)\b)"
@@ -70,7 +144,36 @@ _PATTERNS: tuple[tuple[Intent, re.Pattern[str]], ...] = (
             r"|^\s*how (is|are) .+\b(defined|meant|understood)\b",
             re.I,
         ),
+        expansions=("means is said to",),
+        rerank_cues=("means", "is said to", "includes", "denotes", "defined", "deemed to"),
+        answer_language=_cue(
+            # "means" as a verb, not the noun in "by means of", "by unlawful means".
+            r"(?<!by\s)(?<!any\s)(?<!unlawful\s)(?<!illegal\s)(?<!lawful\s)means?(?!\s+of\b)",
+            r"meaning",
+            r"defined(?:\s+as)?",
+            r"definition",
+            r"includes?",
+            r"(?:is|are)\s+said\s+to",
+            r"denotes?",
+            r"deemed",
+            r"commits?\s+the\s+offen[cs]e\s+of",
+            r"designated",
+            r"(?:is|are|be)\s+called",
+            r"known\s+as",
+            r"refers?\s+to",
+            r"amounts?\s+to",
+            r"constitutes?",
+        ),
     ),
+}  # fmt: skip
+# Order matters: punishment cues beat definition cues ("What is the punishment for theft?"),
+# and the first profile whose cues match wins.
+CLASSIFY_ORDER: tuple[Intent, ...] = (
+    Intent.PUNISHMENT,
+    Intent.PROCEDURE,
+    Intent.SCOPE,
+    Intent.GENERAL,
+    Intent.DEFINITION,
 )
 
 
@@ -119,8 +222,9 @@ def classify_intent(question: str) -> Intent:
     """
     if is_statement(question):
         return Intent.GENERAL
-    for intent, pattern in _PATTERNS:
-        if pattern.search(question):
+    for intent in CLASSIFY_ORDER:
+        pattern = PROFILES[intent].question_cues
+        if pattern is not None and pattern.search(question):
             if (
                 intent is Intent.DEFINITION
                 and len(question.split()) > _SHORT_QUESTION_WORDS

@@ -3,35 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final
 
-from services.common.intent import Intent, classify_intent
+from services.common.intent import PROFILES, Intent, classify_intent
 from services.common.language.references import SectionRef, parse_section_refs
 from services.retrieval.lexical import STOPWORDS, WORD_PATTERN, stem, tokenize
-
-# Words appended to the query per intent: the phrasing statutes use for that kind of answer.
-INTENT_EXPANSIONS: Final[Mapping[Intent, tuple[str, ...]]] = {
-    Intent.PUNISHMENT: ("punished with imprisonment fine",),
-    Intent.DEFINITION: ("means is said to",),
-    Intent.PROCEDURE: ("procedure court shall application",),
-    Intent.SCOPE: ("extends to applies to",),
-    Intent.GENERAL: (),
-}
-
-# Phrases in a chunk that signal it answers a query of that intent (a rerank feature).
-INTENT_CUES: Final[Mapping[Intent, tuple[str, ...]]] = {
-    Intent.PUNISHMENT: (
-        "punished with", "punishable with", "imprisonment", "fine", "liable to", "sentence",
-    ),
-    Intent.DEFINITION: ("means", "is said to", "includes", "denotes", "defined", "deemed to"),
-    Intent.PROCEDURE: (
-        "shall", "procedure", "application", "may apply", "petition", "court may", "magistrate",
-    ),
-    Intent.SCOPE: ("extends to", "applies to", "apply to", "shall apply", "whole of india"),
-    Intent.GENERAL: (),
-}  # fmt: skip
 
 _WORD = WORD_PATTERN
 
@@ -58,7 +35,7 @@ def analyse_query(query: str) -> QueryAnalysis:
 
 def rule_expansions(analysis: QueryAnalysis) -> list[str]:
     """Expanded queries for the query's intent (the primary query is not included)."""
-    return [f"{analysis.query} {words}" for words in INTENT_EXPANSIONS[analysis.intent]]
+    return [f"{analysis.query} {words}" for words in PROFILES[analysis.intent].expansions]
 
 
 def feedback_terms(

@@ -13,8 +13,9 @@ import numpy as np
 import numpy.typing as npt
 
 from services.common.evidence import Chunk
+from services.common.intent import PROFILES
 from services.common.language.references import SectionRef
-from services.retrieval.expansion import INTENT_CUES, QueryAnalysis
+from services.retrieval.expansion import QueryAnalysis
 from services.retrieval.lexical import tokenize
 
 logger = logging.getLogger(__name__)
@@ -95,7 +96,7 @@ def features(analysis: QueryAnalysis, chunk: Chunk, prior: float) -> Features:
         else 0.0
     )
     lowered = chunk.text.lower()
-    cues = INTENT_CUES[analysis.intent]
+    cues = PROFILES[analysis.intent].rerank_cues
     return Features(
         prior=min(max(prior, 0.0), 1.0),
         term_overlap=term_overlap,

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from services.common.evidence import Chunk, ScoredChunk
-from services.common.intent import Intent
+from services.common.intent import PROFILES, Intent
 from services.common.language.references import (
     normalise_section,
     parse_section_refs,
@@ -212,80 +212,13 @@ def is_relevant(key_terms: KeyTerms, chunk: Chunk, options: SufficiencyOptions) 
     return round(coverage * wanted) >= required_hits(key_terms, options)
 
 
-def _cue(*alternatives: str) -> re.Pattern[str]:
-    return re.compile("|".join(rf"\b(?:{a})\b" for a in alternatives), re.I)
-
-
-# Language that shows a chunk actually answers each kind of question (matched on chunk text).
-INTENT_LANGUAGE: dict[Intent, re.Pattern[str]] = {
-    Intent.DEFINITION: _cue(
-        # "means" as a verb, not the noun in "by means of", "by unlawful means".
-        r"(?<!by\s)(?<!any\s)(?<!unlawful\s)(?<!illegal\s)(?<!lawful\s)means?(?!\s+of\b)",
-        r"meaning",
-        r"defined(?:\s+as)?",
-        r"definition",
-        r"includes?",
-        r"(?:is|are)\s+said\s+to",
-        r"denotes?",
-        r"deemed",
-        r"commits?\s+the\s+offen[cs]e\s+of",
-        r"designated",
-        r"(?:is|are|be)\s+called",
-        r"known\s+as",
-        r"refers?\s+to",
-        r"amounts?\s+to",
-        r"constitutes?",
-    ),
-    Intent.PUNISHMENT: _cue(
-        r"punish(?:ed|able)\s+(?:with|by|as|under|in|for)",
-        r"imprison(?:ment|ed)",
-        r"fined?",
-        r"sentence\s+of\s+death",
-        r"(?:with|by)\s+death",
-        r"death\s+(?:penalty|sentence)",
-        r"penalty",
-        r"penalties",
-        r"forfeit\w*",
-    ),
-    Intent.PROCEDURE: _cue(
-        r"shall\s+(?:be\s+)?(?:\w+\s+)?(?:made|filed|submitted|presented|produced|recorded"
-        r"|reduced\s+to\s+writing|entered|signed|registered|forwarded|sent|issued|served|lodged"
-        r"|delivered|file|submit|present|produce|record|register|forward|send|issue|serve"
-        r"|lodge|deliver|inform|report|apply)",
-        r"may\s+(?:\w+\s+)?(?:apply|file|present|make\s+an\s+application|appeal|move)",
-        r"application",
-        r"procedure",
-        r"petition",
-        r"complaint",
-        r"appeal",
-        r"in\s+the\s+manner",
-        r"prescribed",
-        r"within\s+\w+\s+(?:days|weeks|months|hours)",
-        r"steps?",
-    ),
-    Intent.SCOPE: _cue(
-        r"extends?",
-        r"extended",
-        r"extent",
-        r"appl(?:y|ies|ied|icable|ication)",
-        r"whole\s+of\s+india",
-        r"jurisdiction",
-        r"(?:within|beyond|outside)\s+india",
-        r"territor\w*",
-        r"in\s+force",
-        r"citizens?",
-        r"shall\s+not\s+affect",
-    ),
-}
-
-
 def has_intent_language(intent: Intent, text: str, key_terms: KeyTerms | None = None) -> bool:
     """True when ``text`` carries the language an answer of this intent needs.
 
     GENERAL needs none. For definitions, "<...> is <term>" (``culpable homicide is murder``)
     also counts when ``<term>`` is one of the question's key terms.
     """
-    pattern = INTENT_LANGUAGE.get(intent)
+    pattern = PROFILES[intent].answer_language
     if pattern is None:
         return True
     if pattern.search(text):

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from services.common.intent import Intent
+from services.common.intent import CLASSIFY_ORDER, PROFILES, Intent
 from services.common.language.references import SectionRef, parse_section_refs
 from services.retrieval.expansion import (
-    INTENT_EXPANSIONS,
     analyse_query,
     feedback_query,
     feedback_terms,
@@ -81,8 +80,13 @@ class TestRuleExpansions:
     def test_rule_expansions_general_adds_nothing(self) -> None:
         assert rule_expansions(analyse_query("cognizable offence information police")) == []
 
-    def test_intent_expansions_cover_every_intent(self) -> None:
-        assert set(INTENT_EXPANSIONS) == set(Intent)
+    def test_one_profile_per_intent_and_every_intent_classified(self) -> None:
+        assert set(PROFILES) == set(Intent) == set(CLASSIFY_ORDER)
+        assert all(PROFILES[i].intent is i for i in Intent)
+        # A kind of answer with language to require has phrasing to expand and rerank with.
+        for profile in PROFILES.values():
+            if profile.answer_language is not None:
+                assert profile.expansions and profile.rerank_cues
 
 
 class TestFeedbackTerms:
