@@ -67,6 +67,52 @@ def workload() -> tuple[str, list[Chunk]]:
     return " ".join(sentences), chunks
 
 
+def multi_citation_workload() -> tuple[str, list[Chunk]]:
+    """The same 5 sentences, each citing its own passage and two others (retrieval's one-sentence
+    chunks cited together): the shape where lazy premise scoring can stop early."""
+    answer, chunks = workload()
+    ids = [c.semantic_id for c in chunks]
+    for i, own in enumerate(ids):
+        others = "".join(f"[{ids[(i + k) % len(ids)]}]" for k in (1, 2))
+        answer = answer.replace(f"[{own}].", f"[{own}]{others}.", 1)
+    return answer, chunks
+
+
+def lazy_vs_exhaustive(iterations: int) -> dict[str, Any]:
+    """validate() with lazy and with exhaustive premise scoring, alternating, 1 ONNX thread."""
+    answer, chunks = multi_citation_workload()
+    loaded = load_tier(DEFAULT_MODEL_DIR, threads=1)
+    tiers = {
+        "lazy": loaded,
+        "exhaustive": EntailmentTier(loaded.model, loaded.thresholds, lazy=False),
+    }
+    reports = {name: validate(answer, chunks, tier=t) for name, t in tiers.items()}
+    samples: dict[str, list[float]] = {name: [] for name in tiers}
+    for tier in tiers.values():  # warm
+        validate(answer, chunks, tier=tier)
+    for _ in range(iterations):
+        for name, tier in tiers.items():
+            clear_caches()
+            started = time.perf_counter()
+            validate(answer, chunks, tier=tier)
+            samples[name].append((time.perf_counter() - started) * 1000)
+    out: dict[str, Any] = {"answer": answer}
+    for name, report in reports.items():
+        out[name] = {
+            "verdict": report.verdict.value,
+            "pairs_scored": sum(s.entailment.windows for s in report.sentences if s.entailment),
+            "p50_ms": round(percentile(samples[name], 50), 2),
+            "p95_ms": round(percentile(samples[name], 95), 2),
+        }
+    out["same_verdicts"] = [(s.verdict, s.reason) for s in reports["lazy"].sentences] == [
+        (s.verdict, s.reason) for s in reports["exhaustive"].sentences
+    ]
+    out["p50_ratio_lazy_over_exhaustive"] = round(
+        out["lazy"]["p50_ms"] / out["exhaustive"]["p50_ms"], 3
+    )
+    return out
+
+
 def timed(fn: Callable[[], Any], iterations: int) -> dict[str, float]:
     fn()  # warm
     samples = []
@@ -172,6 +218,25 @@ def markdown(report: dict[str, Any]) -> str:
               "| --- | --- | --- | --- |"]  # fmt: skip
     for name, row in alone.items():
         lines.append(f"| {name} | {row['p50_ms']} | {row['p95_ms']} | {row['ms_per_pair_p50']} |")
+    lazy = report["lazy_vs_exhaustive"]
+    lines += [
+        "",
+        "## Lazy vs exhaustive premise scoring (each sentence cites its passage and two others)",
+        "",
+        "| premise scoring | verdict | pairs scored | p50 ms | p95 ms |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name in ("lazy", "exhaustive"):
+        row = lazy[name]
+        lines.append(
+            f"| {name} | {row['verdict']} | {row['pairs_scored']} | {row['p50_ms']} "
+            f"| {row['p95_ms']} |"
+        )
+    lines += [
+        "",
+        f"Same sentence verdicts: {lazy['same_verdicts']}; p50 lazy / exhaustive: "
+        f"{lazy['p50_ratio_lazy_over_exhaustive']} (alternating runs, 1 ONNX thread).",
+    ]
     lines += ["", "## ValidateAnswer over gRPC, concurrency 1", "",
               "| server | verdict | p50 ms | p95 ms |", "| --- | --- | --- | --- |"]  # fmt: skip
     for name, row in remote.items():
@@ -196,6 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "in_process": in_process(answer, chunks, iterations),
         "model_alone": model_alone(chunks, iterations),
         "grpc": asyncio.run(over_grpc(answer, chunks, iterations)),
+        "lazy_vs_exhaustive": lazy_vs_exhaustive(iterations // 3 or 1),
     }
     if report["in_process"]["model_1_thread"]["verdict"] != Verdict.GROUNDED.value:
         print("warning: the benchmark answer is not grounded with the model")

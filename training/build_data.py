@@ -141,6 +141,68 @@ def hotpot_related_neutrals(
     return out
 
 
+SCIFACT = Path("data/eval/scifact")
+
+
+def scifact_tune_pairs(folder: Path, rng: random.Random) -> list[dict[str, object]]:
+    """SciFact pairs from the **tune half** of the validator benchmark's documents only.
+
+    ``bench.validator_accuracy`` splits SciFact cases by evidence document
+    (``in_tune_half("scifact:<doc_id>")``); a claim is used only when every document it cites
+    is in the tune half, so no claim or abstract of the report half is trained on. Pairs:
+    the claim against its rationale sentences joined (SUPPORT -> entailment, CONTRADICT ->
+    contradiction); the claim against the abstract's non-rationale sentence sharing most words
+    with it (neutral: about the same thing, not saying it); a not-enough-info claim against
+    the two sentences of its cited abstract sharing most words with it (neutral).
+    """
+    from evaluation.datasets import in_tune_half
+
+    def tune(doc: object) -> bool:
+        return in_tune_half(f"scifact:{doc}")
+
+    corpus = {
+        str(d["doc_id"]): [str(s) for s in d["abstract"]]  # type: ignore[attr-defined]
+        for d in read_jsonl(folder / "corpus.jsonl")
+    }
+    out: list[dict[str, object]] = []
+
+    def add(premise: str, claim: str, label: str, source: str) -> None:
+        out.append({"premise": premise, "hypothesis": claim, "label": label, "source": source})
+
+    def closest(claim: str, sentences: Sequence[str], n: int) -> list[str]:
+        cw = _content(claim)
+        ranked = sorted(sentences, key=lambda s: -len(cw & _content(s)))
+        return [s for s in ranked[:n] if len(cw & _content(s)) >= 2]
+
+    for claim in read_jsonl(folder / "claims.jsonl"):
+        evidence: dict[str, list[dict[str, object]]] = claim["evidence"]  # type: ignore[assignment]
+        if not evidence or not all(tune(doc) for doc in evidence):
+            continue
+        text = str(claim["claim"])
+        for doc, sets in sorted(evidence.items()):
+            abstract = corpus[doc]
+            used: set[int] = set()
+            for rationale in sets:
+                idx = sorted(int(i) for i in rationale["sentences"])  # type: ignore[attr-defined]
+                used.update(idx)
+                label = "entailment" if rationale["label"] == "SUPPORT" else "contradiction"
+                add(" ".join(abstract[i] for i in idx), text, label, "scifact_tune")
+            rest = [s for i, s in enumerate(abstract) if i not in used]
+            for premise in closest(text, rest, 1):
+                add(premise, text, "neutral", "scifact_tune_related")
+    for claim in read_jsonl(folder / "claims_nei.jsonl"):
+        docs = [str(d) for d in claim["cited_doc_ids"]]  # type: ignore[attr-defined]
+        if not docs or not all(tune(doc) for doc in docs):
+            continue
+        for doc in docs:
+            if doc in corpus:
+                picked = closest(str(claim["claim"]), corpus[doc], 2)
+                if picked:
+                    add(" ".join(picked), str(claim["claim"]), "neutral", "scifact_tune_nei")
+    rng.shuffle(out)
+    return out
+
+
 def ipc_sections(corpus: Path) -> list[statute_pairs.Section]:
     """The corpus's sections split into sentences by the project's own chunker."""
     from services.retrieval.chunking import chunk_document

@@ -103,6 +103,9 @@ class EntailmentTier:
 
     model: entailment.NliModel
     thresholds: entailment.Thresholds
+    # Score premises lazily (stop at the first that settles a sentence; same outcomes). False
+    # scores every pair: the baseline the benchmark compares against.
+    lazy: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,7 +269,7 @@ def _entail(
         )
         for p in pending
     ]
-    judgements = entailment.judge(claims, tier.model, thresholds, split_sentences)
+    judgements = entailment.judge(claims, tier.model, thresholds, split_sentences, lazy=tier.lazy)
     out = list(reports)
     for p, j in zip(pending, judgements, strict=True):
         out[p.index] = _fold(reports[p.index], p, j, thresholds)

@@ -23,6 +23,7 @@ The model itself is an adapter behind ``NliModel`` (``nli_onnx.OnnxNliModel`` in
 from __future__ import annotations
 
 import enum
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -156,8 +157,11 @@ def judge(
     model: NliModel,
     thresholds: Thresholds,
     split_sentences: SentenceSplitter,
+    *,
+    lazy: bool = True,
 ) -> list[Judgement]:
-    """Judge every claim, scoring its premises lazily (see the module's docstring)."""
+    """Judge every claim, scoring its premises lazily (see the module's docstring); with
+    ``lazy=False`` every pair is scored (the same outcomes, at the cost lazy scoring saves)."""
     cache: dict[tuple[str, str], tuple[float, float, float]] = {}
 
     def score(pair: tuple[str, str]) -> tuple[float, float, float]:
@@ -168,7 +172,7 @@ def judge(
     out: list[Judgement] = []
     for claim in claims:
         plan = _plan(claim, model, split_sentences)
-        settle = max(thresholds.entail, claim.settle_at or 0.0)
+        settle = max(thresholds.entail, claim.settle_at or 0.0) if lazy else math.inf
         out.append(_decide(plan, _score_lazily(plan, claim.text, score, settle), thresholds))
     return out
 
