@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def spans(ipc_index: Path) -> tuple[str, list[dict[str, object]]]:
+def spans(ipc_index: Path) -> tuple[dict[str, object], list[dict[str, object]]]:
     # A subprocess: the tracer provider is process-wide and must not leak into other tests.
     run = subprocess.run(
         [sys.executable, "-m", "tests.support.trace_probe", str(ipc_index)],
@@ -28,14 +28,17 @@ def spans(ipc_index: Path) -> tuple[str, list[dict[str, object]]]:
         check=True,
     )
     lines = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
-    return str(lines[0]["status"]), lines[1:]
+    return lines[0], lines[1:]
 
 
 class TestTracing:
     def test_the_three_services_spans_share_one_trace(
-        self, spans: tuple[str, list[dict[str, object]]]
+        self, spans: tuple[dict[str, object], list[dict[str, object]]]
     ) -> None:
-        status, found = spans
+        result, every = spans
+        status = result["status"]
+        unary = next(s for s in every if str(s["name"]).endswith("/SynthesizeAnswer"))
+        found = [s for s in every if s["trace_id"] == unary["trace_id"]]
         by_name = {str(s["name"]): s for s in found}
         rpcs = [
             "/grounded.synthesis.v1.SynthesisService/SynthesizeAnswer",
@@ -61,3 +64,17 @@ class TestTracing:
         assert not tracing_requested({"OTEL_TRACES_EXPORTER": "none"})
         assert not tracing_requested({"OTEL_TRACES_EXPORTER": "otlp", "OTEL_SDK_DISABLED": "true"})
         assert tracing_requested({"OTEL_TRACES_EXPORTER": "otlp"})
+
+    def test_a_stream_is_traced_and_works_with_tracing_on(
+        self, spans: tuple[dict[str, object], list[dict[str, object]]]
+    ) -> None:
+        result, found = spans
+        events = result["stream_events"]
+        assert result["stream_status"] == "ANSWER_STATUS_ANSWERED"
+        assert isinstance(events, list) and events[0] == "evidence" and events[-1] == "finished"
+        stream = next(s for s in found if str(s["name"]).endswith("/StreamAnswer"))
+        assert stream["kind"] == "SERVER"
+        traced = {s["name"] for s in found if s["trace_id"] == stream["trace_id"]}
+        # The stream's retrieval and its per-sentence validations belong to its own trace.
+        assert "/grounded.retrieval.v1.RetrievalService/RetrievePassages" in traced
+        assert "/grounded.validator.v1.ValidatorService/ValidateAnswer" in traced

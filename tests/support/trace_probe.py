@@ -26,14 +26,24 @@ async def main(index_dir: Path) -> None:
     stack = await start_stack(index_dir)
     try:
         async with aio.insecure_channel(stack.synthesis) as channel:
-            response = await spb_grpc.SynthesisServiceStub(channel).SynthesizeAnswer(
-                spb.SynthesizeAnswerRequest(question="What is the punishment for theft?"),
-                timeout=30,
-                metadata=(("x-request-id", "trace-probe-1"),),
+            stub = spb_grpc.SynthesisServiceStub(channel)
+            request = spb.SynthesizeAnswerRequest(question="What is the punishment for theft?")
+            response = await stub.SynthesizeAnswer(
+                request, timeout=30, metadata=(("x-request-id", "trace-probe-1"),)
             )
+            events = [e async for e in stub.StreamAnswer(request, timeout=30)]
     finally:
         await stop_stack(stack)
-    print(json.dumps({"status": spb.AnswerStatus.Name(response.status)}))
+    streamed = events[-1].finished.response.status if events else 0
+    print(
+        json.dumps(
+            {
+                "status": spb.AnswerStatus.Name(response.status),
+                "stream_status": spb.AnswerStatus.Name(streamed),
+                "stream_events": [e.WhichOneof("event") for e in events],
+            }
+        )
+    )
     for span in exporter.get_finished_spans():
         context = span.get_span_context()
         print(
