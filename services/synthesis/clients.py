@@ -23,9 +23,9 @@ from services.common.errors import (
 )
 from services.common.evidence import Chunk
 from services.common.passages import INTENT_FROM_PROTO, chunk_to_proto, scored_from_proto
+from services.common.validation import ValidationReport
+from services.common.validation_proto import report_from_proto
 from services.synthesis.pipeline import RetrievedEvidence
-from services.validator.convert import report_from_proto
-from services.validator.report import ValidationReport
 
 # The idempotent calls the channels retry on UNAVAILABLE (server.py, ChannelPolicy).
 RETRIEVE_METHOD = (

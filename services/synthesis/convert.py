@@ -7,6 +7,7 @@ from grounded.type.v1 import evidence_pb2
 
 from services.common.errors import Violations
 from services.common.passages import INTENT_TO_PROTO, scored_to_proto, timings_to_proto
+from services.common.validation_proto import report_to_proto
 from services.synthesis.generation import Turn
 from services.synthesis.limits import (
     MAX_HISTORY_TURNS,
@@ -22,7 +23,6 @@ from services.synthesis.pipeline import (
 )
 from services.synthesis.streaming import EvidenceEvent, SentenceEvent, StreamEvent
 from services.synthesis.sufficiency import SufficiencyDecision
-from services.validator.convert import report_to_proto
 
 _STATUS = {
     SynthesisStatus.ANSWERED: pb.ANSWER_STATUS_ANSWERED,

@@ -31,6 +31,7 @@ from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import Intent
 from services.common.refusal import REFUSAL
 from services.common.tracing import annotate, stage_span
+from services.common.validation import ValidationReport, Verdict
 from services.synthesis.answerability import (
     AnswerabilityCheck,
     combine,
@@ -68,7 +69,6 @@ from services.synthesis.sufficiency import (
     SufficiencyOptions,
     assess_sufficiency,
 )
-from services.validator.report import ValidationReport, Verdict
 
 logger = logging.getLogger(__name__)
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from services.common.evidence import ScoredChunk
 from services.common.intent import Intent
 from services.common.language.sentences import split_sentences
+from services.common.validation import SentenceVerdict, ValidationReport
 from services.synthesis.generation import IncrementalGenerator
 from services.synthesis.pipeline import (
     Citation,
@@ -41,7 +42,6 @@ from services.synthesis.pipeline import (
     verdict,
 )
 from services.synthesis.sufficiency import SufficiencyDecision
-from services.validator.report import SentenceVerdict, ValidationReport
 
 # A bracket that may hold a citation: never split inside it, and it sticks to the sentence
 # before it ("... seven years. [IPC_420_0]").

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from services.common.errors import ModelUnavailableError
+from services.common.validation import ValidationReport
 from services.validator.config import ValidatorConfig
 from services.validator.engine import EntailmentTier, validate
 from services.validator.nli_onnx import tier_from_config
-from services.validator.report import ValidationReport
 
 EXIT_ACCEPTED = 0
 EXIT_REJECTED = 1

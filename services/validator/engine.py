@@ -10,6 +10,18 @@ from functools import lru_cache
 
 from services.common.language.sentences import list_marker_length, split_sentences
 from services.common.refusal import REFUSAL
+from services.common.validation import (
+    TIER_OF_REASON,
+    MalformedCitation,
+    Reason,
+    SentenceReport,
+    SentenceVerdict,
+    SupportSpan,
+    Tier,
+    ValidationOptions,
+    ValidationReport,
+    Verdict,
+)
 from services.validator import entailment, negation, penalty
 from services.validator.citations import (
     Citation,
@@ -35,18 +47,6 @@ from services.validator.quantities import (
     repaired,
     swapped,
     unsupported,
-)
-from services.validator.report import (
-    TIER_OF_REASON,
-    MalformedCitation,
-    Reason,
-    SentenceReport,
-    SentenceVerdict,
-    SupportSpan,
-    Tier,
-    ValidationOptions,
-    ValidationReport,
-    Verdict,
 )
 from services.validator.text import META_TERMS, blank_meta, id_terms
 

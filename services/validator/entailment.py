@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from services.common.language.windows import token_windows
-from services.validator.report import EntailmentScores
+from services.common.validation import EntailmentScores
 from services.validator.text import tokenize
 
 ENTAILMENT, NEUTRAL, CONTRADICTION = 0, 1, 2

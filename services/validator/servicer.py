@@ -18,9 +18,10 @@ from services.common.metrics import (
     VALIDATED_SENTENCES,
     VALIDATION_FAILURES,
 )
+from services.common.validation import Verdict
+from services.common.validation_proto import report_to_proto
 from services.validator import convert
 from services.validator.engine import EntailmentTier, validate
-from services.validator.report import Verdict
 
 DEFAULT_INLINE_MAX_BYTES = 32 * 1024
 logger = logging.getLogger(__name__)
@@ -84,4 +85,4 @@ def _validate_request(
     for sentence in report.sentences:
         decided = sentence.decided_by.value if sentence.decided_by else "none"
         VALIDATED_SENTENCES.labels(decided, sentence.verdict.value).inc()
-    return convert.report_to_proto(report)
+    return report_to_proto(report)

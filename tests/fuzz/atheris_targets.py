@@ -19,6 +19,7 @@ with atheris.instrument_imports(include=["services"]):
     from grounded.synthesis.v1 import synthesis_service_pb2 as spb
     from grounded.validator.v1 import validator_service_pb2 as vpb
 
+    from services.common import validation_proto
     from services.common.errors import InvalidInputError
     from services.retrieval import convert as retrieval_convert
     from services.retrieval.search import StageSwitches
@@ -49,7 +50,7 @@ def _validator(data: bytes) -> None:
     answer, evidence, options = validator_convert.request_from_proto(
         vpb.ValidateAnswerRequest.FromString(data)
     )
-    validator_convert.report_to_proto(validate(answer, evidence, options))
+    validation_proto.report_to_proto(validate(answer, evidence, options))
 
 
 TARGETS: tuple[Callable[[bytes], None], ...] = (_retrieval, _synthesis, _validator)

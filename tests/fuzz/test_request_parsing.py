@@ -21,7 +21,7 @@ from grounded.validator.v1 import validator_service_pb2 as vpb
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.common import status
+from services.common import status, validation_proto
 from services.common.errors import InvalidInputError
 from services.retrieval import convert as retrieval_convert
 from services.retrieval.search import MAX_QUERY_CHARS, MAX_TOP_K, StageSwitches
@@ -199,6 +199,6 @@ class TestValidatorRequestFromProto:
         assert not expected, f"accepted a request breaking {expected}"
         # An accepted request goes on through the handler's whole path: engine, then proto.
         report = validate(answer, evidence, options)
-        response = validator_convert.report_to_proto(report)
+        response = validation_proto.report_to_proto(report)
         assert response.verdict != vpb.VALIDATION_VERDICT_UNSPECIFIED
         assert set(response.cited_ids) <= {p.semantic_id for p in request.evidence}

@@ -12,17 +12,17 @@ from grounded.validator.v1 import validator_service_pb2 as vpb
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from services.common import validation_proto
 from services.common.evidence import Chunk
 from services.common.refusal import REFUSAL
-from services.validator import convert
-from services.validator.config import DEFAULT_MODEL_DIR
-from services.validator.engine import EntailmentTier, validate
-from services.validator.nli_onnx import load_tier
-from services.validator.report import (
+from services.common.validation import (
     SentenceVerdict,
     ValidationOptions,
     Verdict,
 )
+from services.validator.config import DEFAULT_MODEL_DIR
+from services.validator.engine import EntailmentTier, validate
+from services.validator.nli_onnx import load_tier
 from tests.fuzz.profiles import FUZZ, INPUTS, TIMEOUT_S
 from tests.fuzz.strategies import CHAR, answers
 
@@ -87,9 +87,9 @@ class TestValidatorEngine:
             assert SentenceVerdict.UNSUPPORTED not in verdicts, report
             assert SentenceVerdict.SUPPORTED in verdicts, report
         # What the handler sends, and what synthesis reads back, keeps the verdict.
-        response = convert.report_to_proto(report)
+        response = validation_proto.report_to_proto(report)
         assert response.verdict != vpb.VALIDATION_VERDICT_UNSPECIFIED
-        assert convert.report_from_proto(response).verdict is report.verdict
+        assert validation_proto.report_from_proto(response).verdict is report.verdict
 
     @_WITH_MODEL
     @given(st.one_of(answers(), st.text(CHAR, max_size=400)), _EVIDENCE)

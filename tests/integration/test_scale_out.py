@@ -18,6 +18,7 @@ from bench.load import Process, free_port, served_calls, spawn, wait_serving
 from services.common.channels import ChannelPolicy, open_channel
 from services.common.evidence import Chunk
 from services.common.server import ServiceApp
+from services.common.validation import Verdict
 from services.synthesis import server as synthesis_server
 from services.synthesis.clients import (
     RETRIEVE_METHOD,
@@ -28,7 +29,6 @@ from services.synthesis.clients import (
 from services.synthesis.config import SynthesisConfig
 from services.validator import server as validator_server
 from services.validator.config import ValidatorConfig
-from services.validator.report import Verdict
 from tests.integration.conftest import Stack
 
 pytestmark = pytest.mark.integration

@@ -27,10 +27,10 @@ from services.common.errors import (
 )
 from services.common.evidence import Chunk
 from services.common.server import ServiceApp
+from services.common.validation import Verdict
 from services.synthesis import server as synthesis_server
 from services.synthesis.clients import GrpcRetriever, GrpcValidator
 from services.synthesis.config import SynthesisConfig
-from services.validator.report import Verdict
 from tests.integration.conftest import Stack
 from tests.support.grpc_helpers import error_reason, field_violations
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[3]
 FORBIDDEN = (
     "grpc",
@@ -27,6 +29,7 @@ ADAPTERS = {
     "services/common/server.py",
     "services/common/channels.py",
     "services/common/passages.py",
+    "services/common/validation_proto.py",
     "services/retrieval/convert.py",
     "services/retrieval/servicer.py",
     "services/retrieval/server.py",
@@ -104,13 +107,23 @@ class TestLayering:
         }
         assert {k: v for k, v in offenders.items() if v} == {}
 
-    def test_layering_synthesis_reaches_into_the_validator_only_for_its_report_types(self) -> None:
-        # A ratchet (issue 14): synthesis still converts the validator's report; nothing else of
-        # the validator's (text handling, the refusal sentence) may be imported from there.
+    @pytest.mark.parametrize(
+        ("service", "others"),
+        [
+            ("synthesis", ("retrieval", "validator")),
+            ("retrieval", ("synthesis", "validator")),
+            ("validator", ("retrieval", "synthesis")),
+        ],
+    )
+    def test_layering_no_service_imports_another(
+        self, service: str, others: tuple[str, ...]
+    ) -> None:
+        # Issue 14: what two services share (the validation report and its proto conversion,
+        # the language layer, intents) lives in services/common; a service never imports another.
         reached = {
             n
-            for path in sorted((ROOT / "services/synthesis").rglob("*.py"))
+            for path in sorted((ROOT / "services" / service).rglob("*.py"))
             for n in _imports(path)
-            if n.startswith("services.validator")
+            if any(n == f"services.{o}" or n.startswith(f"services.{o}.") for o in others)
         }
-        assert reached <= {"services.validator.report", "services.validator.convert"}
+        assert reached == set()

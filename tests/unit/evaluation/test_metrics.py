@@ -23,7 +23,7 @@ from evaluation.metrics import (
 )
 from evaluation.records import Citation, EvalItem, GoldEvidence, Outcome, Status
 from services.common.refusal import REFUSAL
-from services.validator.report import Verdict
+from services.common.validation import Verdict
 
 A1 = "Alpha one is the first sentence of document A."
 A2 = "Alpha two is the second sentence of document A."

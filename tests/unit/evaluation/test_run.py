@@ -26,7 +26,7 @@ from evaluation.run import parse_args
 from evaluation.stack import Endpoints
 from evaluation.targets import TARGETS, render_targets
 from services.common.refusal import REFUSAL
-from services.validator.report import Verdict
+from services.common.validation import Verdict
 from tests.support.fake_encoder import HashingEncoder
 
 SQUAD = {

@@ -9,16 +9,16 @@ from dataclasses import dataclass, field
 
 from services.common.evidence import Chunk, ScoredChunk
 from services.common.refusal import REFUSAL
-from services.synthesis.generation import GenerationRequest, GenerationResult
-from services.synthesis.pipeline import RetrievedEvidence
-from services.validator import engine
-from services.validator.report import (
+from services.common.validation import (
     Reason,
     SentenceReport,
     SentenceVerdict,
     ValidationReport,
     Verdict,
 )
+from services.synthesis.generation import GenerationRequest, GenerationResult
+from services.synthesis.pipeline import RetrievedEvidence
+from services.validator import engine
 
 
 def scored(chunks: Mapping[str, Chunk], *ids: str, top: float = 0.9) -> tuple[ScoredChunk, ...]:

@@ -7,6 +7,13 @@ from collections.abc import Mapping
 import pytest
 
 from services.common.evidence import Chunk
+from services.common.validation import (
+    Reason,
+    SentenceReport,
+    SentenceVerdict,
+    ValidationReport,
+    Verdict,
+)
 from services.synthesis.generation import Turn
 from services.synthesis.pipeline import (
     build_citations,
@@ -14,13 +21,6 @@ from services.synthesis.pipeline import (
     snippet,
 )
 from services.synthesis.question import is_follow_up, previous_user_question
-from services.validator.report import (
-    Reason,
-    SentenceReport,
-    SentenceVerdict,
-    ValidationReport,
-    Verdict,
-)
 from tests.unit.synthesis.fakes import scored
 
 IDS = ["IPC_120A_0", "IPC_120A_1", "IPC_120B_0", "IPC_120B_1"]

@@ -12,11 +12,11 @@ import pytest
 from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import Intent, classify_intent
 from services.common.refusal import REFUSAL
+from services.common.validation import Verdict
 from services.retrieval.chunking import chunk_documents
 from services.retrieval.corpus import load_statutes
 from services.synthesis.extractive import ExtractiveGenerator, question_aspects
 from services.synthesis.generation import GenerationRequest
-from services.validator.report import Verdict
 from tests.unit.synthesis.fakes import EngineValidator, RuleValidator, chunk, scored
 
 ROOT = Path(__file__).resolve().parents[3]

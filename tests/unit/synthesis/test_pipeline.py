@@ -19,6 +19,7 @@ from services.common.errors import (
 from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import Intent
 from services.common.refusal import REFUSAL
+from services.common.validation import Reason, Verdict
 from services.synthesis.extractive import ExtractiveGenerator
 from services.synthesis.generation import (
     GenerationError,
@@ -36,7 +37,6 @@ from services.synthesis.pipeline import (
     resolve_compact_citations,
 )
 from services.synthesis.sufficiency import Requirement
-from services.validator.report import Reason, Verdict
 from tests.support.fake_openai import (
     Delay,
     FakeOpenAIServer,

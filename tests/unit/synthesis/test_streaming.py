@@ -14,6 +14,7 @@ import pytest
 
 from services.common.evidence import Chunk
 from services.common.refusal import REFUSAL
+from services.common.validation import Verdict
 from services.synthesis.extractive import ExtractiveGenerator
 from services.synthesis.openai_generator import OpenAIGenerator, OpenAISettings
 from services.synthesis.pipeline import (
@@ -29,7 +30,6 @@ from services.synthesis.streaming import (
     StreamEvent,
     stream_answer,
 )
-from services.validator.report import Verdict
 from tests.support.fake_openai import FakeOpenAIServer, Messages, Reply, evidence_blocks
 from tests.unit.synthesis.fakes import EngineValidator, FakeRetriever, RuleValidator, scored
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from services.common.validation import Reason, Verdict
 from services.validator.citations import EvidenceIndex, scan
 from services.validator.engine import validate
-from services.validator.report import Reason, Verdict
 from tests.unit.validator.samples import chunk
 
 TRIAL = chunk(

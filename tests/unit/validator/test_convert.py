@@ -6,10 +6,11 @@ import pytest
 from grounded.type.v1 import evidence_pb2
 from grounded.validator.v1 import validator_service_pb2 as pb
 
+from services.common import validation_proto
 from services.common.errors import InvalidInputError
+from services.common.validation import Verdict
 from services.validator import convert
 from services.validator.engine import MAX_ANSWER_BYTES, MAX_EVIDENCE, validate
-from services.validator.report import Verdict
 from tests.unit.validator.samples import ipc_text
 
 
@@ -101,7 +102,7 @@ class TestReportToProto:
         answer, chunks, options = convert.request_from_proto(request)
         report = validate(answer, chunks, options)
 
-        back = convert.report_from_proto(convert.report_to_proto(report))
+        back = validation_proto.report_from_proto(validation_proto.report_to_proto(report))
 
         assert report.verdict is Verdict.NOT_GROUNDED
         assert back.verdict is report.verdict

@@ -6,15 +6,15 @@ import pytest
 
 from services.common.evidence import Chunk
 from services.common.refusal import REFUSAL
-from services.validator.citations import resolve_citations
-from services.validator.engine import validate
-from services.validator.report import (
+from services.common.validation import (
     Reason,
     SentenceVerdict,
     ValidationOptions,
     ValidationReport,
     Verdict,
 )
+from services.validator.citations import resolve_citations
+from services.validator.engine import validate
 from tests.unit.validator.samples import chunk, ipc, ipc_evidence, ipc_text
 
 CHEATING = (

@@ -13,9 +13,9 @@ import pytest
 
 from services.common.errors import ModelUnavailableError
 from services.common.language.sentences import split_sentences
+from services.common.validation import Reason, SentenceVerdict, Tier, ValidationOptions, Verdict
 from services.validator.engine import EntailmentTier, validate
 from services.validator.entailment import Claim, Outcome, Thresholds, judge
-from services.validator.report import Reason, SentenceVerdict, Tier, ValidationOptions, Verdict
 from tests.unit.validator.samples import chunk
 
 THRESHOLDS = Thresholds(entail=0.6, contradiction=0.5, rescue=0.8)

@@ -14,10 +14,10 @@ import pytest
 
 from services.common.cross_encoder import sha256
 from services.common.errors import ModelUnavailableError
+from services.common.validation import Reason, Tier, Verdict
 from services.validator.config import DEFAULT_MODEL_DIR
 from services.validator.engine import validate
 from services.validator.nli_onnx import OnnxNliModel, load_tier
-from services.validator.report import Reason, Tier, Verdict
 from tests.unit.validator.samples import ipc
 
 

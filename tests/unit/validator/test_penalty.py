@@ -179,8 +179,8 @@ class TestScope:
 class TestQuotes:
     @pytest.mark.parametrize("section", ["303", "392", "67"])
     def test_validate_never_flags_a_verbatim_quote_of_its_cited_section(self, section: str) -> None:
+        from services.common.validation import Verdict
         from services.validator.engine import validate
-        from services.validator.report import Verdict
         from tests.unit.validator.samples import ipc
 
         cited = ipc(section)

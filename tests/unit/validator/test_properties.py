@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from services.common.evidence import Chunk
+from services.common.validation import Reason, ValidationReport, Verdict
 from services.validator.engine import validate
-from services.validator.report import Reason, ValidationReport, Verdict
 from tests.unit.validator.samples import ipc_text
 
 PROPERTY = settings(max_examples=200, deadline=None)
