@@ -15,33 +15,16 @@ from services.common.language.references import (
     parse_section_refs,
     reference_spans,
 )
+from services.common.language.stopwords import FUNCTION_WORDS, REQUEST_WORDS
 
 
 def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-# Function words carry no topic; question words say what kind of answer is wanted, not about what.
-STOP_WORDS = _words(
-    """
-    a about above after again against all also am an and any are as at be because been before
-    being below between both but by can could did do does doing down during each either else
-    ever every few for from further had has have having he her here hers herself him himself his
-    how however i if in into is it its itself just me might more most must my myself no nor not
-    now of off on once only or other ought our ours ourselves out over own per same shall she
-    should so some such than that the their theirs them themselves then there these they this
-    those through thus to too under until up upon us very via was we were what whatever when
-    where whether which while who whom whose why will with within without would yet you your
-    yours yourself
-    according anything detail details describe explain give kind list please regarding say says
-    something tell type way ways
-    someone somebody anyone anybody consider considered context text provide provides provided
-    state states stated concern concerns pertain pertains cover covers covered describes
-    described entail entails scenario situation consequence consequences possible related
-    relate relates refer refers referred mention mentioned mentions deal deals talk discuss
-    discusses address addresses specify specifies specified found content contents
-    """
-)
+# Function words carry no topic; request words say what kind of answer is wanted, not about
+# what (one base for every module: services/common/language/stopwords.py).
+STOP_WORDS = FUNCTION_WORDS | REQUEST_WORDS
 
 # Words that only name the kind of answer wanted; the intent rule checks for them instead.
 CUE_WORDS = _words(

@@ -13,46 +13,19 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
+from services.common.language.stopwords import FUNCTION_WORDS, NUMBER_WORDS, STATUTE_CONNECTIVES
+
 
 def word_list(text: str) -> list[str]:
     """Whitespace-separated words of a literal (keeps long word lists readable)."""
     return text.split()
 
 
-# Spelled-out numbers: not content words (the quantities module reads them as numbers).
-NUMBER_WORDS: frozenset[str] = frozenset(
-    word_list("""
-    zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen
-    fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty
-    ninety hundred thousand lakh lakhs crore crores million billion
-    """)
-)
-# A conventional English stop list (function words), plus modal verbs and the connective and
-# reference vocabulary of statutes and model answers: none of them carries a checkable fact.
-# Negation words are stop words here because the negation module checks them separately.
-STOP_WORDS: frozenset[str] = (
-    frozenset(
-        word_list("""
-    a about above after again against all am an and any are aren't as at be because been before
-    being below between both but by can can't cannot could couldn't did didn't do does doesn't
-    doing don't down during each few for from further had hadn't has hasn't have haven't having
-    he he'd he'll he's her here here's hers herself him himself his how how's i i'd i'll i'm i've
-    if in into is isn't it it's its itself let's me more most mustn't my myself no nor not of off
-    on once only or other ought our ours ourselves out over own same shan't she she'd she'll
-    she's should shouldn't so some such than that that's the their theirs them themselves then
-    there there's these they they'd they'll they're they've this those through to too under
-    until up very was wasn't we we'd we'll we're we've were weren't what what's when when's where
-    where's which while who who's whom why why's with won't would wouldn't you you'd you'll
-    you're you've your yours yourself yourselves
-    shall may might must will also either neither never nothing none nobody without whether
-    upon within whoever whosoever whatever whichever thereof therein thereby thereto therefor
-    hereby herein hereof hereunder hereinafter aforesaid said however therefore thus hence
-    moreover furthermore additionally namely viz etc e g ie eg i.e e.g unless yet just even
-    section sections sec secs article articles art clause clauses subsection sub per cent percent
-    """)
-    )
-    | NUMBER_WORDS
-)
+# Spelled-out numbers are not content words (the quantities module reads them as numbers); the
+# statute connectives and modal verbs carry no checkable fact; negation words are stop words here
+# because the negation module checks them separately. One base for every module:
+# services/common/language/stopwords.py.
+STOP_WORDS: frozenset[str] = FUNCTION_WORDS | STATUTE_CONNECTIVES | NUMBER_WORDS
 
 # Currency and unit spellings mapped to one term, so "Rs." and "rupees" count as the same word.
 _SYNONYMS: dict[str, str] = {

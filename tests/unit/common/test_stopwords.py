@@ -1,0 +1,32 @@
+"""One stop-word base with named extensions (issue 14): what each use ignores, from one module."""
+
+from __future__ import annotations
+
+from services.common.language import stopwords
+from services.retrieval.lexical import STOPWORDS as BM25_STOPWORDS
+from services.synthesis.sufficiency import STOP_WORDS as SUFFICIENCY
+from services.validator.text import STOP_WORDS as VALIDATOR
+
+
+def test_each_use_is_the_base_and_its_named_extensions() -> None:
+    base = stopwords.FUNCTION_WORDS
+    assert VALIDATOR == base | stopwords.STATUTE_CONNECTIVES | stopwords.NUMBER_WORDS
+    assert SUFFICIENCY == base | stopwords.REQUEST_WORDS
+
+
+def test_the_extensions_do_not_repeat_the_base_or_each_other() -> None:
+    parts = (
+        stopwords.FUNCTION_WORDS,
+        stopwords.STATUTE_CONNECTIVES,
+        stopwords.NUMBER_WORDS,
+        stopwords.REQUEST_WORDS,
+    )
+    for i, a in enumerate(parts):
+        for b in parts[i + 1 :]:
+            assert not a & b
+
+
+def test_bm25s_english_list_is_within_the_base() -> None:
+    # Retrieval keeps the library's list (changing it changes the index); it drops nothing the
+    # base would keep.
+    assert BM25_STOPWORDS <= stopwords.FUNCTION_WORDS
