@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench.loadgen import machine_context
+from services.common.validation import SentenceVerdict, ValidationOptions
 from services.validator.config import DEFAULT_MODEL_DIR
 from services.validator.engine import EntailmentTier, validate
-from services.validator.report import SentenceVerdict, ValidationOptions
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 DATA: Final = ROOT / "data"

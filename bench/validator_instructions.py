@@ -32,8 +32,8 @@ _COLLECTED_RE = re.compile(r"Collected : ([0-9]+)")
 def _child(calls: int) -> None:
     """The measured process: warm up once, then ``calls`` more validations."""
     from bench.validator_perf import workload
+    from services.common.validation import Verdict
     from services.validator.engine import validate
-    from services.validator.report import Verdict
 
     answer, chunks = workload()
     for _ in range(1 + calls):

@@ -33,10 +33,10 @@ from grpc import aio
 from bench.loadgen import command_line, machine_context, percentile, write_report
 from bench.validator_perf import grpc_request
 from services.common.evidence import Chunk
+from services.common.validation import Tier, Verdict
 from services.validator.config import DEFAULT_MODEL_DIR, ValidatorConfig
 from services.validator.engine import EntailmentTier, clear_caches, validate
 from services.validator.nli_onnx import load_tier
-from services.validator.report import Tier, Verdict
 from services.validator.server import create_app
 
 ROOT: Final = Path(__file__).resolve().parents[1]

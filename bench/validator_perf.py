@@ -44,9 +44,9 @@ from bench.loadgen import (
 )
 from services.common.evidence import Chunk
 from services.common.refusal import REFUSAL
+from services.common.validation import Verdict
 from services.validator.config import ValidatorConfig
 from services.validator.engine import clear_caches, validate
-from services.validator.report import Verdict
 from services.validator.server import create_app
 from services.validator.servicer import ValidatorServicer
 

@@ -17,8 +17,8 @@ from grpc import aio
 
 from evaluation.records import Citation, Outcome
 from services.common.refusal import REFUSAL
+from services.common.validation import Verdict
 from services.validator.citations import EvidenceIndex, scan
-from services.validator.report import Verdict
 
 # Stages of SynthesizeAnswer's timings that become latency figures; retrieval's own sub-stages
 # ("retrieval.dense", ...) are left out so the histogram stays readable. "client" is the

@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from evaluation.matching import text_overlaps
 from evaluation.records import Citation, EvalItem, GoldEvidence, Outcome, RunInfo, Status, doc_id_of
-from services.validator.report import Verdict
+from services.common.validation import Verdict
 
 RECALL_KS = (1, 5, 10)
 NDCG_K = 10

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from services.common.refusal import REFUSAL
-from services.validator.report import Verdict
+from services.common.validation import Verdict
 
 AnswerMatch = Literal["any", "all"]
 

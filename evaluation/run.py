@@ -66,8 +66,8 @@ from evaluation.stack import Endpoints, LocalStack, start_local_stack
 from evaluation.targets import render_targets
 from services.common.channels import open_channel
 from services.common.refusal import REFUSAL
+from services.common.validation import Verdict
 from services.retrieval.embedding import Encoder, load_encoder
-from services.validator.report import Verdict
 
 logger = logging.getLogger("evaluation")
 

@@ -22,11 +22,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.validator_accuracy import TUNE, Case, build_cases, run
+from services.common.validation import ValidationOptions
 from services.validator.config import DEFAULT_MODEL_DIR
 from services.validator.engine import EntailmentTier
 from services.validator.entailment import NliModel, Thresholds
 from services.validator.nli_onnx import OnnxNliModel
-from services.validator.report import ValidationOptions
 
 ENTAIL_GRID = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 RESCUE_GRID = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 1.01)  # 1.01: never rescue

@@ -10,8 +10,8 @@ from services.validator.text import STOP_WORDS as VALIDATOR
 
 def test_each_use_is_the_base_and_its_named_extensions() -> None:
     base = stopwords.FUNCTION_WORDS
-    assert VALIDATOR == base | stopwords.STATUTE_CONNECTIVES | stopwords.NUMBER_WORDS
-    assert SUFFICIENCY == base | stopwords.REQUEST_WORDS
+    assert base | stopwords.STATUTE_CONNECTIVES | stopwords.NUMBER_WORDS == VALIDATOR
+    assert base | stopwords.REQUEST_WORDS == SUFFICIENCY
 
 
 def test_the_extensions_do_not_repeat_the_base_or_each_other() -> None:
