@@ -3,8 +3,10 @@
     .venv/bin/python -m bench.validator_model [--quick] [--out reports/validator_model.json]
 
 Workload (the issue's target shape): an answer of 5 sentences, each citing one IPC passage and
-restating it in a lead-in of its own ("Under the Code, ..."), so every sentence passes the cheap
-tiers and reaches the model. Measured in one run, so the ratios compare like with like:
+restating it after a lead-in of its own ("Under the Code, ...") with "is punishable" for "shall
+be punished", so every sentence passes the cheap tiers and is no quote: each reaches the model.
+(A lead-in before an exact quote is an attribution, judged verbatim without the model since
+2026-11-25.) Measured in one run, so the ratios compare like with like:
 
 (a) in-process ``validate()`` p50/p95 with the model (1 and 2 ONNX threads) and without it;
 (b) the model alone: one pair, and batches of 5, 10 and 32 pairs (ms per call and per pair);
@@ -61,7 +63,9 @@ def workload() -> tuple[str, list[Chunk]]:
     ]
     lead = ("Under the Code, ", "The Code says that ", "According to the statute, ")
     sentences = [
-        f"{lead[i % 3]}{c.text[0].lower()}{c.text[1:].rstrip('.')} [{c.semantic_id}]."
+        f"{lead[i % 3]}{c.text[0].lower()}{c.text[1:].rstrip('.')} [{c.semantic_id}].".replace(
+            "shall be punished", "is punishable"
+        )
         for i, c in enumerate(chunks)
     ]
     return " ".join(sentences), chunks

@@ -260,6 +260,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--corpus", type=Path, default=Path("data/corpora/indian_law/ipc.json"))
     parser.add_argument("--out", type=Path, default=Path("training/data/entailment"))
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument(
+        "--scifact-tune-repeats",
+        type=int,
+        default=0,
+        help="add the SciFact tune-half pairs this many times (0: not at all, as in the shipped "
+        "mix; 3 was the 2026-11-25 experiment, see the model card)",
+    )
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
 
@@ -276,6 +283,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         for p in statute_pairs.generate(ipc_sections(args.corpus), args.seed)
     ]
     rows = train + extra + statute
+    if args.scifact_tune_repeats > 0:
+        rows += scifact_tune_pairs(SCIFACT, rng) * args.scifact_tune_repeats
     rng.shuffle(rows)
 
     manifest = write_mix(args.out, rows, heldback, args.seed)

@@ -130,6 +130,26 @@ def quoted(claim: str, cited: Sequence[str]) -> bool:
     return bool(key) and any(key in flatten(text) for text in cited)
 
 
+# An attribution that introduces a quote and says nothing of its own: "Under the Code,",
+# "According to section 420 of the IPC,", "The statute provides that". Only these forms: a lead-in
+# that could change the meaning ("It is not true that", "Some argue that") is no attribution.
+_SOURCE = (
+    r"(?:the\s+|this\s+)?(?:code|act|statute|law|ipc|indian\s+penal\s+code|provision|"
+    r"section\s+[0-9]+[a-z]*(?:\s+of\s+the\s+(?:ipc|code|act|indian\s+penal\s+code))?)"
+)
+_ATTRIBUTION = re.compile(
+    rf"^\s*(?:(?:under|according\s+to|as\s+per|in\s+terms\s+of)\s+{_SOURCE}\s*,\s*"
+    rf"|{_SOURCE}\s+(?:says|states|provides|lays\s+down|prescribes|declares)\s+that\s+)",
+    re.IGNORECASE,
+)
+
+
+def strip_attribution(claim: str) -> str:
+    """``claim`` without a leading attribution ("Under the Code, whoever ..." → "whoever ...")."""
+    match = _ATTRIBUTION.match(claim)
+    return claim[match.end() :] if match else claim
+
+
 _BOUNDARY = ".!?;:"
 
 
@@ -223,15 +243,17 @@ class _Plan:
 
 def _plan(claim: Claim, model: NliModel, split_sentences: SentenceSplitter) -> _Plan:
     window = model.window_tokens()
-    key = normalise(claim.text)
+    # A quote may be introduced by an attribution ("Under the Code, whoever ..."): the quote is
+    # what must be verbatim.
+    keys = {normalise(claim.text), normalise(strip_attribution(claim.text))}
     sentences: list[Premise] = []
     for sid, text in claim.cited:
         spans = split_sentences(text) or [(0, len(text))]
         for start, end in spans:
             sentences.append(Premise(sid, start, end, text[start:end]))
-            if normalise(text[start:end]) == key:
+            if normalise(text[start:end]) in keys:
                 return _Plan([], [], False, sentences[-1])
-        if normalise(text) == key or _whole_run(key, text):
+        if normalise(text) in keys or any(_whole_run(key, text) for key in keys):
             return _Plan([], [], False, Premise(sid, 0, len(text), text))
 
     # Hypothesis windows: a claim is rarely long, but one longer than half the window is cut so

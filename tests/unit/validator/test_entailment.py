@@ -205,6 +205,26 @@ class TestDecisions:
                 bar = THRESHOLDS.rescue
                 assert (j.entailment >= bar) == (full.entailment >= bar)
 
+    @pytest.mark.parametrize(
+        ("claim", "verbatim"),
+        [
+            ("Under the Code, theft is punished.", True),
+            ("According to section 379 of the IPC, theft is punished.", True),
+            ("The statute provides that theft is punished.", True),
+            # Lead-ins that could change the meaning are no attribution: the model judges.
+            ("It is not true that theft is punished.", False),
+            ("Some argue that theft is punished.", False),
+            ("Under the Code, theft is sometimes punished.", False),  # not a quote
+        ],
+    )
+    def test_judge_an_attributed_quote_is_verbatim(self, claim: str, verbatim: bool) -> None:
+        model = ScriptedModel({})
+        (j,) = judge(
+            [Claim(claim, (("a", "Theft is punished."),))], model, THRESHOLDS, split_sentences
+        )
+        assert j.scores.verbatim is verbatim
+        assert (model.calls == []) is verbatim
+
     def test_judge_names_the_deciding_sentence_of_a_passage(self) -> None:
         model = ScriptedModel({})
         model.predict = lambda pairs: [  # type: ignore[method-assign]
