@@ -36,7 +36,7 @@ QUESTIONS: Final = (
     "What is the punishment for theft?",
     "What is the punishment for criminal breach of trust?",
     "What is the punishment for extortion?",
-    "What is the punishment for dowry death?",
+    "What is the punishment for murder?",
 )
 
 
@@ -196,7 +196,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     report = run(args, command_line("bench.stream", argv))
     write_report(args.out, report, to_markdown(report))
-    return 0 if report["answered"]["stream"] == args.runs else 1
+    # The two RPCs must agree (the stream's final event is the unary answer); a question whose
+    # scripted quote the validator refuses is refused by both.
+    return 0 if report["answered"]["stream"] == report["answered"]["unary"] else 1
 
 
 if __name__ == "__main__":
