@@ -16,9 +16,9 @@ from grounded.validator.v1 import validator_service_pb2_grpc as vpb_grpc
 from grpc import aio
 
 from evaluation.records import Citation, Outcome
+from services.common.language.citations import EvidenceIndex, scan
 from services.common.refusal import REFUSAL
 from services.common.validation import Verdict
-from services.validator.citations import EvidenceIndex, scan
 
 # Stages of SynthesizeAnswer's timings that become latency figures; retrieval's own sub-stages
 # ("retrieval.dense", ...) are left out so the histogram stays readable. "client" is the
@@ -45,7 +45,7 @@ def resolve_citations(
 ) -> tuple[Citation, ...]:
     """The answer's citations, each with the text of the evidence passage it names.
 
-    Tokens are found with the validator's citation syntax (``services.validator.citations``:
+    Tokens are found with the validator's citation syntax (``services.common.language.citations``:
     ``[A][B]``, ``[A, B]``, numbered ``[1-3]``; a bracket quoted verbatim from the evidence, such
     as ``[95% CI]``, is text). They are read from the delivered text, not from the response's
     citation list: that list holds only ids that resolved, so an invalid citation would never

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from services.common.errors import (
 )
 from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import Intent
+from services.common.language.citations import resolve_positions
 from services.common.refusal import REFUSAL
 from services.common.tracing import annotate, stage_span
 from services.common.validation import ValidationReport, Verdict
@@ -231,47 +231,16 @@ class SynthesisResult:
 
 # --- compact citations ---------------------------------------------------------------------
 
-_BRACKET = re.compile(r"\[([^\[\]\n]{1,200})\]")
-_ITEM_SEPARATOR = re.compile(r"\s*[,;]\s*")
-_NUMBER = re.compile(r"\d+")
-_RANGE = re.compile(r"(\d+)\s*[-‐–—]\s*(\d+)")
 
-
-def resolve_compact_citations(text: str, evidence_ids: Sequence[str]) -> str:
-    """Rewrite ``[2]``, ``[1-3]``, ``[1, 4]`` as ``[ID_a][ID_b]...`` (1-based evidence positions).
-
-    Same rules as the validator (services/validator/citations.py): an item equal to an evidence
-    id is that id, otherwise digits are positions. Only brackets holding a number are touched.
-    A bracket with a number out of range, a reversed range or an unknown item is left exactly
-    as written, so the validator reports it as a malformed or invalid citation instead of the
-    draft being silently repaired.
-    """
-    known = set(evidence_ids)
-    count = len(evidence_ids)
-
-    def rewrite(match: re.Match[str]) -> str:
-        items = [item for item in _ITEM_SEPARATOR.split(match.group(1).strip()) if item]
-        if not any(_NUMBER.fullmatch(i) or _RANGE.fullmatch(i) for i in items):
-            return match.group(0)
-        ids: list[str] = []
-        for item in items:
-            if item in known:
-                ids.append(item)  # an all-digit evidence id is that id, not a position
-            elif _NUMBER.fullmatch(item):
-                number = int(item)
-                if not 1 <= number <= count:
-                    return match.group(0)
-                ids.append(evidence_ids[number - 1])
-            elif span := _RANGE.fullmatch(item):
-                first, last = int(span.group(1)), int(span.group(2))
-                if not 1 <= first <= last <= count:
-                    return match.group(0)
-                ids.extend(evidence_ids[first - 1 : last])
-            else:
-                return match.group(0)
-        return "".join(f"[{semantic_id}]" for semantic_id in dict.fromkeys(ids))
-
-    return _BRACKET.sub(rewrite, text)
+def resolve_compact_citations(
+    text: str, evidence_ids: Sequence[str], evidence_texts: Sequence[str] = ()
+) -> str:
+    """Rewrite ``[2]``, ``[1-3]``, ``[1, 4]`` as ``[ID_a][ID_b]...`` (1-based evidence positions),
+    by the validator's own grammar (``services.common.language.citations``): an item equal to
+    an evidence id is that id, otherwise digits are positions; a bracket with a part out of
+    range, a descending range or an unknown item is left exactly as written, so the validator
+    reports it instead of the draft being silently repaired."""
+    return resolve_positions(text, evidence_ids, evidence_texts)
 
 
 # --- pipeline ------------------------------------------------------------------------------
@@ -404,7 +373,9 @@ class SynthesisPipeline:
         base.usage, base.model = drafted.usage, drafted.model
 
         written = drafted.text.strip()
-        text = resolve_compact_citations(written, prepared.evidence_ids)
+        text = resolve_compact_citations(
+            written, prepared.evidence_ids, [s.chunk.text for s in base.evidence]
+        )
         if text != written:
             base.compact_answer = written
         if is_refusal(text):

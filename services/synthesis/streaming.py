@@ -20,12 +20,12 @@ client went away) cancels the generation and any validator call in flight at onc
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 
 from services.common.evidence import ScoredChunk
 from services.common.intent import Intent
+from services.common.language.citations import EvidenceIndex, scan
 from services.common.language.sentences import split_sentences
 from services.common.validation import SentenceVerdict, ValidationReport
 from services.synthesis.generation import IncrementalGenerator
@@ -43,9 +43,6 @@ from services.synthesis.pipeline import (
 )
 from services.synthesis.sufficiency import SufficiencyDecision
 
-# A bracket that may hold a citation: never split inside it, and it sticks to the sentence
-# before it ("... seven years. [IPC_420_0]").
-_BRACKET = re.compile(r"\[[^\[\]\n]{1,200}\]")
 _PASSING = (SentenceVerdict.SUPPORTED, SentenceVerdict.EXEMPT)
 
 
@@ -115,6 +112,8 @@ async def _incremental(
 ) -> AsyncIterator[StreamEvent]:
     base = prepared.base
     ids = prepared.evidence_ids
+    texts = [s.chunk.text for s in base.evidence]
+    index = EvidenceIndex.of(ids, texts)
     pieces: asyncio.Queue[str | None] = asyncio.Queue()
     drafting = asyncio.ensure_future(pipeline.draft(prepared, deadline, pieces.put_nowait))
     drafting.add_done_callback(lambda _: pieces.put_nowait(None))
@@ -129,13 +128,13 @@ async def _incremental(
                 done = True
             else:
                 buffer += piece
-            for text in _complete_sentences(buffer, taken, final=done):
+            for text in _complete_sentences(buffer, taken, index, final=done):
                 taken = text[1]
                 if is_refusal(text[0]):
                     # Not an answer sentence: the whole draft decides (declined, or refused as
                     # a refusal among claims).
                     continue
-                resolved = resolve_compact_citations(text[0], ids)
+                resolved = resolve_compact_citations(text[0], ids, texts)
                 report = await pipeline.validate(resolved, base.evidence, deadline, {})
                 if not _passes(report):
                     drafting.cancel()
@@ -170,12 +169,15 @@ async def _incremental(
             drafting.exception()
 
 
-def _complete_sentences(buffer: str, taken: int, *, final: bool) -> list[tuple[str, int]]:
+def _complete_sentences(
+    buffer: str, taken: int, index: EvidenceIndex, *, final: bool
+) -> list[tuple[str, int]]:
     """The sentences of ``buffer[taken:]`` that are complete, with the offset each ends at.
 
-    A sentence is complete when another one has begun after it (or the draft has ended). Text
-    from an unclosed "[" on is not looked at yet: a citation still arriving belongs to the
-    sentence before it.
+    Split as the validator splits an answer: its citation tokens never split and stick to the
+    sentence before them. A sentence is complete when another one has begun after it (or the
+    draft has ended). Text from an unclosed "[" on is not looked at yet: a citation still
+    arriving belongs to the sentence before it.
     """
     end = len(buffer)
     if not final:
@@ -183,8 +185,7 @@ def _complete_sentences(buffer: str, taken: int, *, final: bool) -> list[tuple[s
         if opened >= 0 and buffer.find("]", opened) < 0:
             end = opened
     window = buffer[taken:end]
-    brackets = [m.span() for m in _BRACKET.finditer(window)]
-    spans = split_sentences(window, brackets)
+    spans = split_sentences(window, [(c.start, c.end) for c in scan(window, index)])
     if not final:
         spans = spans[:-1]
     return [(window[s:e], taken + e) for s, e in spans]

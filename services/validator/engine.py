@@ -8,6 +8,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from services.common.language.citations import (
+    Citation,
+    EvidenceIndex,
+    EvidenceLike,
+    resolve_citations,
+    scan,
+)
 from services.common.language.sentences import list_marker_length, split_sentences
 from services.common.refusal import REFUSAL
 from services.common.validation import (
@@ -23,13 +30,6 @@ from services.common.validation import (
     Verdict,
 )
 from services.validator import entailment, negation, penalty
-from services.validator.citations import (
-    Citation,
-    EvidenceIndex,
-    EvidenceLike,
-    resolve_citations,
-    scan,
-)
 from services.validator.coverage import (
     Analysis,
     analyse,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from services.common.language.citations import EvidenceIndex, scan
 from services.common.validation import Reason, Verdict
-from services.validator.citations import EvidenceIndex, scan
 from services.validator.engine import validate
 from tests.unit.validator.samples import chunk
 

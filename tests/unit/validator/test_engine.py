@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from services.common.evidence import Chunk
+from services.common.language.citations import resolve_citations
 from services.common.refusal import REFUSAL
 from services.common.validation import (
     Reason,
@@ -13,7 +14,6 @@ from services.common.validation import (
     ValidationReport,
     Verdict,
 )
-from services.validator.citations import resolve_citations
 from services.validator.engine import validate
 from tests.unit.validator.samples import chunk, ipc, ipc_evidence, ipc_text
 

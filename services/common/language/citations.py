@@ -1,4 +1,5 @@
-"""Citation syntax: find bracketed citations in an answer and resolve them against the evidence.
+"""What a citation is: the one grammar of bracketed citations, for the validator that checks them
+and for synthesis, which resolves positional ones before validation.
 
 Accepted forms: ``[semantic_id]``, ``[A][B]``, ``[A, B]`` / ``[A; B]``, and numbered evidence
 ``[1]``, ``[1-3]``, ``[1,2]`` (1-based positions in the request's evidence list). An all-digit
@@ -36,13 +37,17 @@ class EvidenceIndex:
     @classmethod
     def build(cls, evidence: Sequence[EvidenceLike]) -> EvidenceIndex:
         """Index ``evidence``; a repeated id keeps its first position and text."""
-        ids = tuple(item.semantic_id for item in evidence)
+        return cls.of([item.semantic_id for item in evidence], [item.text for item in evidence])
+
+    @classmethod
+    def of(cls, ids: Sequence[str], texts: Sequence[str] = ()) -> EvidenceIndex:
+        """Index ids (and their texts, when known: they tell quoted brackets from citations)."""
         position: dict[str, int] = {}
         for i, semantic_id in enumerate(ids):
             position.setdefault(semantic_id, i)
         return cls(
-            ids=ids,
-            texts=tuple(item.text for item in evidence),
+            ids=tuple(ids),
+            texts=tuple(texts),
             position=position,
             max_id_length=max((len(i) for i in ids), default=0),
         )
@@ -63,6 +68,8 @@ class Citation:
     ids: tuple[str, ...] = ()
     invalid: tuple[str, ...] = ()
     problem: str = ""
+    # True when some part named evidence by position ("[2]", "[1-3]") rather than by id.
+    positional: bool = False
 
 
 _PAIR_RE = re.compile(r"\[([^\[\]\n]*)\]")
@@ -130,6 +137,7 @@ def _classify(raw: str, content: str, start: int, index: EvidenceIndex) -> Citat
     invalid: list[str] = []
     problems: list[str] = []
     prose: list[str] = []
+    positional = False
     for part in _parts(content, index):
         if not part:
             problems.append("empty citation part")
@@ -139,6 +147,7 @@ def _classify(raw: str, content: str, start: int, index: EvidenceIndex) -> Citat
             number = int(part)
             if 1 <= number <= len(index.ids):
                 ids.append(index.ids[number - 1])
+                positional = True
             else:
                 invalid.append(part)
         elif match := _RANGE_RE.fullmatch(part):
@@ -149,6 +158,7 @@ def _classify(raw: str, content: str, start: int, index: EvidenceIndex) -> Citat
                 invalid.append(part)
             else:
                 ids.extend(index.ids[first - 1 : last])
+                positional = True
         elif _looks_like_id(part):
             invalid.append(part)
         elif _HAS_ID_CHAR_RE.search(part) and len(part.split()) <= _MAX_CITATION_WORDS:
@@ -169,7 +179,27 @@ def _classify(raw: str, content: str, start: int, index: EvidenceIndex) -> Citat
         # (NUMBER_MISMATCH). A bare "[12]" stays a position: it may be a citation out of range.
         return None
     problems.extend(f"'{p}' is not a citation" for p in prose)
-    return Citation(start, end, raw, tuple(ids), tuple(invalid), "; ".join(problems))
+    return Citation(start, end, raw, tuple(ids), tuple(invalid), "; ".join(problems), positional)
+
+
+def resolve_positions(text: str, ids: Sequence[str], texts: Sequence[str] = ()) -> str:
+    """Rewrite every citation that names evidence by position (``[2]``, ``[1-3]``, ``[1, 4]``)
+    as adjacent id brackets (``[ID_a][ID_b]``), by the grammar ``scan`` reads.
+
+    A bracket with an invalid or malformed part (out of range, descending, an unknown id) is
+    left exactly as written, so that the validator reports it instead of the text being
+    silently repaired; so is every bracket that names ids only, or is no citation at all.
+    """
+    out: list[str] = []
+    last = 0
+    for citation in scan(text, EvidenceIndex.of(ids, texts)):
+        if not citation.positional or citation.invalid or citation.problem:
+            continue
+        out.append(text[last : citation.start])
+        out.append("".join(f"[{i}]" for i in dict.fromkeys(citation.ids)))
+        last = citation.end
+    out.append(text[last:])
+    return "".join(out)
 
 
 def _quoted_with_other_digits(raw: str, index: EvidenceIndex) -> bool:
