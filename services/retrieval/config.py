@@ -22,6 +22,8 @@ class RetrievalConfig:
     torch_threads: int = 1
     # Local sentence-transformers CrossEncoder directory for stage-2 rerank; empty: heuristic only.
     cross_encoder_path: str = ""
+    # The answerability model directory for stage-2 rerank (issue 13); empty: not used.
+    rerank_model_dir: str = ""
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> RetrievalConfig:
@@ -36,4 +38,5 @@ class RetrievalConfig:
             faiss_threads=env.int("FAISS_THREADS", 1, minimum=1, maximum=64),
             torch_threads=env.int("TORCH_THREADS", 1, minimum=1, maximum=64),
             cross_encoder_path=env.str("CROSS_ENCODER_PATH", "").strip(),
+            rerank_model_dir=env.str("RERANK_MODEL_DIR", "").strip(),
         )

@@ -178,6 +178,39 @@ class CrossEncoderReranker:
         return blended
 
 
+class PassageScorer(Protocol):
+    """Scores passages for one question (``services.common.answerability_model``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def score(self, question: str, passages: Sequence[str]) -> list[float]: ...
+
+
+class AnswerabilityPairScorer:
+    """The shipped answerability model as a ``PairScorer``: P(the passage answers the query).
+
+    Trained on (passage, question) pairs from SQuAD 2.0, HotpotQA and IPC questions, so unlike
+    a general-purpose relevance model it rewards the sentence that answers, not the one that
+    shares the most words.
+    """
+
+    def __init__(self, scorer: PassageScorer) -> None:
+        self._scorer = scorer
+        self.name = scorer.name
+
+    def predict(self, sentences: list[tuple[str, str]], *args: Any, **kwargs: Any) -> list[float]:
+        out = [0.0] * len(sentences)
+        by_query: dict[str, list[int]] = {}
+        for i, (query, _) in enumerate(sentences):
+            by_query.setdefault(query, []).append(i)
+        for query, rows in by_query.items():
+            scores = self._scorer.score(query, [sentences[i][1] for i in rows])
+            for i, value in zip(rows, scores, strict=True):
+                out[i] = value
+        return out
+
+
 def _pair_text(chunk: Chunk) -> str:
     return f"{chunk.title}: {chunk.text}" if chunk.title else chunk.text
 

@@ -121,6 +121,8 @@ class SearchSettings:
     # Optional local sentence-transformers CrossEncoder directory; None keeps rerank heuristic.
     cross_encoder_path: str | None = None
     cross_encoder_weight: float = 0.7
+    # Or the shipped answerability model (models/answerability-minilm-l6) as that cross-encoder.
+    answerability_model_dir: str | None = None
     # Aggregation: at most this many chunks per document, siblings within this share of the best.
     per_doc_cap: int = DEFAULT_PER_DOC_CAP
     sibling_ratio: float = DEFAULT_SIBLING_RATIO

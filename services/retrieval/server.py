@@ -8,6 +8,7 @@ from pathlib import Path
 
 from grounded.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc
 
+from services.common.answerability_model import load_scorer
 from services.common.logs import configure_logging
 from services.common.server import GrpcService, ServiceApp, run_until_signalled
 from services.common.tracing import configure_tracing
@@ -15,8 +16,14 @@ from services.retrieval.cache import RedisResultCache
 from services.retrieval.config import SERVICE_NAME, RetrievalConfig
 from services.retrieval.embedding import load_encoder, set_torch_threads
 from services.retrieval.index import set_faiss_threads
-from services.retrieval.rerank import HeuristicReranker, Reranker, load_cross_encoder
-from services.retrieval.search import Searcher, SearchSettings
+from services.retrieval.rerank import (
+    AnswerabilityPairScorer,
+    CrossEncoderReranker,
+    HeuristicReranker,
+    Reranker,
+    load_cross_encoder,
+)
+from services.retrieval.search import Searcher, SearchSettings, StageSwitches
 from services.retrieval.servicer import RetrievalServicer
 from services.retrieval.store import load_artifacts
 
@@ -25,7 +32,12 @@ logger = logging.getLogger(__name__)
 
 def search_settings(config: RetrievalConfig) -> SearchSettings:
     """Pipeline settings from the deployment config (the rest keep their measured defaults)."""
-    return SearchSettings(cross_encoder_path=config.cross_encoder_path or None)
+    # A configured rerank model turns the rerank stage on for requests that leave it unset.
+    return SearchSettings(
+        cross_encoder_path=config.cross_encoder_path or None,
+        answerability_model_dir=config.rerank_model_dir or None,
+        default_stages=StageSwitches(rerank=bool(config.rerank_model_dir)),
+    )
 
 
 def build_reranker(settings: SearchSettings) -> Reranker | None:
@@ -34,6 +46,17 @@ def build_reranker(settings: SearchSettings) -> Reranker | None:
     Loaded before the embedding model so that a wrong RETRIEVAL_CROSS_ENCODER_PATH fails
     warm-up in milliseconds with the path in the message.
     """
+    if settings.answerability_model_dir is not None:
+        if settings.cross_encoder_path is not None:
+            raise ValueError(
+                "RETRIEVAL_RERANK_MODEL_DIR and RETRIEVAL_CROSS_ENCODER_PATH: set one, not both"
+            )
+        scorer = load_scorer(Path(settings.answerability_model_dir), threads=1)
+        return CrossEncoderReranker(
+            AnswerabilityPairScorer(scorer),
+            weight=settings.cross_encoder_weight,
+            heuristic=HeuristicReranker(settings.rerank_weights),
+        )
     if settings.cross_encoder_path is None:
         return None
     try:

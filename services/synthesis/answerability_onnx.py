@@ -9,59 +9,10 @@ nothing is truncated.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
-
-from services.common.cross_encoder import OnnxCrossEncoder
-from services.common.errors import ModelUnavailableError
-from services.common.language.windows import token_windows
+from services.common.answerability_model import OnnxAnswerabilityScorer, load_scorer
 from services.synthesis.answerability import AnswerabilityMode, AnswerabilityOptions
 
-__all__ = ["OnnxAnswerabilityScorer", "load_scorer"]
-
-ANSWERS = "answers"
-
-
-class OnnxAnswerabilityScorer:
-    """P(answers) of (passage, question) pairs, the order the model was trained on."""
-
-    def __init__(self, directory: Path, *, threads: int = 1) -> None:
-        self.encoder = OnnxCrossEncoder(directory, threads=threads)
-        labels = self.encoder.manifest.labels
-        if ANSWERS not in labels:
-            raise ModelUnavailableError(f"{directory} is not an answerability model: {labels}")
-        self._answers = labels.index(ANSWERS)
-
-    @property
-    def name(self) -> str:
-        return self.encoder.name
-
-    def score(self, question: str, passages: Sequence[str]) -> list[float]:
-        """One score per passage: the best of its windows."""
-        encoder = self.encoder
-        # [CLS] passage [SEP] question [SEP]: the question's tokens and three specials are fixed.
-        budget = encoder.window_tokens() - len(encoder.token_spans(question)) - 3
-        if budget < 16:
-            raise ModelUnavailableError("the question leaves no room for evidence in the window")
-        owners: list[int] = []
-        pairs: list[tuple[str, str]] = []
-        for n, passage in enumerate(passages):
-            for start, end in token_windows(passage, encoder, budget, overlap=budget // 4):
-                owners.append(n)
-                pairs.append((passage[start:end], question))
-        best = [0.0] * len(passages)
-        if pairs:
-            probs = encoder.probabilities(pairs)[:, self._answers]
-            for n, p in zip(owners, probs, strict=True):
-                best[n] = max(best[n], float(p))
-        return best
-
-
-def load_scorer(directory: Path, *, threads: int = 1) -> OnnxAnswerabilityScorer:
-    """Load, verify and smoke-run the model: fail at start-up, not on a request."""
-    scorer = OnnxAnswerabilityScorer(directory, threads=threads)
-    scorer.score("What is theft?", ["Theft is punished with imprisonment."])
-    return scorer
+__all__ = ["OnnxAnswerabilityScorer", "load_scorer", "options_from_manifest"]
 
 
 def options_from_manifest(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -11,6 +13,7 @@ from services.common.evidence import Chunk
 from services.common.language.references import SectionRef
 from services.retrieval.expansion import analyse_query
 from services.retrieval.rerank import (
+    AnswerabilityPairScorer,
     CrossEncoderReranker,
     HeuristicReranker,
     RerankWeights,
@@ -147,3 +150,31 @@ class TestCrossEncoderReranker:
         missing = tmp_path / "no-such-model"
         with pytest.raises(FileNotFoundError, match="no-such-model"):
             load_cross_encoder(str(missing))
+
+
+class TestAnswerabilityReranker:
+    def test_the_answerability_model_scores_each_query_once_for_its_passages(self) -> None:
+        calls: list[tuple[str, list[str]]] = []
+
+        class Scorer:
+            name = "answerability-test"
+
+            def score(self, question: str, passages: Sequence[str]) -> list[float]:
+                calls.append((question, list(passages)))
+                return [0.9 if "cheat" in p else 0.1 for p in passages]
+
+        pairs = AnswerabilityPairScorer(Scorer())
+        out = pairs.predict([("q1", "cheating is punished"), ("q1", "rain"), ("q2", "cheat")])
+
+        assert out == [0.9, 0.1, 0.9]
+        assert calls == [("q1", ["cheating is punished", "rain"]), ("q2", ["cheat"])]
+
+    def test_the_shipped_answerability_model_reranks_the_answering_sentence_first(self) -> None:
+        from services.common.answerability_model import load_scorer
+
+        model = Path(__file__).resolve().parents[3] / "models" / "answerability-minilm-l6"
+        reranker = CrossEncoderReranker(AnswerabilityPairScorer(load_scorer(model)), weight=1.0)
+        scores = reranker.score(
+            analyse_query("What is the punishment for cheating?"), [WEATHER, CHEATING], [0.5, 0.5]
+        )
+        assert scores[1] > scores[0]

@@ -33,6 +33,29 @@ class TestCrossEncoderConfig:
         config = RetrievalConfig.from_env({"RETRIEVAL_CROSS_ENCODER_PATH": "/models/ce"})
         assert server.search_settings(config).cross_encoder_path == "/models/ce"
 
+    def test_a_rerank_model_turns_the_rerank_stage_on_by_default(self) -> None:
+        off = server.search_settings(RetrievalConfig.from_env({}))
+        on = server.search_settings(
+            RetrievalConfig.from_env(
+                {"RETRIEVAL_RERANK_MODEL_DIR": "models/answerability-minilm-l6"}
+            )
+        )
+        assert not off.default_stages.rerank and off.answerability_model_dir is None
+        assert on.default_stages.rerank
+        assert on.answerability_model_dir == "models/answerability-minilm-l6"
+        reranker = server.build_reranker(on)
+        assert reranker is not None and reranker.name == "cross-encoder"
+
+    def test_a_rerank_model_and_a_cross_encoder_together_are_refused(self) -> None:
+        config = RetrievalConfig.from_env(
+            {
+                "RETRIEVAL_RERANK_MODEL_DIR": "models/answerability-minilm-l6",
+                "RETRIEVAL_CROSS_ENCODER_PATH": "/models/ce",
+            }
+        )
+        with pytest.raises(ValueError, match="not both"):
+            server.build_reranker(server.search_settings(config))
+
     def test_cross_encoder_missing_path_fails_warm_up_before_the_encoder_loads(
         self, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
     ) -> None:
