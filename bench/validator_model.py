@@ -23,6 +23,7 @@ import asyncio
 import json
 import re
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -267,10 +268,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "grpc": asyncio.run(over_grpc(answer, chunks, iterations)),
         "lazy_vs_exhaustive": lazy_vs_exhaustive(iterations // 3 or 1),
     }
-    if report["in_process"]["model_1_thread"]["verdict"] != Verdict.GROUNDED.value:
-        print("warning: the benchmark answer is not grounded with the model")
     write_report(args.out, report, markdown(report))
     print(markdown(report))
+    if report["in_process"]["model_1_thread"]["verdict"] != Verdict.GROUNDED.value:
+        # The figures would time a rejected answer: fail the run rather than let them stand.
+        print("error: the benchmark answer is not grounded with the model", file=sys.stderr)
+        return 1
     return 0
 
 
