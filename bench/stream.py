@@ -28,7 +28,7 @@ from grounded.synthesis.v1 import synthesis_service_pb2 as spb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
 
 from bench.load import ProcessStack, ensure_index
-from bench.loadgen import command_line, machine_context, write_report
+from bench.loadgen import command_line, machine_context, percentile, write_report
 from tests.support.fake_openai import FakeOpenAIServer, Messages, Reply, evidence_blocks
 
 QUESTIONS: Final = (
@@ -80,15 +80,10 @@ def one_unary(stub: spb_grpc.SynthesisServiceStub, question: str) -> dict[str, A
     }
 
 
-def _pct(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def summarise(rows: Sequence[float]) -> dict[str, float]:
     return {
         "p50": round(statistics.median(rows), 1),
-        "p95": round(_pct(rows, 0.95), 1),
+        "p95": round(percentile(list(rows), 95), 1),
         "mean": round(statistics.fmean(rows), 1),
     }
 

@@ -25,10 +25,10 @@ import numpy as np
 
 from evaluation.datasets import in_tune_half, load_dataset
 from evaluation.report import newest_report
+from services.common.answerability_model import OnnxAnswerabilityScorer
 from services.retrieval.config import RetrievalConfig
 from services.retrieval.search import SearchRequest
 from services.retrieval.server import build_searcher
-from services.synthesis.answerability_onnx import OnnxAnswerabilityScorer
 
 TARGET_FALSE_REFUSAL = 0.15
 

@@ -1,18 +1,15 @@
-"""The shipped answerability model (``models/answerability-minilm-l6/``) as an AnswerabilityScorer.
+"""Sufficiency's options from the shipped answerability model's calibration.
 
-Loading and checks live in ``services.common.cross_encoder`` (checksums verified before anything
-runs; a missing or corrupt model stops synthesis at start-up rather than letting it fall back
-to the keyword rules silently). A passage longer than the model's window is scored in
-overlapping windows (``services.common.language.windows``) and keeps its best window's score:
-nothing is truncated.
+The model itself (loading, checksums, windowed scoring) is ``services.common.answerability_model``,
+shared with retrieval's rerank.
 """
 
 from __future__ import annotations
 
-from services.common.answerability_model import OnnxAnswerabilityScorer, load_scorer
+from services.common.answerability_model import OnnxAnswerabilityScorer
 from services.synthesis.answerability import AnswerabilityMode, AnswerabilityOptions
 
-__all__ = ["OnnxAnswerabilityScorer", "load_scorer", "options_from_manifest"]
+__all__ = ["options_from_manifest"]
 
 
 def options_from_manifest(

@@ -229,20 +229,6 @@ class SynthesisResult:
         return self.status is SynthesisStatus.ANSWERED
 
 
-# --- compact citations ---------------------------------------------------------------------
-
-
-def resolve_compact_citations(
-    text: str, evidence_ids: Sequence[str], evidence_texts: Sequence[str] = ()
-) -> str:
-    """Rewrite ``[2]``, ``[1-3]``, ``[1, 4]`` as ``[ID_a][ID_b]...`` (1-based evidence positions),
-    by the validator's own grammar (``services.common.language.citations``): an item equal to
-    an evidence id is that id, otherwise digits are positions; a bracket with a part out of
-    range, a descending range or an unknown item is left exactly as written, so the validator
-    reports it instead of the draft being silently repaired."""
-    return resolve_positions(text, evidence_ids, evidence_texts)
-
-
 # --- pipeline ------------------------------------------------------------------------------
 
 
@@ -373,7 +359,7 @@ class SynthesisPipeline:
         base.usage, base.model = drafted.usage, drafted.model
 
         written = drafted.text.strip()
-        text = resolve_compact_citations(
+        text = resolve_positions(
             written, prepared.evidence_ids, [s.chunk.text for s in base.evidence]
         )
         if text != written:

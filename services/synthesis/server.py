@@ -7,13 +7,14 @@ import logging
 
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as pb_grpc
 
+from services.common.answerability_model import load_scorer
 from services.common.channels import ChannelPolicy, open_channel
 from services.common.errors import ModelUnavailableError
 from services.common.logs import configure_logging
 from services.common.server import GrpcService, ServiceApp, run_until_signalled
 from services.common.tracing import configure_tracing
 from services.synthesis.answerability import AnswerabilityCheck
-from services.synthesis.answerability_onnx import load_scorer, options_from_manifest
+from services.synthesis.answerability_onnx import options_from_manifest
 from services.synthesis.clients import (
     RETRIEVE_METHOD,
     VALIDATE_METHOD,

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 
 from services.common.evidence import ScoredChunk
 from services.common.intent import Intent
-from services.common.language.citations import EvidenceIndex, scan
+from services.common.language.citations import EvidenceIndex, resolve_positions, scan
 from services.common.language.sentences import split_sentences
 from services.common.validation import SentenceVerdict, ValidationReport
 from services.synthesis.generation import IncrementalGenerator
@@ -38,7 +38,6 @@ from services.synthesis.pipeline import (
     SynthesisStatus,
     build_citations,
     is_refusal,
-    resolve_compact_citations,
     verdict,
 )
 from services.synthesis.sufficiency import SufficiencyDecision
@@ -134,7 +133,7 @@ async def _incremental(
                     # Not an answer sentence: the whole draft decides (declined, or refused as
                     # a refusal among claims).
                     continue
-                resolved = resolve_compact_citations(text[0], ids, texts)
+                resolved = resolve_positions(text[0], ids, texts)
                 report = await pipeline.validate(resolved, base.evidence, deadline, {})
                 if not _passes(report):
                     drafting.cancel()

@@ -153,6 +153,7 @@ def clear_caches() -> None:
     analyse_evidence.cache_clear()
     _item_terms.cache_clear()
     _evidence_penalties.cache_clear()
+    entailment.content_terms_cache_clear()
 
 
 @lru_cache(maxsize=8192)

@@ -27,6 +27,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol
 
 from services.common.language.windows import token_windows
@@ -208,8 +209,8 @@ def _score_lazily(
     rows: list[list[tuple[float, float, float] | None]] = [[None] * n for _ in plan.hypotheses]
     if plan.verbatim is not None or plan.overflow or n == 0:
         return rows
-    wanted = {t.term for t in tokenize(claim) if t.term}
-    shared = [len(wanted & {t.term for t in tokenize(p.text)}) for p in plan.premises]
+    wanted = _content_terms(claim)
+    shared = [len(wanted & _content_terms(p.text)) for p in plan.premises]
     order = sorted(range(n), key=lambda k: (-shared[k], len(plan.premises[k].text), k))
     settled = True
     for h, hypothesis in enumerate(plan.hypotheses):
@@ -297,6 +298,18 @@ def _windowed_premise(p: Premise, model: NliModel, budget: int) -> list[Premise]
         Premise(p.semantic_id, p.char_start + start, p.char_start + end, p.text[start:end])
         for start, end in windows
     ]
+
+
+@lru_cache(maxsize=8192)
+def _content_terms(text: str) -> frozenset[str]:
+    """Content terms of ``text``, memoised: the same evidence sentences recur across claims and
+    requests."""
+    return frozenset(t.term for t in tokenize(text) if t.term)
+
+
+def content_terms_cache_clear() -> None:
+    """Forget the memoised content terms (``engine.clear_caches``: benchmarks' cold path)."""
+    _content_terms.cache_clear()
 
 
 def _decide(

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 
 import pytest
 
 from services.common.evidence import Chunk
+from services.synthesis.openai_generator import OpenAIGenerator, OpenAISettings
 from tests.support.fake_openai import FakeOpenAIServer
 
 IPC_JSON = Path(__file__).resolve().parents[3] / "data" / "corpora" / "indian_law" / "ipc.json"
@@ -56,3 +57,15 @@ def fake_llm() -> Iterator[FakeOpenAIServer]:
     """A running fake OpenAI-compatible server; script it with ``fake_llm.script(...)``."""
     with FakeOpenAIServer() as server:
         yield server
+
+
+@pytest.fixture
+async def llm(fake_llm: FakeOpenAIServer) -> AsyncIterator[OpenAIGenerator]:
+    """The real OpenAI generator (the real ``openai`` client) talking to ``fake_llm``."""
+    generator = OpenAIGenerator(
+        OpenAISettings(
+            base_url=fake_llm.base_url, model="fake-legal-7b", api_key="sk-x", timeout_s=5.0
+        )
+    )
+    yield generator
+    await generator.aclose()

@@ -12,14 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from services.common.answerability_model import OnnxAnswerabilityScorer, load_scorer
 from services.common.cross_encoder import sha256
 from services.common.errors import ModelUnavailableError
 from services.synthesis.answerability import AnswerabilityMode
-from services.synthesis.answerability_onnx import (
-    OnnxAnswerabilityScorer,
-    load_scorer,
-    options_from_manifest,
-)
+from services.synthesis.answerability_onnx import options_from_manifest
 from services.synthesis.config import (
     DEFAULT_ANSWERABILITY_DIR,
     AnswerabilitySettings,

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 import pytest
 
 from services.common.evidence import Chunk
+from services.common.language.citations import resolve_positions
 from services.common.validation import (
     Reason,
     SentenceReport,
@@ -17,7 +18,6 @@ from services.common.validation import (
 from services.synthesis.generation import Turn
 from services.synthesis.pipeline import (
     build_citations,
-    resolve_compact_citations,
     snippet,
 )
 from services.synthesis.question import is_follow_up, previous_user_question
@@ -38,10 +38,8 @@ class TestResolveCompactCitations:
             ("Rule [3][4].", "Rule [IPC_120B_0][IPC_120B_1]."),
         ],
     )
-    def test_resolve_compact_citations_maps_positions_to_ids(
-        self, draft: str, resolved: str
-    ) -> None:
-        assert resolve_compact_citations(draft, IDS) == resolved
+    def test_resolve_positions_maps_positions_to_ids(self, draft: str, resolved: str) -> None:
+        assert resolve_positions(draft, IDS) == resolved
 
     @pytest.mark.parametrize(
         "draft",
@@ -55,11 +53,11 @@ class TestResolveCompactCitations:
             "Rule [Repealed].",  # editorial bracket
         ],
     )
-    def test_resolve_compact_citations_leaves_other_brackets_as_written(self, draft: str) -> None:
-        assert resolve_compact_citations(draft, IDS) == draft
+    def test_resolve_positions_leaves_other_brackets_as_written(self, draft: str) -> None:
+        assert resolve_positions(draft, IDS) == draft
 
-    def test_resolve_compact_citations_treats_an_all_digit_id_as_that_id(self) -> None:
-        assert resolve_compact_citations("Claim [2].", ["9", "2"]) == "Claim [2]."
+    def test_resolve_positions_treats_an_all_digit_id_as_that_id(self) -> None:
+        assert resolve_positions("Claim [2].", ["9", "2"]) == "Claim [2]."
 
 
 class TestFollowUp:

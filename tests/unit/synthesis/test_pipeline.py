@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -18,6 +18,7 @@ from services.common.errors import (
 )
 from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import Intent
+from services.common.language.citations import resolve_positions
 from services.common.refusal import REFUSAL
 from services.common.validation import Reason, Verdict
 from services.synthesis.extractive import ExtractiveGenerator
@@ -27,14 +28,13 @@ from services.synthesis.generation import (
     GenerationRequest,
     Turn,
 )
-from services.synthesis.openai_generator import OpenAIGenerator, OpenAISettings
+from services.synthesis.openai_generator import OpenAIGenerator
 from services.synthesis.pipeline import (
     PipelineSettings,
     RetrievedEvidence,
     SynthesisPipeline,
     SynthesisRequest,
     SynthesisStatus,
-    resolve_compact_citations,
 )
 from services.synthesis.sufficiency import Requirement
 from tests.support.fake_openai import (
@@ -527,16 +527,6 @@ def cite_first_sentence(request: GenerationRequest) -> str:
 class TestOpenAIPath:
     """The real openai client over loopback HTTP to the fake server, validated honestly."""
 
-    @pytest.fixture
-    async def llm(self, fake_llm: FakeOpenAIServer) -> AsyncIterator[OpenAIGenerator]:
-        generator = OpenAIGenerator(
-            OpenAISettings(
-                base_url=fake_llm.base_url, model="fake-legal-7b", api_key="sk-x", timeout_s=5.0
-            )
-        )
-        yield generator
-        await generator.aclose()
-
     async def test_good_cited_answer_is_delivered(
         self, ipc: Mapping[str, Chunk], fake_llm: FakeOpenAIServer, llm: OpenAIGenerator
     ) -> None:
@@ -633,16 +623,6 @@ class TestOpenAIPathWithTheRealValidatorEngine:
     """The same OpenAI path, with drafts judged by the real validator engine instead of the
     rule-based double: what the validator service would decide, without gRPC."""
 
-    @pytest.fixture
-    async def llm(self, fake_llm: FakeOpenAIServer) -> AsyncIterator[OpenAIGenerator]:
-        generator = OpenAIGenerator(
-            OpenAISettings(
-                base_url=fake_llm.base_url, model="fake-legal-7b", api_key="sk-x", timeout_s=5.0
-            )
-        )
-        yield generator
-        await generator.aclose()
-
     async def test_quoted_cited_answer_is_grounded_and_delivered_verbatim(
         self, ipc: Mapping[str, Chunk], fake_llm: FakeOpenAIServer, llm: OpenAIGenerator
     ) -> None:
@@ -682,7 +662,7 @@ class TestOpenAIPathWithTheRealValidatorEngine:
         # The form the model wrote is kept for display beside the numbered evidence.
         assert re.search(r"\[\d\]", result.compact_answer)
         ids = [s.chunk.semantic_id for s in result.evidence]
-        assert resolve_compact_citations(result.compact_answer, ids) == result.answer
+        assert resolve_positions(result.compact_answer, ids) == result.answer
 
     @pytest.mark.parametrize(
         ("content", "reason"),

@@ -10,13 +10,11 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Mapping
 
-import pytest
-
 from services.common.evidence import Chunk
 from services.common.refusal import REFUSAL
 from services.common.validation import Verdict
 from services.synthesis.extractive import ExtractiveGenerator
-from services.synthesis.openai_generator import OpenAIGenerator, OpenAISettings
+from services.synthesis.openai_generator import OpenAIGenerator
 from services.synthesis.pipeline import (
     PipelineSettings,
     SynthesisPipeline,
@@ -101,16 +99,6 @@ class TestExtractive:
 
 
 class TestIncremental:
-    @pytest.fixture
-    async def llm(self, fake_llm: FakeOpenAIServer) -> AsyncIterator[OpenAIGenerator]:
-        generator = OpenAIGenerator(
-            OpenAISettings(
-                base_url=fake_llm.base_url, model="fake-legal-7b", api_key="sk-x", timeout_s=10
-            )
-        )
-        yield generator
-        await generator.aclose()
-
     def synth(self, ipc: Mapping[str, Chunk], llm: OpenAIGenerator) -> SynthesisPipeline:
         return SynthesisPipeline(
             FakeRetriever(scored(ipc, *CHEATING_IDS)),
