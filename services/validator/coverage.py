@@ -9,15 +9,15 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import attrgetter
 
-from services.validator import negation
-from services.validator.quantities import (
+from services.common.language import negation
+from services.common.language.quantities import (
     Date,
     Quantity,
     extract_dates,
     extract_quantities,
     ordered_pairs,
 )
-from services.validator.text import Clause, Token, tokenize
+from services.common.language.text import Clause, Token, tokenize
 
 # Ordinals and month names stay word terms ("first", "march"); as numbers they would collide
 # with plain values ("1", "3").

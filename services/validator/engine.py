@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from services.common.language import negation
 from services.common.language.citations import (
     Citation,
     EvidenceIndex,
@@ -15,7 +16,18 @@ from services.common.language.citations import (
     resolve_citations,
     scan,
 )
+from services.common.language.quantities import (
+    Mismatch,
+    Quantity,
+    compare_dates,
+    displaced_references,
+    ranges,
+    repaired,
+    swapped,
+    unsupported,
+)
 from services.common.language.sentences import list_marker_length, split_sentences
+from services.common.language.text import META_TERMS, blank_meta, id_terms
 from services.common.refusal import REFUSAL
 from services.common.validation import (
     TIER_OF_REASON,
@@ -29,7 +41,7 @@ from services.common.validation import (
     ValidationReport,
     Verdict,
 )
-from services.validator import entailment, negation, penalty
+from services.validator import entailment, penalty
 from services.validator.coverage import (
     Analysis,
     analyse,
@@ -38,17 +50,6 @@ from services.validator.coverage import (
     missing_citations,
     support_span,
 )
-from services.validator.quantities import (
-    Mismatch,
-    Quantity,
-    compare_dates,
-    displaced_references,
-    ranges,
-    repaired,
-    swapped,
-    unsupported,
-)
-from services.validator.text import META_TERMS, blank_meta, id_terms
 
 __all__ = [
     "MAX_ANSWER_BYTES",

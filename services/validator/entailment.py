@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
 
+from services.common.language.text import tokenize
 from services.common.language.windows import token_windows
 from services.common.validation import EntailmentScores
-from services.validator.text import tokenize
 
 ENTAILMENT, NEUTRAL, CONTRADICTION = 0, 1, 2
 # A claim is judged against at most this many premises (sentences, windows, joined passages).

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from services.validator.quantities import extract_quantities
+from services.common.language.quantities import extract_quantities
 
 
 class Description(Enum):

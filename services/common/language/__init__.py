@@ -4,4 +4,6 @@
 ``references``: section references in questions ("section 420 IPC"), for retrieval and
 sufficiency, and the canonical section number the corpus loader uses.
 ``windows``: how a text longer than a cross-encoder's input is covered, never truncated.
+``text``, ``quantities``, ``negation``: tokens and stems, numbers and dates, negation cues and
+their scopes; the validator checks answers with them, synthesis finds disagreeing passages.
 """

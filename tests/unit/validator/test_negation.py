@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.validator import negation
+from services.common.language import negation
 from services.validator.coverage import analyse
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.validator.coverage import analyse
-from services.validator.quantities import (
+from services.common.language.quantities import (
     compare_dates,
     extract_dates,
     extract_quantities,
@@ -15,6 +14,7 @@ from services.validator.quantities import (
     swapped,
     unsupported,
 )
+from services.validator.coverage import analyse
 
 
 def values(text: str) -> list[float]:

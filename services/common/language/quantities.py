@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from services.validator.text import word_list
+from services.common.language.text import word_list
 
 _SMALL: dict[str, int] = {
     word: value

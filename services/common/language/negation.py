@@ -8,7 +8,7 @@ from itertools import filterfalse
 from operator import attrgetter
 
 from services.common.language.stopwords import NUMBER_WORDS
-from services.validator.text import Clause, Token, term_of, word_list
+from services.common.language.text import Clause, Token, term_of, word_list
 
 CUES = frozenset(
     word_list("not no never nothing none neither nor without cannot nobody nowhere noone")
