@@ -193,3 +193,60 @@ class ServerSettings:
                 "MAX_CONNECTION_AGE_GRACE_S", 30.0, minimum=0.0, maximum=3600.0
             ),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeSettings:
+    """A judge endpoint (issue 17), read under a service's prefix plus ``JUDGE_``.
+
+    Off unless ``base_url`` is set. ``band_low``/``band_high`` bound the local score that
+    counts as uncertain (None: the caller's default band). Zero per-minute budgets are
+    unlimited; ``cache_url`` empty means no verdict cache.
+    """
+
+    base_url: str = ""
+    model: str = ""
+    api_key: Secret = Secret("")
+    timeout_s: float = 10.0
+    max_concurrency: int = 4
+    items_per_call: int = 8
+    max_items_per_request: int = 8
+    max_tokens_per_request: int = 8_000
+    calls_per_minute: int = 0
+    tokens_per_minute: int = 0
+    logprobs: bool = False
+    min_score: float = 0.5
+    band_low: float | None = None
+    band_high: float | None = None
+    cache_url: str = ""
+    cache_ttl_s: int = 86_400
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.base_url)
+
+    @classmethod
+    def from_env(cls, env: EnvReader) -> JudgeSettings:
+        """Read ``<PREFIX>JUDGE_*``; a judge without a model name must not start."""
+        judge = EnvReader(env.prefix + "JUDGE_", env._env)
+        base_url = judge.str("BASE_URL", "")
+        return cls(
+            base_url=base_url,
+            model=judge.required("MODEL") if base_url else "",
+            api_key=judge.secret("API_KEY"),
+            timeout_s=judge.float("TIMEOUT_S", 10.0, minimum=0.05, maximum=600.0),
+            max_concurrency=judge.int("MAX_CONCURRENCY", 4, minimum=1, maximum=256),
+            items_per_call=judge.int("ITEMS_PER_CALL", 8, minimum=1, maximum=64),
+            max_items_per_request=judge.int("MAX_ITEMS_PER_REQUEST", 8, minimum=1, maximum=200),
+            max_tokens_per_request=judge.int(
+                "MAX_TOKENS_PER_REQUEST", 8_000, minimum=100, maximum=1_000_000
+            ),
+            calls_per_minute=judge.int("CALLS_PER_MINUTE", 0, minimum=0),
+            tokens_per_minute=judge.int("TOKENS_PER_MINUTE", 0, minimum=0),
+            logprobs=judge.bool("LOGPROBS", False),
+            min_score=judge.float("MIN_SCORE", 0.5, minimum=0.0, maximum=1.0),
+            band_low=judge.probability("BAND_LOW"),
+            band_high=judge.probability("BAND_HIGH"),
+            cache_url=judge.str("CACHE_URL", ""),
+            cache_ttl_s=judge.int("CACHE_TTL_S", 86_400, minimum=1, maximum=30 * 86_400),
+        )

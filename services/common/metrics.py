@@ -68,3 +68,36 @@ SUPPORT_SCORE = Histogram(
     "Support score of each validated answer (refusals excluded).",
     buckets=_UNIT,
 )
+
+# The judge tier (issue 17): what was escalated, what the judge said, what it cost.
+JUDGE_ITEMS = Counter(
+    "grounded_judge_items_total",
+    "Items escalated to the judge, by task (support, answers) and outcome (yes, no, "
+    "unavailable, budget_exhausted); cached verdicts are counted with their outcome too.",
+    ["task", "outcome"],
+)
+JUDGE_CALLS = Counter(
+    "grounded_judge_calls_total",
+    "Calls to the judge endpoint by result: ok, timeout, error, malformed.",
+    ["result"],
+)
+JUDGE_LATENCY = Histogram(
+    "grounded_judge_call_seconds",
+    "Time per call to the judge endpoint (every result).",
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60),
+)
+JUDGE_TOKENS = Counter(
+    "grounded_judge_tokens_total",
+    "Tokens the judge endpoint reported using, by kind (prompt, completion).",
+    ["kind"],
+)
+JUDGE_BUDGET_EXHAUSTED = Counter(
+    "grounded_judge_budget_exhausted_total",
+    "Items refused because a judge budget was spent, by scope (request, process, deadline).",
+    ["scope"],
+)
+JUDGE_CACHE_EVENTS = Counter(
+    "grounded_judge_cache_events_total",
+    "Judge verdict cache lookups by outcome: hit, miss, bypass (Redis unavailable), error.",
+    ["outcome"],
+)

@@ -41,6 +41,10 @@ class Reason(enum.Enum):
     CONTRADICTED = "CONTRADICTED"
     NOT_ENTAILED = "NOT_ENTAILED"
     REFUSAL_IN_ANSWER = "REFUSAL_IN_ANSWER"
+    # The judge tier (issue 17) decided a sentence the local tiers left uncertain.
+    JUDGE_REJECTED = "JUDGE_REJECTED"
+    JUDGE_UNAVAILABLE = "JUDGE_UNAVAILABLE"
+    JUDGE_BUDGET_EXHAUSTED = "JUDGE_BUDGET_EXHAUSTED"
 
 
 class Tier(enum.Enum):
@@ -52,6 +56,7 @@ class Tier(enum.Enum):
     NEGATION = "negation"
     PENALTY = "penalty"
     ENTAILMENT = "entailment"
+    JUDGE = "judge"
 
 
 # The tier each sentence reason belongs to (the one that decided a sentence with that reason).
@@ -72,6 +77,9 @@ TIER_OF_REASON: dict[Reason, Tier] = {
     Reason.PENALTY_MISMATCH: Tier.PENALTY,
     Reason.CONTRADICTED: Tier.ENTAILMENT,
     Reason.NOT_ENTAILED: Tier.ENTAILMENT,
+    Reason.JUDGE_REJECTED: Tier.JUDGE,
+    Reason.JUDGE_UNAVAILABLE: Tier.JUDGE,
+    Reason.JUDGE_BUDGET_EXHAUSTED: Tier.JUDGE,
 }
 
 
@@ -116,6 +124,22 @@ class EntailmentScores:
 
 
 @dataclass(frozen=True, slots=True)
+class JudgeDecision:
+    """What the judge said of a sentence the local tiers left uncertain.
+
+    ``outcome`` is ``services.common.judge.Outcome``'s value ("yes", "no", "unavailable",
+    "budget_exhausted"); ``score`` is P(yes) from token log-probabilities, when the endpoint
+    returns them; ``local_score`` is the local score that put the sentence in the band.
+    """
+
+    model: str
+    outcome: str
+    score: float | None = None
+    cached: bool = False
+    local_score: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SentenceReport:
     """Verdict for one answer sentence."""
 
@@ -131,6 +155,7 @@ class SentenceReport:
     detail: str = ""
     entailment: EntailmentScores | None = None
     decided_by: Tier | None = None
+    judge: JudgeDecision | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +180,12 @@ class ValidationOptions:
     # A sentence whose only cheap failure is LOW_COVERAGE (a paraphrase in other words) is
     # accepted when the model entails it with at least this probability.
     coverage_rescue_threshold: float | None = None
+    # The judge tier runs where the server has a judge configured and this is true; a sentence
+    # whose local entailment score is in [judge_band_low, judge_band_high) is escalated
+    # (None: the server's band).
+    check_judge: bool = True
+    judge_band_low: float | None = None
+    judge_band_high: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +203,7 @@ class ValidationReport:
     sentences: tuple[SentenceReport, ...] = field(default_factory=tuple)
     tiers: tuple[Tier, ...] = ()
     entailment_model: str = ""
+    judge_model: str = ""
 
     @property
     def accepted(self) -> bool:

@@ -34,6 +34,11 @@ _TIER: dict[r.Tier, pb.ValidationTier] = {
     tier: cast(pb.ValidationTier, pb.ValidationTier.Value(f"VALIDATION_TIER_{tier.name}"))
     for tier in r.Tier
 }
+_JUDGE_OUTCOME: dict[str, pb.JudgeOutcome] = {
+    outcome: cast(pb.JudgeOutcome, pb.JudgeOutcome.Value(f"JUDGE_OUTCOME_{outcome.upper()}"))
+    for outcome in ("yes", "no", "unavailable", "budget_exhausted")
+}
+JUDGE_OUTCOME_FROM_PROTO = {v: k for k, v in _JUDGE_OUTCOME.items()}
 VERDICT_FROM_PROTO = {v: k for k, v in _VERDICT.items()}
 TIER_FROM_PROTO = {v: k for k, v in _TIER.items()}
 SENTENCE_VERDICT_FROM_PROTO = {v: k for k, v in _SENTENCE_VERDICT.items()}
@@ -74,11 +79,38 @@ def report_to_proto(report: r.ValidationReport) -> pb.ValidateAnswerResponse:
                 detail=s.detail,
                 entailment=_scores_to_proto(s.entailment),
                 decided_by=_TIER[s.decided_by] if s.decided_by else pb.VALIDATION_TIER_UNSPECIFIED,
+                judge=_judge_to_proto(s.judge),
             )
             for s in report.sentences
         ],
         tiers=[_TIER[t] for t in report.tiers],
         entailment_model=report.entailment_model,
+        judge_model=report.judge_model,
+    )
+
+
+def _judge_to_proto(j: r.JudgeDecision | None) -> pb.JudgeDecision | None:
+    if j is None:
+        return None
+    return pb.JudgeDecision(
+        model=j.model,
+        outcome=_JUDGE_OUTCOME.get(j.outcome, pb.JUDGE_OUTCOME_UNSPECIFIED),
+        score=j.score,
+        cached=j.cached,
+        local_score=j.local_score,
+    )
+
+
+def _judge_from_proto(s: pb.SentenceReport) -> r.JudgeDecision | None:
+    if not s.HasField("judge"):
+        return None
+    j = s.judge
+    return r.JudgeDecision(
+        model=j.model,
+        outcome=JUDGE_OUTCOME_FROM_PROTO.get(j.outcome, "unavailable"),
+        score=j.score if j.HasField("score") else None,
+        cached=j.cached,
+        local_score=j.local_score if j.HasField("local_score") else None,
     )
 
 
@@ -145,9 +177,11 @@ def report_from_proto(response: pb.ValidateAnswerResponse) -> r.ValidationReport
                 detail=s.detail,
                 entailment=_scores_from_proto(s),
                 decided_by=TIER_FROM_PROTO.get(s.decided_by),
+                judge=_judge_from_proto(s),
             )
             for s in response.sentences
         ),
         tiers=tuple(TIER_FROM_PROTO[t] for t in response.tiers if t in TIER_FROM_PROTO),
         entailment_model=response.entailment_model,
+        judge_model=response.judge_model,
     )

@@ -4,21 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
-import threading
-import time
 from typing import Any, Final
-
-import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 from services.common.evidence import Chunk, ScoredChunk, StageScores
 from services.common.intent import Intent
 from services.common.metrics import CACHE_EVENTS
+from services.common.redis_store import RedisStore
 from services.retrieval.search import SearchResult, StageTiming
-
-logger = logging.getLogger(__name__)
 
 # Bump when the entry layout changes; entries of another version read as misses.
 ENTRY_VERSION: Final = 1
@@ -79,14 +71,10 @@ def _scored(item: dict[str, Any]) -> ScoredChunk:
 
 
 class RedisResultCache:
-    """ResultCache on Redis with a TTL; an unreachable or slow Redis is bypassed, never fatal.
+    """ResultCache on Redis with a TTL; an unreachable or slow Redis is bypassed, never fatal
+    (``services.common.redis_store.RedisStore`` holds the time-outs and outage back-off).
 
-    Every Redis call has ``timeout_s`` for connecting and answering, and redis-py's own retries
-    are off: one slow call costs at most one timeout. After a failure the cache stays bypassed
-    for a back-off (doubling from ``retry_after_s`` up to ``max_retry_after_s``); after it one
-    call probes Redis while concurrent calls keep bypassing, so an outage costs one timeout per
-    back-off rather than one per request. An outage is logged once when it starts and once when it
-    ends. Lookups are counted in ``grounded_retrieval_cache_events_total``: ``hit``, ``miss``,
+    Lookups are counted in ``grounded_retrieval_cache_events_total``: ``hit``, ``miss``,
     ``bypass`` (Redis unavailable: the call failed or the back-off is running) and ``error``
     (Redis answered with an error, or the entry could not be decoded).
     """
@@ -100,121 +88,32 @@ class RedisResultCache:
         retry_after_s: float = 1.0,
         max_retry_after_s: float = 30.0,
     ) -> None:
-        if ttl_s < 1:
-            raise ValueError(f"ttl_s must be >= 1, got {ttl_s}")
-        if timeout_s <= 0:
-            raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+        self._store = RedisStore(
+            url,
+            label="cache",
+            ttl_s=ttl_s,
+            timeout_s=timeout_s,
+            retry_after_s=retry_after_s,
+            max_retry_after_s=max_retry_after_s,
+            on_event=_count,
+        )
         self.ttl_s = ttl_s
         self.timeout_s = timeout_s
-        self._retry_after_s = retry_after_s
-        self._max_retry_after_s = max(max_retry_after_s, retry_after_s)
-        self._client = redis.Redis.from_url(
-            url,
-            socket_timeout=timeout_s,
-            socket_connect_timeout=timeout_s,
-            retry=Retry(NoBackoff(), 0),
-            retry_on_timeout=False,
-            health_check_interval=0,
-        )
-        self._lock = threading.Lock()
-        self._down_until = 0.0
-        self._backoff = retry_after_s
-        self._outage_started: float | None = None
-        self._probing = False
-        self._bypassed = 0
 
     @property
     def available(self) -> bool:
         """False from a failed call until a call succeeds again."""
-        with self._lock:
-            return self._outage_started is None
+        return self._store.available
 
     def get(self, key: str) -> SearchResult | None:
-        if not self._may_try():
-            CACHE_EVENTS.labels("bypass").inc()
-            return None
-        try:
-            raw = self._client.get(key)
-        except redis.exceptions.ResponseError as exc:
-            self._succeeded()  # Redis answered; it is up
-            CACHE_EVENTS.labels("error").inc()
-            logger.warning("cache read refused by redis: %s", exc)
-            return None
-        except (redis.exceptions.RedisError, OSError) as exc:
-            self._failed(exc)
-            CACHE_EVENTS.labels("bypass").inc()
-            return None
-        self._succeeded()
-        if raw is None:
-            CACHE_EVENTS.labels("miss").inc()
-            return None
-        try:
-            result = decode_result(raw)
-        except CacheEntryError as exc:
-            CACHE_EVENTS.labels("error").inc()
-            logger.warning("dropping undecodable cache entry %s: %s", key, exc)
-            return None
-        CACHE_EVENTS.labels("hit").inc()
-        return result
+        return self._store.get(key, decode_result)
 
     def set(self, key: str, result: SearchResult) -> None:
-        if not self._may_try():
-            return
-        try:
-            self._client.set(key, encode_result(result), ex=self.ttl_s)
-        except redis.exceptions.ResponseError as exc:
-            self._succeeded()
-            logger.warning("cache write refused by redis: %s", exc)
-            return
-        except (redis.exceptions.RedisError, OSError) as exc:
-            self._failed(exc)
-            return
-        self._succeeded()
+        self._store.set(key, encode_result(result))
 
     def close(self) -> None:
-        self._client.close()
+        self._store.close()
 
-    def _may_try(self) -> bool:
-        with self._lock:
-            if self._outage_started is None:
-                return True
-            if not self._probing and time.monotonic() >= self._down_until:
-                self._probing = True
-                return True
-            self._bypassed += 1
-            return False
 
-    def _failed(self, exc: BaseException) -> None:
-        with self._lock:
-            now = time.monotonic()
-            self._bypassed += 1
-            if self._outage_started is None:
-                self._outage_started = now
-                self._backoff = self._retry_after_s
-                self._down_until = now + self._backoff
-                logger.warning(
-                    "redis cache unavailable, serving without it (retrying after %.1fs, "
-                    "backing off up to %.0fs): %s",
-                    self._retry_after_s,
-                    self._max_retry_after_s,
-                    exc,
-                )
-            elif self._probing:
-                self._backoff = min(self._backoff * 2, self._max_retry_after_s)
-                self._down_until = now + self._backoff
-            # else: a call already in flight when the outage began; its back-off is running.
-            self._probing = False
-
-    def _succeeded(self) -> None:
-        with self._lock:
-            self._probing = False
-            if self._outage_started is None:
-                return
-            logger.warning(
-                "redis cache available again after %.1fs (%d lookups and writes bypassed)",
-                time.monotonic() - self._outage_started,
-                self._bypassed,
-            )
-            self._outage_started = None
-            self._bypassed = 0
-            self._backoff = self._retry_after_s
+def _count(outcome: str) -> None:
+    CACHE_EVENTS.labels(outcome).inc()

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from services.common.config import EnvReader, ServerSettings
+from services.common.config import EnvReader, JudgeSettings, ServerSettings
 
 SERVICE_NAME = "grounded.validator.v1.ValidatorService"
 # The shipped entailment model, found from the repository root (the image copies models/ too).
@@ -28,6 +28,8 @@ class ValidatorConfig:
     entail_threshold: float | None = None
     contradiction_threshold: float | None = None
     coverage_rescue_threshold: float | None = None
+    # The judge tier (VALIDATOR_JUDGE_*; off unless VALIDATOR_JUDGE_BASE_URL is set).
+    judge: JudgeSettings = field(default_factory=JudgeSettings)
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> ValidatorConfig:
@@ -43,4 +45,5 @@ class ValidatorConfig:
             entail_threshold=env.probability("ENTAIL_THRESHOLD"),
             contradiction_threshold=env.probability("CONTRADICTION_THRESHOLD"),
             coverage_rescue_threshold=env.probability("COVERAGE_RESCUE_THRESHOLD"),
+            judge=JudgeSettings.from_env(env),
         )

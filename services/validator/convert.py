@@ -22,8 +22,15 @@ _SWITCHES = (
     "require_complete_citation",
     "check_penalties",
     "check_entailment",
+    "check_judge",
 )
-_MODEL_THRESHOLDS = ("entail_threshold", "contradiction_threshold", "coverage_rescue_threshold")
+_MODEL_THRESHOLDS = (
+    "entail_threshold",
+    "contradiction_threshold",
+    "coverage_rescue_threshold",
+    "judge_band_low",
+    "judge_band_high",
+)
 
 
 class EvidenceItem(NamedTuple):
@@ -75,6 +82,12 @@ def request_from_proto(
             value = getattr(o, name)
             if not 0.0 <= value <= 1.0:
                 violations.add(f"options.{name}", "must be between 0 and 1")
+    if (
+        o.HasField("judge_band_low")
+        and o.HasField("judge_band_high")
+        and o.judge_band_low > o.judge_band_high
+    ):
+        violations.add("options.judge_band_low", "must not exceed options.judge_band_high")
     violations.raise_if_any()
     overrides = {
         name: getattr(o, name)

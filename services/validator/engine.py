@@ -58,6 +58,7 @@ __all__ = [
     "EvidenceLike",
     "clear_caches",
     "resolve_citations",
+    "resummarise",
     "validate",
 ]
 
@@ -86,6 +87,9 @@ _ANSWER_PRIORITY = (
     Reason.INVALID_CITATION,
     Reason.NO_CITATION,
     *_SENTENCE_PRIORITY[2:],
+    Reason.JUDGE_REJECTED,
+    Reason.JUDGE_UNAVAILABLE,
+    Reason.JUDGE_BUDGET_EXHAUSTED,
 )
 # A number inside a cited evidence id (the section number of "IPC_420_0", the "11" of a title-based
 # id "Apollo 11_3") backs an equal claim number only where the claim uses it as a name: after a
@@ -587,17 +591,52 @@ def _missing(
 def _summarise(
     reports: Sequence[SentenceReport], citations: Sequence[Citation]
 ) -> ValidationReport:
-    judged = [r for r in reports if r.verdict is not SentenceVerdict.EXEMPT]
-    supported = sum(r.verdict is SentenceVerdict.SUPPORTED for r in judged)
-    cited = _unique(i for c in citations for i in c.ids)
-    invalid = _unique(i for c in citations for i in c.invalid)
     malformed = tuple(
         MalformedCitation(c.raw, c.start, c.end, c.problem) for c in citations if c.problem
     )
+    return _verdict(
+        reports,
+        cited=_unique(i for c in citations for i in c.ids),
+        invalid=_unique(i for c in citations for i in c.invalid),
+        malformed=malformed,
+        any_citation=bool(citations),
+    )
+
+
+def resummarise(report: ValidationReport, sentences: Sequence[SentenceReport]) -> ValidationReport:
+    """``report`` with its sentences replaced and the answer-level verdict worked out again
+    (the judge cascade changes sentence verdicts after the local tiers)."""
+    again = _verdict(
+        sentences,
+        cited=report.cited_ids,
+        invalid=report.invalid_citations,
+        malformed=report.malformed_citations,
+        any_citation=bool(
+            report.cited_ids or report.invalid_citations or report.malformed_citations
+        ),
+    )
+    return replace(
+        again,
+        tiers=report.tiers,
+        entailment_model=report.entailment_model,
+        judge_model=report.judge_model,
+    )
+
+
+def _verdict(
+    reports: Sequence[SentenceReport],
+    *,
+    cited: tuple[str, ...],
+    invalid: tuple[str, ...],
+    malformed: tuple[MalformedCitation, ...],
+    any_citation: bool,
+) -> ValidationReport:
+    judged = [r for r in reports if r.verdict is not SentenceVerdict.EXEMPT]
+    supported = sum(r.verdict is SentenceVerdict.SUPPORTED for r in judged)
     missing = _unique(i for r in reports for i in r.missing_ids)
     uncovered = tuple(r.index for r in judged if r.verdict is not SentenceVerdict.SUPPORTED)
     reasons = {r.reason for r in reports}
-    if not citations:
+    if not any_citation:
         reasons.add(Reason.NO_CITATION)
     if invalid:
         reasons.add(Reason.INVALID_CITATION)

@@ -8,9 +8,11 @@ import logging
 from grounded.validator.v1 import validator_service_pb2_grpc as pb_grpc
 
 from services.common.errors import ModelUnavailableError
+from services.common.judge_client import build_judge, judge_band
 from services.common.logs import configure_logging
 from services.common.server import GrpcService, ServiceApp, run_until_signalled
 from services.common.tracing import configure_tracing
+from services.validator.cascade import DEFAULT_BAND
 from services.validator.config import SERVICE_NAME, ValidatorConfig
 from services.validator.nli_onnx import tier_from_config
 from services.validator.servicer import ValidatorServicer
@@ -21,9 +23,18 @@ logger = logging.getLogger(__name__)
 def create_app(config: ValidatorConfig) -> ServiceApp:
     service = GrpcService(label="validator", service_names=[SERVICE_NAME], settings=config.server)
 
+    judge = build_judge(config.judge)
     servicer = ValidatorServicer(
-        inline_max_bytes=config.inline_max_bytes, on_model_failure=service.mark_not_serving
+        inline_max_bytes=config.inline_max_bytes,
+        on_model_failure=service.mark_not_serving,
+        judge=judge,
+        band=judge_band(config.judge, DEFAULT_BAND),
     )
+    if judge is not None:
+        logger.info(
+            "judge tier on",
+            extra={"judge": repr(judge), "band": repr(servicer.band)},
+        )
 
     async def warm_up() -> None:
         if not config.entailment:
@@ -41,10 +52,15 @@ def create_app(config: ValidatorConfig) -> ServiceApp:
             )
             raise
 
+    async def on_stop() -> None:
+        if judge is not None:
+            await judge.aclose()
+
     return ServiceApp(
         service,
         lambda server: pb_grpc.add_ValidatorServiceServicer_to_server(servicer, server),
         warm_up,
+        on_stop,
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from grounded.validator.v1 import validator_service_pb2 as pb
@@ -12,15 +12,18 @@ from grounded.validator.v1 import validator_service_pb2_grpc as pb_grpc
 from grpc import aio
 
 from services.common.errors import ModelUnavailableError
+from services.common.judge import Band, Judge, Task
 from services.common.metrics import (
     MODEL_FAILURES,
     SUPPORT_SCORE,
     VALIDATED_SENTENCES,
     VALIDATION_FAILURES,
 )
-from services.common.validation import Verdict
+from services.common.tracing import annotate, stage_span
+from services.common.validation import ValidationOptions, ValidationReport, Verdict
 from services.common.validation_proto import report_to_proto
-from services.validator import convert
+from services.validator import cascade, convert
+from services.validator.cascade import DEFAULT_BAND
 from services.validator.engine import EntailmentTier, validate
 
 DEFAULT_INLINE_MAX_BYTES = 32 * 1024
@@ -34,15 +37,21 @@ class ValidatorServicer(pb_grpc.ValidatorServiceServicer):
         *,
         tier: EntailmentTier | None = None,
         on_model_failure: Callable[[], Awaitable[None]] | None = None,
+        judge: Judge | None = None,
+        band: Band = DEFAULT_BAND,
     ) -> None:
         self.inline_max_bytes = inline_max_bytes
         # Set by the server's warm-up once the model is loaded (None: the tier is switched off).
         self.tier = tier
         self.on_model_failure = on_model_failure
+        # The judge tier (issue 17): sentences the local tiers leave uncertain go to it.
+        self.judge = judge
+        self.band = band
 
     async def ValidateAnswer(
         self, request: pb.ValidateAnswerRequest, context: aio.ServicerContext[Any, Any]
     ) -> pb.ValidateAnswerResponse:
+        answer, evidence, options = convert.request_from_proto(request)
         # Validation is CPU-bound Python. A typical request takes a few milliseconds, less than a
         # worker-thread hand-off costs once the GIL is contended, so it runs on the event loop.
         # A large one (up to 200 passages) goes to a worker thread, so that the loop keeps
@@ -52,23 +61,52 @@ class ValidatorServicer(pb_grpc.ValidatorServiceServicer):
         # the GIL: a worker thread then lets other calls and health checks proceed meanwhile.
         try:
             if self.tier is None and request.ByteSize() <= self.inline_max_bytes:
-                response = _validate_request(request, None)
+                report = validate(answer, evidence, options, None)
             else:
-                response = await asyncio.to_thread(_validate_request, request, self.tier)
+                report = await asyncio.to_thread(validate, answer, evidence, options, self.tier)
         except ModelUnavailableError as exc:
             MODEL_FAILURES.labels(self.tier.model.name if self.tier else "unknown").inc()
             logger.error("entailment model failed on a request, not serving: %s", exc.message)
             if self.on_model_failure is not None:
                 await self.on_model_failure()
             raise
-        return response
+        if self.judge is not None and options.check_judge:
+            report = await self._escalate(report, evidence, options, context)
+        _record(report)
+        return report_to_proto(report)
+
+    async def _escalate(
+        self,
+        report: ValidationReport,
+        evidence: Sequence[convert.EvidenceItem],
+        options: ValidationOptions,
+        context: aio.ServicerContext[Any, Any],
+    ) -> ValidationReport:
+        """Send what the local tiers left uncertain to the judge and fold its verdicts in."""
+        assert self.judge is not None
+        band = Band(
+            self.band.low if options.judge_band_low is None else options.judge_band_low,
+            self.band.high if options.judge_band_high is None else options.judge_band_high,
+        )
+        escalations = cascade.uncertain(report, evidence, band)
+        if not escalations:
+            return report
+        remaining = context.time_remaining()
+        # Leave the reply some of the caller's time; without a deadline the judge's own applies.
+        budget = self.judge.timeout_s if remaining is None else remaining - _REPLY_MARGIN_S
+        with stage_span("judge", sentences=len(escalations), model=self.judge.model):
+            verdicts = await self.judge.judge(
+                Task.SUPPORT, [e.item for e in escalations], timeout_s=budget
+            )
+            annotate(supported=sum(v.yes for v in verdicts))
+        return cascade.apply(report, escalations, verdicts)
 
 
-def _validate_request(
-    request: pb.ValidateAnswerRequest, tier: EntailmentTier | None
-) -> pb.ValidateAnswerResponse:
-    answer, evidence, options = convert.request_from_proto(request)
-    report = validate(answer, evidence, options, tier)
+# Time kept back from the caller's deadline for building and sending the response.
+_REPLY_MARGIN_S = 0.05
+
+
+def _record(report: ValidationReport) -> None:
     if report.verdict is Verdict.NOT_GROUNDED:
         VALIDATION_FAILURES.labels(report.reason.value).inc()
     if report.verdict is not Verdict.REFUSAL:
@@ -85,4 +123,3 @@ def _validate_request(
     for sentence in report.sentences:
         decided = sentence.decided_by.value if sentence.decided_by else "none"
         VALIDATED_SENTENCES.labels(decided, sentence.verdict.value).inc()
-    return report_to_proto(report)

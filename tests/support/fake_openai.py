@@ -6,6 +6,7 @@ import contextlib
 import html
 import itertools
 import json
+import math
 import re
 import threading
 import time
@@ -33,6 +34,9 @@ class Reply:
     model: str | None = None
     # Streamed replies: the pause before each SSE event (a realistic token rate is ~20-50 ms).
     token_delay_s: float = 0.0
+    # When the request asks for ``logprobs``: P("yes") at each yes/no token of the reply (its
+    # top_logprobs list both words), every other token certain. None sends no logprobs.
+    p_yes: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +192,7 @@ class _Handler(BaseHTTPRequestHandler):
                 with_usage=with_usage,
                 model=reported,
                 token_delay_s=delay,
+                p_yes=p_yes,
             ):
                 text = _render(content, messages)
                 model = reported or model
@@ -195,6 +200,8 @@ class _Handler(BaseHTTPRequestHandler):
                     self._stream(model, text, finish_reason=finish, cut=False, delay=delay)
                 else:
                     completion = _completion(model, text, finish, messages, usage=with_usage)
+                    if p_yes is not None and body.get("logprobs"):
+                        completion["choices"][0]["logprobs"] = {"content": _logprobs(text, p_yes)}
                     self._send_json(200, completion)
 
     def _send_json(self, status: int, payload: dict[str, Any]) -> None:
@@ -235,6 +242,22 @@ class _Handler(BaseHTTPRequestHandler):
     def _write_chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
+
+
+def _logprobs(text: str, p_yes: float) -> list[dict[str, Any]]:
+    """Token log-probabilities in the OpenAI layout: yes/no tokens uncertain, the rest certain."""
+    entries = []
+    odds = {"yes": math.log(max(p_yes, 1e-12)), "no": math.log(max(1.0 - p_yes, 1e-12))}
+    for token in re.findall(r"\w+|\s+|[^\w\s]", text):
+        word = token.lower()
+        if word in odds:
+            top = [{"token": w, "logprob": lp, "bytes": None} for w, lp in odds.items()]
+            entries.append(
+                {"token": token, "logprob": odds[word], "bytes": None, "top_logprobs": top}
+            )
+        else:
+            entries.append({"token": token, "logprob": 0.0, "bytes": None, "top_logprobs": []})
+    return entries
 
 
 def _render(content: Content, messages: Messages) -> str:

@@ -30,6 +30,8 @@ ADAPTERS = {
     "services/common/channels.py",
     "services/common/passages.py",
     "services/common/validation_proto.py",
+    "services/common/redis_store.py",
+    "services/common/judge_client.py",
     "services/retrieval/convert.py",
     "services/retrieval/servicer.py",
     "services/retrieval/server.py",

@@ -300,7 +300,8 @@ class TestValidateWithTier:
             tier=tier(model),
         )
         assert report.verdict is Verdict.GROUNDED
-        assert report.tiers == tuple(Tier) and report.entailment_model == "scripted"
+        local = tuple(t for t in Tier if t is not Tier.JUDGE)
+        assert report.tiers == local and report.entailment_model == "scripted"
 
     def test_validate_rescues_a_paraphrase_that_fails_only_coverage(self) -> None:
         answer = "Stealing can land you in jail [IPC_379_0]."

@@ -1,0 +1,191 @@
+"""The judge client (real ``openai`` client) against the loopback OpenAI-protocol server:
+agreeing, disagreeing, slow, failing and malformed replies, budgets, log-probabilities."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from services.common.config import EnvReader, JudgeSettings, MissingSettingError, Secret
+from services.common.judge import Item, Outcome, ProcessBudget, Task
+from services.common.judge_client import OpenAIJudge
+from tests.support.fake_openai import (
+    Delay,
+    FakeOpenAIServer,
+    HttpError,
+    MalformedJson,
+    Messages,
+    Reply,
+)
+
+ITEMS = [
+    Item("Theft is punishable.", (("IPC_379_0", "Whoever commits theft shall be punished."),)),
+    Item("Theft is punishable with death.", (("IPC_379_0", "... three years ..."),)),
+    Item("Cheating is punishable.", (("IPC_417_0", "Whoever cheats shall be punished."),)),
+]
+
+
+def yes_unless_death(messages: Messages) -> str:
+    """A scripted checker: each claim mentioning death is unsupported."""
+    claims = re.findall(r"<claim>(.*?)</claim>", messages[-1]["content"])
+    return "\n".join(
+        f"{n}: {'no' if 'death' in claim else 'yes'}" for n, claim in enumerate(claims, 1)
+    )
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(Reply(yes_unless_death)) as fake:
+        yield fake
+
+
+def settings(server: FakeOpenAIServer, **overrides: object) -> JudgeSettings:
+    values: dict[str, object] = {
+        "base_url": server.base_url,
+        "model": "checker-7b",
+        "api_key": Secret("sk-judge-secret"),
+        "timeout_s": 2.0,
+    }
+    values.update(overrides)
+    return JudgeSettings(**values)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+async def judge(server: FakeOpenAIServer) -> AsyncIterator[OpenAIJudge]:
+    client = OpenAIJudge(settings(server))
+    yield client
+    await client.aclose()
+
+
+class TestJudgeClient:
+    async def test_judge_batches_a_requests_items_into_one_call(
+        self, judge: OpenAIJudge, server: FakeOpenAIServer
+    ) -> None:
+        verdicts = await judge.judge(Task.SUPPORT, ITEMS, timeout_s=2.0)
+        assert [v.outcome for v in verdicts] == [Outcome.YES, Outcome.NO, Outcome.YES]
+        assert all(v.model == "checker-7b" and v.score is None for v in verdicts)
+        (request,) = server.requests
+        assert request.body["temperature"] == 0
+        assert request.body["model"] == "checker-7b"
+        assert request.headers["authorization"] == "Bearer sk-judge-secret"
+        assert "logprobs" not in request.body
+
+    async def test_judge_splits_into_calls_of_items_per_call(
+        self, server: FakeOpenAIServer
+    ) -> None:
+        judge = OpenAIJudge(settings(server, items_per_call=2))
+        verdicts = await judge.judge(Task.SUPPORT, ITEMS, timeout_s=2.0)
+        await judge.aclose()
+        assert [v.outcome for v in verdicts] == [Outcome.YES, Outcome.NO, Outcome.YES]
+        assert len(server.requests) == 2
+
+    @pytest.mark.parametrize(
+        ("behaviour", "detail"),
+        [
+            (Reply("1: yes\n2: yes"), "malformed"),
+            (Reply("All three claims are supported."), "malformed"),
+            (Reply("1: yes\n2: perhaps\n3: yes"), "malformed"),
+            (HttpError(503, "overloaded"), "HTTP 503"),
+            (MalformedJson(), "error"),
+            (Delay(5.0, Reply("1: yes\n2: yes\n3: yes")), "timeout"),
+        ],
+    )
+    async def test_any_failure_leaves_every_item_unverified(
+        self,
+        judge: OpenAIJudge,
+        server: FakeOpenAIServer,
+        behaviour: Reply | HttpError | MalformedJson | Delay,
+        detail: str,
+    ) -> None:
+        server.script(behaviour)
+        verdicts = await judge.judge(Task.SUPPORT, ITEMS, timeout_s=0.5)
+        assert [v.outcome for v in verdicts] == [Outcome.UNAVAILABLE] * 3
+        assert all(detail in v.detail for v in verdicts), verdicts[0].detail
+        assert all("sk-judge-secret" not in v.detail for v in verdicts)
+
+    async def test_no_time_left_asks_nothing(
+        self, judge: OpenAIJudge, server: FakeOpenAIServer
+    ) -> None:
+        verdicts = await judge.judge(Task.SUPPORT, ITEMS, timeout_s=0.0)
+        assert [v.outcome for v in verdicts] == [Outcome.UNAVAILABLE] * 3
+        assert server.requests == []
+
+    async def test_items_past_the_request_limit_are_budget_exhausted(
+        self, server: FakeOpenAIServer
+    ) -> None:
+        judge = OpenAIJudge(settings(server, max_items_per_request=2))
+        verdicts = await judge.judge(Task.SUPPORT, ITEMS, timeout_s=2.0)
+        await judge.aclose()
+        assert [v.outcome for v in verdicts] == [
+            Outcome.YES,
+            Outcome.NO,
+            Outcome.BUDGET_EXHAUSTED,
+        ]
+
+    async def test_request_token_budget_refuses_what_does_not_fit(
+        self, server: FakeOpenAIServer
+    ) -> None:
+        judge = OpenAIJudge(settings(server, max_tokens_per_request=100))
+        verdicts = await judge.judge(Task.SUPPORT, ITEMS, timeout_s=2.0)
+        await judge.aclose()
+        assert {v.outcome for v in verdicts} == {Outcome.BUDGET_EXHAUSTED}
+        assert server.requests == []
+
+    async def test_process_budget_refuses_once_spent(self, server: FakeOpenAIServer) -> None:
+        judge = OpenAIJudge(settings(server), budget=ProcessBudget(calls_per_minute=1))
+        first = await judge.judge(Task.SUPPORT, ITEMS[:1], timeout_s=2.0)
+        second = await judge.judge(Task.SUPPORT, ITEMS[:1], timeout_s=2.0)
+        await judge.aclose()
+        assert first[0].outcome is Outcome.YES
+        assert second[0].outcome is Outcome.BUDGET_EXHAUSTED
+        assert "per minute" in second[0].detail
+        assert len(server.requests) == 1
+
+    async def test_logprobs_give_a_score_and_a_weak_yes_is_a_no(
+        self, server: FakeOpenAIServer
+    ) -> None:
+        judge = OpenAIJudge(settings(server, logprobs=True, min_score=0.7))
+        server.script(Reply(yes_unless_death, p_yes=0.9))
+        confident = await judge.judge(Task.SUPPORT, ITEMS[:1], timeout_s=2.0)
+        server.script(Reply(yes_unless_death, p_yes=0.6))
+        weak = await judge.judge(Task.SUPPORT, ITEMS[:1], timeout_s=2.0)
+        await judge.aclose()
+        assert server.requests[0].body["logprobs"] is True
+        assert confident[0].outcome is Outcome.YES
+        assert confident[0].score == pytest.approx(0.9)
+        assert weak[0].outcome is Outcome.NO
+        assert "below 0.70" in weak[0].detail
+
+    def test_repr_never_shows_the_key(self, server: FakeOpenAIServer) -> None:
+        judge = OpenAIJudge(settings(server))
+        assert "sk-judge-secret" not in repr(judge)
+        assert "sk-judge-secret" not in repr(settings(server))
+
+
+class TestJudgeSettings:
+    def test_off_without_a_base_url(self) -> None:
+        assert not JudgeSettings.from_env(EnvReader("VALIDATOR_", {})).enabled
+
+    def test_a_base_url_needs_a_model(self) -> None:
+        env = EnvReader("VALIDATOR_", {"VALIDATOR_JUDGE_BASE_URL": "http://judge:8000/v1"})
+        with pytest.raises(MissingSettingError, match="VALIDATOR_JUDGE_MODEL"):
+            JudgeSettings.from_env(env)
+
+    def test_settings_read_under_the_service_prefix(self) -> None:
+        env = EnvReader(
+            "SYNTHESIS_",
+            {
+                "SYNTHESIS_JUDGE_BASE_URL": "http://judge:8000/v1",
+                "SYNTHESIS_JUDGE_MODEL": "checker-7b",
+                "SYNTHESIS_JUDGE_API_KEY": "sk-x",
+                "SYNTHESIS_JUDGE_BAND_LOW": "0.2",
+                "SYNTHESIS_JUDGE_CALLS_PER_MINUTE": "600",
+                "SYNTHESIS_JUDGE_TIMEOUT_S": "not a number",
+            },
+        )
+        s = JudgeSettings.from_env(env)
+        assert (s.enabled, s.model, s.api_key.reveal()) == (True, "checker-7b", "sk-x")
+        assert (s.band_low, s.band_high, s.calls_per_minute) == (0.2, None, 600)
+        assert s.timeout_s == 10.0  # invalid: the default, with a warning
