@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from services.common.evidence import ScoredChunk
+from services.common.judge import Band, Item, Judge, Outcome, Verdict
 from services.synthesis.sufficiency import Requirement, SufficiencyDecision
 
 
@@ -191,17 +192,81 @@ def _answer(
     )
 
 
+# The judge tier (issue 17): a question whose best P(answers) is inside this band is asked
+# about, when a judge is configured (docs/JUDGE.md).
+DEFAULT_JUDGE_BAND = Band(0.2, 0.9)
+# The passages sent to the judge with a question: the best-scoring ones.
+JUDGE_PASSAGES = 5
+
+
+def needs_judge(
+    keyword: SufficiencyDecision,
+    scores: AnswerabilityScores,
+    options: AnswerabilityOptions,
+    band: Band,
+) -> bool:
+    """Whether the model left this question uncertain enough to ask the judge.
+
+    Only where the model decides (a mode other than off and shadow), never for a question
+    naming a section (the model does not decide those) or a structural refusal (no evidence,
+    a named section or term missing: no judge can make absent evidence present).
+    """
+    if options.mode in (AnswerabilityMode.OFF, AnswerabilityMode.SHADOW):
+        return False
+    if keyword.key_terms.sections or keyword.failed in STRUCTURAL:
+        return False
+    return bool(scores.by_id) and band.contains(scores.best)
+
+
+def judge_item(question: str, evidence: Sequence[ScoredChunk], scores: AnswerabilityScores) -> Item:
+    """The question and its ``JUDGE_PASSAGES`` best-scoring passages, in score order."""
+    texts = {s.chunk.semantic_id: s.chunk.text for s in evidence}
+    ranked = scores.at_least(0.0)[:JUDGE_PASSAGES]
+    return Item(question, tuple((i, texts[i]) for i in ranked if i in texts))
+
+
+def judged(decision: SufficiencyDecision, item: Item, verdict: Verdict) -> SufficiencyDecision:
+    """``decision`` (the model's) settled by the judge: a yes answers with the passages it
+    saw, anything else refuses (fail closed). ``answerability_effect`` says which."""
+    noted = replace(decision, judge_model=verdict.model, judge_score=verdict.score)
+    if verdict.outcome is Outcome.YES:
+        if decision.sufficient:
+            return replace(noted, answerability_effect="judge_confirmed")
+        answering = tuple(i for i, _ in item.evidence)
+        return replace(
+            _answer(noted, answering, rescued=True), answerability_effect="judge_rescued"
+        )
+    effect = {
+        Outcome.NO: "judge_refused",
+        Outcome.UNAVAILABLE: "judge_unavailable",
+        Outcome.BUDGET_EXHAUSTED: "judge_budget_exhausted",
+    }[verdict.outcome]
+    return replace(_refuse(noted, decided=False), answerability_effect=effect)
+
+
+# Effects under which the generator is told which passages answer (``answering``).
+ANSWERING_EFFECTS = frozenset({"rescued", "judge_rescued"})
+
+
 class AnswerabilityCheck:
-    """The scorer and its options, shared by every pipeline of a process.
+    """The scorer, its options and the judge, shared by every pipeline of a process.
 
     The server loads the model at warm-up (``load``); until then, and when the mode is ``off``,
     ``ready`` is False. A pipeline with an enabled mode and no scorer fails the request
     (``ModelUnavailableError``) instead of deciding by keywords alone without saying so.
     """
 
-    def __init__(self, options: AnswerabilityOptions | None = None) -> None:
+    def __init__(
+        self,
+        options: AnswerabilityOptions | None = None,
+        *,
+        judge: Judge | None = None,
+        band: Band = DEFAULT_JUDGE_BAND,
+    ) -> None:
         self.options = options or AnswerabilityOptions()
         self.scorer: AnswerabilityScorer | None = None
+        self.judge = judge
+        self.band = band
 
     @property
     def enabled(self) -> bool:

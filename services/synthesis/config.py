@@ -8,6 +8,7 @@ from pathlib import Path
 from services.common.config import (
     LOAD_BALANCING,
     EnvReader,
+    JudgeSettings,
     Secret,
     ServerSettings,
     TlsSettings,
@@ -74,6 +75,8 @@ class SynthesisConfig:
     openai: OpenAISettings
     client_tls: TlsSettings
     answerability: AnswerabilitySettings = field(default_factory=AnswerabilitySettings)
+    # The judge tier for sufficiency (SYNTHESIS_JUDGE_*; off unless SYNTHESIS_JUDGE_BASE_URL).
+    judge: JudgeSettings = field(default_factory=JudgeSettings)
     # Downstream channels (services/common/channels.ChannelPolicy): balancing over every
     # address the target resolves to, retries of the idempotent calls, reconnect backoff cap.
     load_balancing: str = "round_robin"
@@ -108,6 +111,7 @@ class SynthesisConfig:
             ),
             client_tls=TlsSettings.from_env(EnvReader("SYNTHESIS_CLIENT_", environ)),
             answerability=AnswerabilitySettings.from_env(env),
+            judge=JudgeSettings.from_env(env),
             load_balancing=env.str("LB_POLICY", "round_robin", choices=LOAD_BALANCING),
             retry_attempts=env.int("RETRY_ATTEMPTS", 4, minimum=1, maximum=5),
             reconnect_backoff_max_s=env.float(

@@ -170,6 +170,8 @@ def sufficiency_to_proto(decision: SufficiencyDecision) -> pb.SufficiencyReport:
         answerability_score=decision.answerability,
         answerability_model=decision.answerability_model,
         answerability_effect=decision.answerability_effect,
+        answerability_judge_model=decision.judge_model,
+        answerability_judge_score=decision.judge_score,
     )
 
 

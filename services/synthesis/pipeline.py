@@ -28,13 +28,18 @@ from services.common.errors import (
 )
 from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import Intent
+from services.common.judge import Task
 from services.common.language.citations import resolve_positions
 from services.common.refusal import REFUSAL
 from services.common.tracing import annotate, stage_span
 from services.common.validation import ValidationReport, Verdict
 from services.synthesis.answerability import (
+    ANSWERING_EFFECTS,
     AnswerabilityCheck,
     combine,
+    judge_item,
+    judged,
+    needs_judge,
     score_evidence,
 )
 from services.synthesis.comparison import (
@@ -310,7 +315,7 @@ class SynthesisPipeline:
 
         results = await self._retrieve(analysis, request, deadline, timings)
         evidence, decision = self._assess(analysis, results, request.top_k, timings)
-        decision = await self._check_answerability(analysis, evidence, decision, timings)
+        decision = await self._check_answerability(analysis, evidence, decision, timings, deadline)
 
         synthesis = is_synthesis_mode([s.chunk for s in evidence])
         if synthesis:
@@ -442,8 +447,10 @@ class SynthesisPipeline:
         evidence: Sequence[ScoredChunk],
         decision: SufficiencyDecision,
         timings: dict[str, float],
+        deadline: float | None,
     ) -> SufficiencyDecision:
-        """Step 3 (when configured): the answerability model vetoes or rescues the decision."""
+        """Step 3 (when configured): the answerability model vetoes or rescues the decision,
+        and a question it leaves uncertain goes to the judge (if there is one)."""
         check = self._answerability
         if not check.enabled or analysis.comparison is not None:
             return decision
@@ -452,9 +459,20 @@ class SynthesisPipeline:
         mark = time.perf_counter()
         with stage_span("answerability", mode=check.options.mode.value):
             scores = await asyncio.to_thread(score_evidence, check.scorer, analysis.focus, evidence)
-            decision = combine(decision, scores, check.options)
+            keyword, decision = decision, combine(decision, scores, check.options)
             annotate(best=scores.best, effect=decision.answerability_effect)
         timings["answerability"] = _ms_since(mark)
+        if check.judge is not None and needs_judge(keyword, scores, check.options, check.band):
+            mark = time.perf_counter()
+            item = judge_item(analysis.focus, evidence, scores)
+            with stage_span("judge", model=check.judge.model):
+                remaining = (
+                    check.judge.timeout_s if deadline is None else deadline - time.monotonic()
+                )
+                (verdict,) = await check.judge.judge(Task.ANSWERS, [item], timeout_s=remaining)
+                decision = judged(decision, item, verdict)
+                annotate(outcome=verdict.outcome.value)
+            timings["judge"] = _ms_since(mark)
         return decision
 
     def _generation_request(
@@ -475,7 +493,11 @@ class SynthesisPipeline:
             history=tuple(request.history)[-turns:] if turns > 0 else (),
             synthesis_mode=base.synthesis_mode,
             compared=comparison.terms if comparison is not None else (),
-            answering=decision.supporting_ids if decision.answerability_effect == "rescued" else (),
+            answering=(
+                decision.supporting_ids
+                if decision.answerability_effect in ANSWERING_EFFECTS
+                else ()
+            ),
             key_terms=analysis.answer_terms,
         )
 

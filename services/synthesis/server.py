@@ -10,10 +10,11 @@ from grounded.synthesis.v1 import synthesis_service_pb2_grpc as pb_grpc
 from services.common.answerability_model import load_scorer
 from services.common.channels import ChannelPolicy, open_channel
 from services.common.errors import ModelUnavailableError
+from services.common.judge_client import build_judge, judge_band
 from services.common.logs import configure_logging
 from services.common.server import GrpcService, ServiceApp, run_until_signalled
 from services.common.tracing import configure_tracing
-from services.synthesis.answerability import AnswerabilityCheck
+from services.synthesis.answerability import DEFAULT_JUDGE_BAND, AnswerabilityCheck
 from services.synthesis.answerability_onnx import options_from_manifest
 from services.synthesis.clients import (
     RETRIEVE_METHOD,
@@ -95,8 +96,22 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
     retriever = GrpcRetriever(retrieval_channel, connect_wait_s=connect_wait_s)
     validator = GrpcValidator(validator_channel, connect_wait_s=connect_wait_s)
     extractive = ExtractiveGenerator()
-    # Loaded at warm-up; shared by every pipeline (one model per process).
-    answerability = AnswerabilityCheck()
+    # Loaded at warm-up; shared by every pipeline (one model and one judge per process).
+    judge = build_judge(config.judge)
+    answerability = AnswerabilityCheck(
+        judge=judge, band=judge_band(config.judge, DEFAULT_JUDGE_BAND)
+    )
+    if judge is not None:
+        if config.answerability.mode in ("off", "shadow"):
+            logger.warning(
+                "a judge is configured but SYNTHESIS_ANSWERABILITY=%s: it is never asked "
+                "(it settles only what the answerability model leaves uncertain)",
+                config.answerability.mode,
+            )
+        else:
+            logger.info(
+                "judge tier on", extra={"judge": repr(judge), "band": repr(answerability.band)}
+            )
 
     def build(openai_generator: OpenAIGenerator | None) -> SynthesisPipeline:
         generator: Generator
@@ -179,6 +194,8 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
 
     async def on_stop() -> None:
         await router.aclose()
+        if judge is not None:
+            await judge.aclose()
         if default_openai is not None:
             await default_openai.aclose()
         await retrieval_channel.close()

@@ -300,6 +300,9 @@ class SufficiencyDecision:
     answerability: float | None = None
     answerability_model: str = ""
     answerability_effect: str = ""
+    # The judge (issue 17), when the model left the question uncertain: its model and P(yes).
+    judge_model: str = ""
+    judge_score: float | None = None
 
     @property
     def failed_code(self) -> str:

@@ -10,6 +10,7 @@ import pytest
 from services.common.errors import ModelUnavailableError
 from services.common.evidence import Chunk
 from services.common.intent import Intent
+from services.common.judge import Band, Item, Outcome, Task, Verdict
 from services.common.refusal import REFUSAL
 from services.synthesis.answerability import (
     AnswerabilityCheck,
@@ -17,6 +18,9 @@ from services.synthesis.answerability import (
     AnswerabilityOptions,
     AnswerabilityScores,
     combine,
+    judge_item,
+    judged,
+    needs_judge,
 )
 from services.synthesis.extractive import ExtractiveGenerator
 from services.synthesis.pipeline import (
@@ -227,3 +231,121 @@ class TestPipeline:
 
         with pytest.raises(ModelUnavailableError):
             await synth.answer(SynthesisRequest("What is theft?"))
+
+
+@dataclass
+class ScriptedJudge:
+    """A judge that answers every item with ``outcome`` and logs what it was asked."""
+
+    outcome: Outcome
+    asked: list[tuple[Task, tuple[Item, ...], float]] = field(default_factory=list)
+    model: str = "checker-7b"
+    timeout_s: float = 5.0
+
+    async def judge(self, task: Task, items: Sequence[Item], *, timeout_s: float) -> list[Verdict]:
+        self.asked.append((task, tuple(items), timeout_s))
+        return [Verdict(self.outcome, self.model, 0.8, detail="scripted") for _ in items]
+
+
+def _judged_pipeline(
+    retriever: FakeRetriever, scorer: TableScorer, judge: ScriptedJudge, mode: str = "both"
+) -> SynthesisPipeline:
+    options = AnswerabilityOptions(AnswerabilityMode(mode), veto_below=0.5, rescue_at=0.9)
+    check = AnswerabilityCheck(options, judge=judge, band=Band(0.2, 0.9))
+    check.load(scorer, options)
+    return SynthesisPipeline(
+        retriever,
+        EngineValidator(),
+        ExtractiveGenerator(),
+        PipelineSettings(candidate_pool=0),
+        answerability=check,
+    )
+
+
+class TestJudgeDecisions:
+    BAND = Band(0.2, 0.9)
+    BOTH = AnswerabilityOptions(AnswerabilityMode.BOTH)
+
+    def test_needs_judge_only_inside_the_band(self) -> None:
+        assert needs_judge(decision(None), LOW, self.BOTH, self.BAND)  # best 0.3
+        assert not needs_judge(decision(None), SCORES, self.BOTH, self.BAND)  # best 0.95
+        assert not needs_judge(
+            decision(None), AnswerabilityScores("m", {"A": 0.1}), self.BOTH, self.BAND
+        )
+
+    @pytest.mark.parametrize("mode", [AnswerabilityMode.OFF, AnswerabilityMode.SHADOW])
+    def test_needs_judge_never_where_the_model_does_not_decide(
+        self, mode: AnswerabilityMode
+    ) -> None:
+        assert not needs_judge(decision(None), LOW, AnswerabilityOptions(mode), self.BAND)
+
+    def test_needs_judge_never_for_a_structural_refusal(self) -> None:
+        structural = decision(Requirement.NAMED_TERMS_MATCH)
+        assert not needs_judge(structural, LOW, self.BOTH, self.BAND)
+
+    def test_judge_item_sends_the_best_passages_first(self) -> None:
+        evidence = [scored({"A": Chunk("A", "A", "a text")}, "A")[0]]
+        evidence += scored({"B": Chunk("B", "B", "b text")}, "B")
+        item = judge_item("q?", evidence, SCORES)
+        assert item == Item("q?", (("B", "b text"), ("A", "a text")))
+
+    def test_judged_yes_rescues_a_refusal_with_the_passages_it_saw(self) -> None:
+        item = Item("q?", (("B", "b"),))
+        result = judged(decision(Requirement.KEY_TERM_MATCH), item, Verdict(Outcome.YES, "j", 0.9))
+        assert result.sufficient and result.supporting_ids == ("B",)
+        assert (result.answerability_effect, result.judge_model, result.judge_score) == (
+            "judge_rescued",
+            "j",
+            0.9,
+        )
+
+    @pytest.mark.parametrize(
+        ("outcome", "effect"),
+        [
+            (Outcome.NO, "judge_refused"),
+            (Outcome.UNAVAILABLE, "judge_unavailable"),
+            (Outcome.BUDGET_EXHAUSTED, "judge_budget_exhausted"),
+        ],
+    )
+    def test_judged_anything_but_yes_refuses(self, outcome: Outcome, effect: str) -> None:
+        result = judged(decision(None), Item("q?", ()), Verdict(outcome, "j"))
+        assert not result.sufficient
+        assert result.failed is Requirement.ANSWERING_SENTENCE
+        assert result.answerability_effect == effect
+
+    async def test_pipeline_asks_the_judge_about_an_uncertain_question(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        retriever = FakeRetriever(scored(ipc, *THEFT_IDS))
+        judge = ScriptedJudge(Outcome.NO)
+        scorer = TableScorer({"commits theft": 0.6})  # above the veto, inside the band
+        result = await _judged_pipeline(retriever, scorer, judge).answer(
+            SynthesisRequest("What is the punishment for theft?", top_k=3)
+        )
+        assert result.answer == REFUSAL
+        assert result.sufficiency.answerability_effect == "judge_refused"
+        assert "judge" in result.timings_ms
+        ((task, (item,), _),) = judge.asked
+        assert task is Task.ANSWERS and item.text == "What is the punishment for theft?"
+        assert item.evidence[0][0] == "IPC_379_0"
+
+    async def test_pipeline_answers_when_the_judge_confirms(self, ipc: Mapping[str, Chunk]) -> None:
+        retriever = FakeRetriever(scored(ipc, *THEFT_IDS))
+        judge = ScriptedJudge(Outcome.YES)
+        scorer = TableScorer({"commits theft": 0.6})
+        result = await _judged_pipeline(retriever, scorer, judge).answer(
+            SynthesisRequest("What is the punishment for theft?", top_k=3)
+        )
+        assert result.status is SynthesisStatus.ANSWERED
+        assert result.sufficiency.answerability_effect == "judge_confirmed"
+        assert result.sufficiency.judge_model == "checker-7b"
+
+    async def test_pipeline_leaves_a_confident_model_alone(self, ipc: Mapping[str, Chunk]) -> None:
+        retriever = FakeRetriever(scored(ipc, *THEFT_IDS))
+        judge = ScriptedJudge(Outcome.NO)
+        scorer = TableScorer({"commits theft": 0.97})
+        result = await _judged_pipeline(retriever, scorer, judge).answer(
+            SynthesisRequest("What is the punishment for theft?", top_k=3)
+        )
+        assert result.status is SynthesisStatus.ANSWERED
+        assert judge.asked == []
