@@ -58,7 +58,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def _print_human(response: pb.SynthesizeAnswerResponse, verbose: bool) -> None:
     print("Answer:")
-    print(textwrap.indent(textwrap.fill(response.answer, width=96), "  "))
+    # A synthesis-mode answer is one group per source, each opened by a heading line.
+    for line in response.answer.splitlines():
+        print(textwrap.indent(textwrap.fill(line, width=96), "  "))
     if response.citations:
         print("\nCitations:")
         for doc in response.citations:
@@ -102,6 +104,9 @@ def _print_human(response: pb.SynthesizeAnswerResponse, verbose: bool) -> None:
     print(f"  retrieved:  {len(response.evidence)} passages from {len(docs)} documents")
     if response.synthesis_mode:
         print(f"  synthesis:  multi-document mode over {response.source_doc_count} documents")
+        for r in response.source_relations:
+            kind = pb.SourceRelationKind.Name(r.kind).removeprefix("SOURCE_RELATION_KIND_")
+            print(f"    {kind.lower().replace('_', ' ')}: {r.description}")
     if response.refusal_reason:
         print(f"  refusal:    {response.refusal_reason}")
     if response.HasField("usage"):

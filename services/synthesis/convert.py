@@ -21,6 +21,7 @@ from services.synthesis.pipeline import (
     SynthesisResult,
     SynthesisStatus,
 )
+from services.synthesis.sources import RelationKind
 from services.synthesis.streaming import EvidenceEvent, SentenceEvent, StreamEvent
 from services.synthesis.sufficiency import SufficiencyDecision
 
@@ -29,6 +30,11 @@ _STATUS = {
     SynthesisStatus.REFUSED_INSUFFICIENT_EVIDENCE: pb.ANSWER_STATUS_REFUSED_INSUFFICIENT_EVIDENCE,
     SynthesisStatus.REFUSED_VALIDATION_FAILED: pb.ANSWER_STATUS_REFUSED_VALIDATION_FAILED,
     SynthesisStatus.REFUSED_GENERATION_FAILED: pb.ANSWER_STATUS_REFUSED_GENERATION_FAILED,
+}
+_RELATION_KINDS = {
+    RelationKind.AGREEMENT: pb.SOURCE_RELATION_KIND_AGREEMENT,
+    RelationKind.NUMERIC: pb.SOURCE_RELATION_KIND_NUMERIC_DISAGREEMENT,
+    RelationKind.NEGATION: pb.SOURCE_RELATION_KIND_NEGATION_DISAGREEMENT,
 }
 _ROLES = {pb.TURN_ROLE_USER: "user", pb.TURN_ROLE_ASSISTANT: "assistant"}
 GENERATOR_NAMES = {
@@ -127,6 +133,15 @@ def result_to_proto(result: SynthesisResult) -> pb.SynthesizeAnswerResponse:
         source_doc_count=result.source_doc_count,
         evidence=[scored_to_proto(s) for s in result.evidence],
         compact_answer=result.compact_answer,
+        source_relations=[
+            pb.SourceRelation(
+                first_semantic_id=r.first_id,
+                second_semantic_id=r.second_id,
+                kind=_RELATION_KINDS[r.kind],
+                description=r.description,
+            )
+            for r in result.source_relations
+        ],
     )
     if result.validation is not None:
         response.validation.CopyFrom(report_to_proto(result.validation))

@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import Intent, classify_intent
 from services.common.language.sentences import sentences
 from services.common.refusal import REFUSAL
 from services.synthesis.comparison import term_stems, titled_with
 from services.synthesis.generation import GenerationRequest, GenerationResult
+from services.synthesis.sources import RelationKind, SourceRelation, relate
 from services.synthesis.sufficiency import (
     STOP_WORDS,
     KeyTerms,
@@ -21,6 +23,9 @@ from services.synthesis.sufficiency import (
 )
 
 _TRAILING = re.compile(r"[\s.;:,—–-]+$")
+# Characters a source heading must not carry: sentence ends would split it (and an unfinished
+# piece is no list introduction), brackets would read as a citation.
+_HEADING_BREAKS = re.compile(r"[.!?…\[\]:;]+")
 # Where a compound question splits into clauses: "What is X and how is it punished?".
 _CLAUSE = re.compile(r"\s*(?:[,;]|\band\b|\balso\b)\s*", re.IGNORECASE)
 
@@ -52,6 +57,10 @@ class ExtractiveOptions:
     # that adds a question term none of them has is appended (a bridge or comparison question
     # needs both documents), if it scores at least this share of the best sentence's score.
     complement_threshold: float = 0.5
+    # In synthesis mode, each document that gave 2+ passages contributes its best sentence when
+    # that scores at least ``complement_threshold`` of the best sentence's score (chosen on the
+    # IPC golden set, the tuned one; see docs/EVALUATION.md for what it costs elsewhere).
+    synthesis_one_per_source: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +100,9 @@ class ExtractiveGenerator:
 
     Every answer sentence is an evidence sentence quoted verbatim (trailing punctuation
     replaced by its ``[semantic_id]`` citation), so it passes the validator's overlap, number
-    and negation checks. With nothing relevant to quote it returns the refusal sentence.
+    and negation checks. In synthesis mode the quotes are grouped by document, each group
+    under a heading line the validator exempts (``by_source``). With nothing relevant to quote
+    it returns the refusal sentence.
     """
 
     def __init__(self, options: ExtractiveOptions | None = None) -> None:
@@ -118,9 +129,32 @@ class ExtractiveGenerator:
         if not units:
             return REFUSAL
         seed = _one_per_compared_term(units, request.compared)
+        if request.synthesis_mode and self._options.synthesis_one_per_source:
+            seed = self._one_per_source(units, request.evidence, seed)
         chosen = self._select(units, request.synthesis_mode, aspects, seed)
         chosen = self._complement(units, chosen, key_terms)
+        if request.synthesis_mode:
+            return by_source(chosen, request.evidence)
         return " ".join(_cite_unit(unit) for unit in _reading_order(chosen))
+
+    def _one_per_source(
+        self, units: list[_Unit], evidence: tuple[ScoredChunk, ...], seed: list[_Unit]
+    ) -> list[_Unit]:
+        """In synthesis mode, the best sentence of each document that gave 2+ passages (the
+        documents the mode is about), when it scores at least ``complement_threshold`` of the
+        best sentence's score."""
+        counts: dict[str, int] = {}
+        for scored in evidence:
+            counts[scored.chunk.doc_id] = counts.get(scored.chunk.doc_id, 0) + 1
+        floor = self._options.complement_threshold * max(unit.score for unit in units)
+        chosen = list(seed)
+        for doc_id in dict.fromkeys(scored.chunk.doc_id for scored in evidence):
+            if counts[doc_id] < 2 or any(unit.doc_id == doc_id for unit in chosen):
+                continue
+            own = [unit for unit in units if unit.doc_id == doc_id and unit.score >= floor]
+            if own:
+                chosen.append(max(own, key=lambda u: (u.score, -u.position, -u.piece)))
+        return chosen
 
     def _units(
         self, request: GenerationRequest, aspects: tuple[Intent, ...], key_terms: KeyTerms
@@ -321,6 +355,67 @@ def _reading_order(chosen: list[_Unit]) -> list[_Unit]:
     for rank, unit in enumerate(chosen):
         first_rank.setdefault(unit.doc_id, rank)
     return sorted(chosen, key=lambda u: (first_rank[u.doc_id], u.sentence_index, u.piece))
+
+
+def by_source(chosen: list[_Unit], evidence: tuple[ScoredChunk, ...]) -> str:
+    """A synthesis-mode answer: one group per document, in evidence order, each opened by a
+    heading line that names the source and how its passages relate to an earlier group's.
+
+        IPC section 379, Punishment for theft:
+        Whoever commits theft shall be punished ... three years ... [IPC_379_0].
+        IPC section 380, Theft in dwelling house etc (differs from IPC section 379 on a number):
+        Whoever commits theft in any building ... seven years ... [IPC_380_0].
+
+    A heading is a list introduction (it ends with a colon and is never last), which the
+    validator exempts as a meta statement; every quoted sentence keeps its citation. With one
+    document, or a group whose first quote would continue its heading's line (it starts in
+    lower case: "an illegal act, or"), the answer is the plain one.
+    """
+    chunks = {scored.chunk.semantic_id: scored.chunk for scored in evidence}
+    order = {doc_id: i for i, doc_id in enumerate(dict.fromkeys(c.doc_id for c in chunks.values()))}
+    groups: dict[str, list[_Unit]] = {}
+    for unit in sorted(chosen, key=lambda u: (order[u.doc_id], u.sentence_index, u.piece)):
+        groups.setdefault(unit.doc_id, []).append(unit)
+    if len(groups) < 2 or any(units[0].text[:1].islower() for units in groups.values()):
+        return " ".join(_cite_unit(unit) for unit in _reading_order(chosen))
+    cited = [chunks[unit.semantic_id] for units in groups.values() for unit in units]
+    relations = relate(cited)
+    lines: list[str] = []
+    for units in groups.values():
+        own = {unit.semantic_id for unit in units}
+        notes = dict.fromkeys(
+            _note(relation, chunks[relation.first_id])
+            for relation in relations
+            if relation.second_id in own and relation.first_id not in own
+        )
+        heading = source_label(chunks[units[0].semantic_id])
+        lines.append(f"{heading} ({'; '.join(notes)}):" if notes else f"{heading}:")
+        lines.append(" ".join(_cite_unit(unit) for unit in units))
+    return "\n".join(lines)
+
+
+def source_label(chunk: Chunk, *, short: bool = False) -> str:
+    """How a heading names a document: "IPC section 379, Punishment for theft" for a statute
+    ("IPC section 379" when ``short``), else its title (or id)."""
+    if chunk.act and chunk.section:
+        label = f"{chunk.act} section {chunk.section}"
+        if chunk.title and not short:
+            label = f"{label}, {chunk.title}"
+    else:
+        label = chunk.title or chunk.doc_id
+    label = " ".join(_HEADING_BREAKS.sub(" ", label).split()).strip(" ,")
+    return label[:1].upper() + label[1:]
+
+
+_NOTES = {
+    RelationKind.AGREEMENT: "agrees with {}",
+    RelationKind.NUMERIC: "differs from {} on a number",
+    RelationKind.NEGATION: "differs from {} on a negation",
+}
+
+
+def _note(relation: SourceRelation, earlier: Chunk) -> str:
+    return _NOTES[relation.kind].format(source_label(earlier, short=True))
 
 
 def _cite_unit(unit: _Unit) -> str:

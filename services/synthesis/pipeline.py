@@ -17,7 +17,7 @@ import enum
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol, TypeVar
 
 from services.common.errors import (
@@ -68,6 +68,7 @@ from services.synthesis.limits import (
 )
 from services.synthesis.prompt import group_by_document, is_synthesis_mode, source_documents
 from services.synthesis.question import QuestionAnalysis, analyse_question
+from services.synthesis.sources import SourceRelation, relate
 from services.synthesis.sufficiency import (
     KeyTerms,
     SufficiencyDecision,
@@ -227,6 +228,9 @@ class SynthesisResult:
     cache_hit: bool = False
     # The draft as written when it cited by position ([1-3]); "" otherwise, and for refusals.
     compact_answer: str = ""
+    # In synthesis mode, how the cited passages of different documents relate (sources.py):
+    # the same statement, or a number or negation on which they differ; () otherwise.
+    source_relations: tuple[SourceRelation, ...] = ()
 
     @property
     def answered(self) -> bool:
@@ -816,7 +820,12 @@ class ResultBuilder:
     def answered(self, text: str, report: ValidationReport) -> SynthesisResult:
         logger.info("answered: %d cited ids", len(report.cited_ids))
         citations = build_citations(report, self.evidence)
-        return self._result(SynthesisStatus.ANSWERED, text, "", "", report, citations)
+        result = self._result(SynthesisStatus.ANSWERED, text, "", "", report, citations)
+        if not self.synthesis_mode:
+            return result
+        cited = set(report.cited_ids)
+        relations = relate([s.chunk for s in self.evidence if s.chunk.semantic_id in cited])
+        return replace(result, source_relations=relations)
 
     def _result(
         self,

@@ -177,6 +177,30 @@ class TestCliOutput:
 
         assert "tokens:" not in capsys.readouterr().out
 
+    def test_print_human_keeps_source_headings_and_lists_source_relations(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        response = pb.SynthesizeAnswerResponse(
+            status=pb.ANSWER_STATUS_ANSWERED,
+            answer="IPC section 379, Punishment for theft:\nWhoever commits theft [IPC_379_0].",
+            synthesis_mode=True,
+            source_doc_count=2,
+            source_relations=[
+                pb.SourceRelation(
+                    first_semantic_id="IPC_379_0",
+                    second_semantic_id="IPC_380_0",
+                    kind=pb.SOURCE_RELATION_KIND_NUMERIC_DISAGREEMENT,
+                    description="year: 3 in IPC_379_0, 7 in IPC_380_0",
+                )
+            ],
+        )
+
+        cli._print_human(response, verbose=False)
+
+        out = capsys.readouterr().out
+        assert "  IPC section 379, Punishment for theft:\n  Whoever commits theft" in out
+        assert "    numeric disagreement: year: 3 in IPC_379_0, 7 in IPC_380_0" in out
+
 
 async def run_module(module: str, *args: str, stdin: bytes | None = None) -> Run:
     process = await asyncio.create_subprocess_exec(

@@ -21,6 +21,7 @@ from services.synthesis.pipeline import (
     SynthesisResult,
     SynthesisStatus,
 )
+from services.synthesis.sources import RelationKind, SourceRelation
 from tests.unit.synthesis.fakes import (
     EngineValidator,
     FakeRetriever,
@@ -160,6 +161,22 @@ class TestResultToProto:
         result = await answer(scored(ipc, "IPC_420_0"), quote(ipc, "IPC_420_0"))
 
         assert not convert.result_to_proto(result).HasField("usage")
+
+    @pytest.mark.parametrize("kind", list(RelationKind))
+    async def test_result_to_proto_maps_every_source_relation_kind(
+        self, ipc: Mapping[str, Chunk], kind: RelationKind
+    ) -> None:
+        base = await answer(scored(ipc, "IPC_420_0"), quote(ipc, "IPC_420_0"))
+        relation = SourceRelation("IPC_379_0", "IPC_380_0", kind, "year: 3 in A, 7 in B")
+        result = dataclasses.replace(base, source_relations=(relation,))
+
+        (proto,) = convert.result_to_proto(result).source_relations
+
+        assert (proto.first_semantic_id, proto.second_semantic_id) == ("IPC_379_0", "IPC_380_0")
+        assert pb.SourceRelationKind.Name(proto.kind).startswith(
+            f"SOURCE_RELATION_KIND_{kind.value}"
+        )
+        assert proto.description == "year: 3 in A, 7 in B"
 
 
 class TestRequestFromProto:

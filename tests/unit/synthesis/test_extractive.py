@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Mapping
@@ -15,7 +16,7 @@ from services.common.refusal import REFUSAL
 from services.common.validation import Verdict
 from services.retrieval.chunking import chunk_documents
 from services.retrieval.corpus import load_statutes
-from services.synthesis.extractive import ExtractiveGenerator, question_aspects
+from services.synthesis.extractive import ExtractiveGenerator, question_aspects, source_label
 from services.synthesis.generation import GenerationRequest
 from tests.unit.synthesis.fakes import EngineValidator, RuleValidator, chunk, scored
 
@@ -300,3 +301,155 @@ class TestCompoundQuestions:
 
         assert tuple(a.name for a in found) == aspects
         assert all(isinstance(a, Intent) for a in found)
+
+
+def article(doc: str, n: int, text: str, title: str) -> Chunk:
+    """A sentence of a non-statute document (HotpotQA-like: no act, no section)."""
+    return Chunk(semantic_id=f"{doc}_{n}", doc_id=doc, text=text, title=title, sentence_index=n)
+
+
+def ranked(*chunks: Chunk) -> tuple[ScoredChunk, ...]:
+    return tuple(ScoredChunk(c, round(0.9 - 0.05 * n, 4)) for n, c in enumerate(chunks))
+
+
+# Two documents with two passages each (synthesis mode) that disagree on the tower's height.
+HEIGHTS = ranked(
+    article(
+        "TOWER", 0, "The Eiffel Tower is a wrought-iron lattice tower in Paris.", "Eiffel Tower"
+    ),
+    article("TOWER", 1, "The Eiffel Tower is 330 metres tall.", "Eiffel Tower"),
+    article("GUIDE", 0, "The Eiffel Tower is 300 metres tall.", "Paris guide"),
+    article("GUIDE", 1, "Paris is the capital of France.", "Paris guide"),
+)
+# ... and two that disagree on a negation.
+BRIDGE = ranked(
+    article("BRIDGE", 0, "The old bridge is open to motor traffic every day.", "Old bridge"),
+    article("BRIDGE", 1, "The old bridge was built of stone in 1870.", "Old bridge"),
+    article("COUNCIL", 0, "The old bridge is not open to motor traffic.", "Council notice"),
+    article(
+        "COUNCIL", 1, "The council maintains the old bridge and its approaches.", "Council notice"
+    ),
+)
+
+
+async def synthesise(question: str, evidence: tuple[ScoredChunk, ...]) -> tuple[str, list[str]]:
+    """The synthesis-mode answer, and the real validator's reason for each of its sentences."""
+    result = await ExtractiveGenerator().generate(
+        request(question, evidence, synthesis_mode=True), timeout_s=1.0
+    )
+    report = await EngineValidator().validate(
+        result.text, [s.chunk for s in evidence], timeout_s=1.0
+    )
+    assert report.verdict is Verdict.GROUNDED, report
+    return result.text, [s.reason.name for s in report.sentences]
+
+
+class TestSynthesisMode:
+    """Issue 16, part 2: one group per document under a heading that says how it relates."""
+
+    async def test_generate_groups_real_statute_chunks_under_one_heading_per_section(
+        self,
+    ) -> None:
+        chunks = statute_chunks()
+        evidence = scored(chunks, "IPC_120B_0", "IPC_120B_1", "IPC_120A_0", "IPC_120A_1")
+
+        text, reasons = await synthesise(
+            "What is criminal conspiracy and how is it punished?", evidence
+        )
+
+        lines = text.split("\n")
+        assert lines[0] == "IPC section 120B, Punishment of criminal conspiracy:"
+        assert lines[2] == "IPC section 120A, Definition of criminal conspiracy:"
+        assert len(lines) == 4
+        assert set(re.findall(r"\[(IPC_\w+?)_\d+\]", lines[1])) == {"IPC_120B"}
+        assert set(re.findall(r"\[(IPC_\w+?)_\d+\]", lines[3])) == {"IPC_120A"}
+        # The headings are list introductions the validator exempts; every quote is checked.
+        assert reasons[0] == "META_STATEMENT" and reasons.count("META_STATEMENT") == 2
+        assert reasons.count("SUPPORTED") == len(reasons) - 2
+
+    async def test_generate_flags_a_numeric_difference_in_the_later_heading(self) -> None:
+        text, reasons = await synthesise("How tall is the Eiffel Tower?", HEIGHTS)
+
+        assert text.split("\n") == [
+            "Eiffel Tower:",
+            "The Eiffel Tower is a wrought-iron lattice tower in Paris [TOWER_0]. "
+            "The Eiffel Tower is 330 metres tall [TOWER_1].",
+            "Paris guide (differs from Eiffel Tower on a number):",
+            "The Eiffel Tower is 300 metres tall [GUIDE_0].",
+        ]
+        assert reasons == [
+            "META_STATEMENT",
+            "SUPPORTED",
+            "SUPPORTED",
+            "META_STATEMENT",
+            "SUPPORTED",
+        ]
+
+    async def test_generate_flags_a_negation_difference_in_the_later_heading(self) -> None:
+        text, _ = await synthesise("Is the old bridge open to motor traffic?", BRIDGE)
+
+        lines = text.split("\n")
+        assert lines[0] == "Old bridge:"
+        assert lines[2] == "Council notice (differs from Old bridge on a negation):"
+        assert lines[3] == "The old bridge is not open to motor traffic [COUNCIL_0]."
+
+    async def test_generate_states_agreement_in_the_later_heading(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        # Theft (s.379) and extortion (s.384) carry the same penalty; each section gets a
+        # second passage so that the evidence is in synthesis mode.
+        evidence = (
+            *scored(ipc, "IPC_379_0"),
+            ScoredChunk(dataclasses.replace(ipc["IPC_378_0"], doc_id="IPC_379"), 0.85),
+            *scored(ipc, "IPC_384_0", top=0.8),
+            ScoredChunk(dataclasses.replace(ipc["IPC_383_0"], doc_id="IPC_384"), 0.75),
+        )
+
+        text, _ = await synthesise("What is the punishment for theft and for extortion?", evidence)
+
+        assert "IPC section 384, Punishment for extortion (agrees with IPC section 379):" in (
+            text.split("\n")
+        )
+
+    async def test_generate_without_a_relation_writes_plain_headings(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        evidence = scored(ipc, "IPC_23_0", "IPC_23_1", "IPC_24_0", "IPC_25_0", "IPC_23_2")
+
+        text, _ = await synthesise("What are wrongful gain and wrongful loss?", evidence)
+
+        headings = [line for line in text.split("\n") if line.endswith(":")]
+        assert headings == ["IPC section 23, Wrongful gain:", "IPC section 24, Dishonestly:"]
+
+    async def test_generate_from_one_document_is_the_plain_answer(self) -> None:
+        evidence = ranked(*(s.chunk for s in HEIGHTS[:2]), *(s.chunk for s in BRIDGE))
+
+        text, _ = await synthesise("What is the Eiffel Tower made of?", evidence)
+
+        assert "\n" not in text and text.startswith("The Eiffel Tower is a wrought-iron")
+
+    async def test_generate_keeps_the_plain_answer_when_a_group_opens_in_lower_case(
+        self,
+    ) -> None:
+        evidence = ranked(
+            article("TOWER", 0, "the Eiffel Tower is 330 metres tall.", "Eiffel Tower"),
+            article("TOWER", 1, "It stands in Paris.", "Eiffel Tower"),
+            *(s.chunk for s in HEIGHTS[2:]),
+        )
+
+        text, _ = await synthesise("How tall is the Eiffel Tower?", evidence)
+
+        assert "\n" not in text  # a heading would run into the lower-case quote after it
+
+    @pytest.mark.parametrize(
+        ("title", "label"),
+        [
+            ("Who's Afraid of Virginia Woolf? [play].", "Who's Afraid of Virginia Woolf play"),
+            ("St. Louis: the city", "St Louis the city"),
+            ("iPhone", "IPhone"),
+        ],
+    )
+    def test_source_label_keeps_a_heading_one_sentence_without_citations(
+        self, title: str, label: str
+    ) -> None:
+        assert source_label(article("DOC", 0, "Text.", title)) == label

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import time
 from collections.abc import Mapping
@@ -36,6 +37,7 @@ from services.synthesis.pipeline import (
     SynthesisRequest,
     SynthesisStatus,
 )
+from services.synthesis.sources import RelationKind
 from services.synthesis.sufficiency import Requirement
 from tests.support.fake_openai import (
     Delay,
@@ -726,3 +728,63 @@ class TestOpenAIPathWithTheRealValidatorEngine:
 
         assert_refused(result.answer)
         assert result.status is SynthesisStatus.REFUSED_VALIDATION_FAILED
+
+
+def _second_passage(ipc: Mapping[str, Chunk], semantic_id: str, doc_id: str) -> ScoredChunk:
+    """A passage counted as part of ``doc_id`` so that each section has two (synthesis mode)."""
+    return ScoredChunk(dataclasses.replace(ipc[semantic_id], doc_id=doc_id), 0.5)
+
+
+class TestSourceRelations:
+    """Issue 16, part 2: the result says how the cited passages of different documents relate,
+    whichever generator wrote the answer."""
+
+    THEFT = "What is the punishment for theft and for theft in a dwelling house?"
+
+    async def test_answer_in_synthesis_mode_reports_a_numeric_difference(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        evidence = (
+            *scored(ipc, "IPC_379_0", "IPC_380_0"),
+            _second_passage(ipc, "IPC_378_0", "IPC_379"),
+            _second_passage(ipc, "IPC_381_0", "IPC_380"),
+        )
+        draft = " ".join(f"{ipc[i].text.rstrip('.')} [{i}]." for i in ("IPC_379_0", "IPC_380_0"))
+        synth = pipeline(FakeRetriever(evidence), ScriptedGenerator(draft), EngineValidator())
+
+        result = await synth.answer(SynthesisRequest(self.THEFT, top_k=4))
+
+        assert result.status is SynthesisStatus.ANSWERED, result.refusal_reason
+        assert result.synthesis_mode
+        assert [(r.first_id, r.second_id, r.kind) for r in result.source_relations] == [
+            ("IPC_379_0", "IPC_380_0", RelationKind.NUMERIC)
+        ]
+
+    async def test_answer_outside_synthesis_mode_reports_no_relation(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        draft = " ".join(f"{ipc[i].text.rstrip('.')} [{i}]." for i in ("IPC_379_0", "IPC_380_0"))
+        synth = pipeline(
+            FakeRetriever(scored(ipc, "IPC_379_0", "IPC_380_0")),
+            ScriptedGenerator(draft),
+            EngineValidator(),
+        )
+
+        result = await synth.answer(SynthesisRequest(self.THEFT, top_k=2))
+
+        assert result.answered and not result.synthesis_mode
+        assert result.source_relations == ()
+
+    async def test_answer_relates_only_cited_passages(self, ipc: Mapping[str, Chunk]) -> None:
+        evidence = (
+            *scored(ipc, "IPC_379_0", "IPC_380_0"),
+            _second_passage(ipc, "IPC_378_0", "IPC_379"),
+            _second_passage(ipc, "IPC_381_0", "IPC_380"),
+        )
+        draft = f"{ipc['IPC_379_0'].text.rstrip('.')} [IPC_379_0]."
+        synth = pipeline(FakeRetriever(evidence), ScriptedGenerator(draft), EngineValidator())
+
+        result = await synth.answer(SynthesisRequest(self.THEFT, top_k=4))
+
+        assert result.answered and result.synthesis_mode
+        assert result.source_relations == ()

@@ -1,0 +1,112 @@
+"""Synthesis mode over real gRPC (issue 16, part 2): an IPC question whose evidence spans
+sections comes back grouped by section, validated, with the sources' differences reported."""
+
+from __future__ import annotations
+
+import re
+
+import grpc
+import pytest
+from grounded.synthesis.v1 import synthesis_service_pb2 as spb
+from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
+from grounded.validator.v1 import validator_service_pb2 as vpb
+
+from tests.integration.conftest import Stack
+
+pytestmark = pytest.mark.integration
+
+# Definition (s.120A) and punishment (s.120B): two sections with two passages each.
+CONSPIRACY = "What is criminal conspiracy and how is it punished?"
+# Its evidence is two trafficking sections with two passages each (nothing on sexual harassment
+# is quoted): s.370 (seven to ten years) and s.370A (three to five years) differ on the term.
+TRAFFICKING = "How is trafficking of persons punished, and how is sexual harassment punished?"
+_CITED_DOC = re.compile(r"\[(IPC_\w+?)_\d+\]")
+
+
+async def _ask(stack: Stack, question: str) -> spb.SynthesizeAnswerResponse:
+    async with grpc.aio.insecure_channel(stack.synthesis) as channel:
+        stub = spb_grpc.SynthesisServiceStub(channel)
+        return await stub.SynthesizeAnswer(
+            spb.SynthesizeAnswerRequest(question=question),
+            timeout=30,  # type: ignore[arg-type]
+        )
+
+
+def _groups(answer: str) -> list[tuple[str, set[str]]]:
+    """(heading, documents cited under it) for each group of a synthesis-mode answer."""
+    lines = answer.split("\n")
+    assert len(lines) % 2 == 0, answer
+    return [(lines[i], set(_CITED_DOC.findall(lines[i + 1]))) for i in range(0, len(lines), 2)]
+
+
+class TestSynthesisMode:
+    async def test_cross_section_question_is_grouped_by_section_and_validated(
+        self, stack: Stack
+    ) -> None:
+        response = await _ask(stack, CONSPIRACY)
+
+        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
+        assert response.synthesis_mode and response.source_doc_count >= 2
+        assert response.validation.verdict == vpb.VALIDATION_VERDICT_GROUNDED
+        groups = _groups(response.answer)
+        assert [heading for heading, _ in groups] == [
+            "IPC section 120B, Punishment of criminal conspiracy:",
+            "IPC section 120A, Definition of criminal conspiracy:",
+        ]
+        assert [docs for _, docs in groups] == [{"IPC_120B"}, {"IPC_120A"}]
+        # Groups follow the evidence order; the headings are exempt, every quote is supported.
+        evidence_docs = list(dict.fromkeys(p.doc_id for p in response.evidence))
+        assert evidence_docs.index("IPC_120B") < evidence_docs.index("IPC_120A")
+        reasons = [s.reason for s in response.validation.sentences]
+        headings = [i for i, s in enumerate(response.validation.sentences) if not s.cited_ids]
+        assert len(headings) == 2
+        assert all(reasons[i] == vpb.VALIDATION_REASON_META_STATEMENT for i in headings)
+        assert all(
+            s.verdict == vpb.SENTENCE_VERDICT_SUPPORTED
+            for s in response.validation.sentences
+            if s.cited_ids
+        )
+
+    async def test_numeric_difference_between_sections_is_reported_and_flagged(
+        self, stack: Stack
+    ) -> None:
+        response = await _ask(stack, TRAFFICKING)
+
+        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
+        assert response.synthesis_mode
+        numeric = [
+            r
+            for r in response.source_relations
+            if r.kind == spb.SOURCE_RELATION_KIND_NUMERIC_DISAGREEMENT
+        ]
+        assert [(r.first_semantic_id[:8], r.second_semantic_id[:9]) for r in numeric] == [
+            ("IPC_370_", "IPC_370A_")
+        ]
+        assert numeric[0].description.startswith("year: ")
+        cited = set(response.validation.cited_ids)
+        assert {numeric[0].first_semantic_id, numeric[0].second_semantic_id} <= cited
+        assert (
+            "IPC section 370A, Exploitation of a trafficked person "
+            "(differs from IPC section 370 on a number):"
+        ) in response.answer.split("\n")
+
+    async def test_stream_answer_finishes_with_the_same_grouped_response(
+        self, stack: Stack
+    ) -> None:
+        async with grpc.aio.insecure_channel(stack.synthesis) as channel:
+            stub = spb_grpc.SynthesisServiceStub(channel)
+            events = [
+                event
+                async for event in stub.StreamAnswer(
+                    spb.SynthesizeAnswerRequest(question=TRAFFICKING),
+                    timeout=30,  # type: ignore[arg-type]
+                )
+            ]
+        unary = await _ask(stack, TRAFFICKING)
+
+        finished = events[-1].finished
+        assert not finished.retract
+        assert finished.response.answer == unary.answer
+        assert list(finished.response.source_relations) == list(unary.source_relations)
+        sentences = [e.sentence.text for e in events if e.WhichOneof("event") == "sentence"]
+        assert sentences[0].endswith("Trafficking of persons:")
