@@ -23,7 +23,9 @@ TARGETS: dict[str, Path] = {
         if (path / "kustomization.yaml").is_file()
     },
 }
-PROD_TARGETS = ("prod", "prod-openai", "prod-tracing")
+PROD_TARGETS = ("prod", "prod-openai", "prod-tracing", "prod-judge")
+# Edges the judge overlay adds to the call graph: the verdict cache in Redis.
+JUDGE_EDGES = {("synthesis", "redis", 6379), ("validator", "redis", 6379)}
 
 Manifest = dict[str, Any]
 
@@ -500,7 +502,8 @@ class TestProd:
         self, prod: Rendered, src: str, dst: str, port: int, allowed: bool
     ) -> None:
         policies = prod.of_kind("NetworkPolicy")
-        assert connection_allowed(policies, pod(prod, src), pod(prod, dst), port) is allowed
+        expected = allowed or (prod.target == "prod-judge" and (src, dst, port) in JUDGE_EDGES)
+        assert connection_allowed(policies, pod(prod, src), pod(prod, dst), port) is expected
 
     def test_prod_admits_clients_to_synthesis_grpc_only(self, prod: Rendered) -> None:
         policies = prod.of_kind("NetworkPolicy")
@@ -617,6 +620,48 @@ class TestOpenAI:
             for item in container.get("env", []):
                 if "KEY" in item["name"].upper() or "TOKEN" in item["name"].upper():
                     assert "value" not in item, f"{name}: {item['name']}"
+
+
+class TestJudge:
+    @pytest.fixture
+    def judged(self) -> Rendered:
+        return Rendered("prod-judge", render("prod-judge"))
+
+    @pytest.mark.parametrize("app", ["validator", "synthesis"])
+    def test_judge_key_comes_from_a_secret_key_ref(self, judged: Rendered, app: str) -> None:
+        env = {item["name"]: item for item in judged.container(app).get("env", [])}
+        key = env[f"{app.upper()}_JUDGE_API_KEY"]
+        assert "value" not in key
+        assert key["valueFrom"]["secretKeyRef"]["name"] == "grounded-qa-judge"
+        assert key["valueFrom"]["secretKeyRef"]["optional"] is False
+
+    def test_judge_overlay_points_both_services_at_the_endpoint(self, judged: Rendered) -> None:
+        settings = judged.settings()
+        for prefix in ("VALIDATOR_", "SYNTHESIS_"):
+            assert settings[f"{prefix}JUDGE_BASE_URL"].startswith(("https://", "http://"))
+            assert settings[f"{prefix}JUDGE_MODEL"]
+        # The synthesis judge only acts where the answerability model decides.
+        assert settings["SYNTHESIS_ANSWERABILITY"] not in ("off", "shadow")
+        # Synthesis must wait for a verdict that includes the judge's time.
+        judge_s = float(settings["VALIDATOR_JUDGE_TIMEOUT_S"])
+        assert float(settings["SYNTHESIS_VALIDATOR_TIMEOUT_S"]) > judge_s
+
+    def test_judge_is_off_everywhere_else(self, rendered: Rendered) -> None:
+        settings = rendered.settings()
+        judged = rendered.target == "prod-judge"
+        assert ("VALIDATOR_JUDGE_BASE_URL" in settings) is judged
+
+    def test_judge_overlay_lets_only_validator_and_synthesis_reach_it(
+        self, judged: Rendered
+    ) -> None:
+        policies = judged.of_kind("NetworkPolicy")
+        vllm = Endpoint({"app": "vllm"}, {"kubernetes.io/metadata.name": "llm"})
+        public = Endpoint(ip="203.0.113.10")
+        for app in ("validator", "synthesis"):
+            assert _direction_allows(policies, pod(judged, app), vllm, 8000, "TCP", "Egress")
+            assert not connection_allowed(policies, pod(judged, app), public, 443), app
+        for other in ("retrieval", "redis"):
+            assert not _direction_allows(policies, pod(judged, other), vllm, 8000, "TCP", "Egress")
 
 
 class TestTracing:
