@@ -156,6 +156,9 @@ class SentenceReport:
     entailment: EntailmentScores | None = None
     decided_by: Tier | None = None
     judge: JudgeDecision | None = None
+    # Every rule an unsupported sentence broke, in the order ``reason`` is chosen by (``reason``
+    # is the first); empty for a supported or exempt sentence.
+    failed: tuple[Reason, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,6 +80,7 @@ def report_to_proto(report: r.ValidationReport) -> pb.ValidateAnswerResponse:
                 entailment=_scores_to_proto(s.entailment),
                 decided_by=_TIER[s.decided_by] if s.decided_by else pb.VALIDATION_TIER_UNSPECIFIED,
                 judge=_judge_to_proto(s.judge),
+                failed_reasons=[_REASON[f] for f in s.failed],
             )
             for s in report.sentences
         ],
@@ -178,6 +179,9 @@ def report_from_proto(response: pb.ValidateAnswerResponse) -> r.ValidationReport
                 entailment=_scores_from_proto(s),
                 decided_by=TIER_FROM_PROTO.get(s.decided_by),
                 judge=_judge_from_proto(s),
+                failed=tuple(
+                    REASON_FROM_PROTO[f] for f in s.failed_reasons if f in REASON_FROM_PROTO
+                ),
             )
             for s in response.sentences
         ),

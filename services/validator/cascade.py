@@ -1,11 +1,18 @@
 """The judge cascade: which sentences the local tiers left uncertain, and the judge's word on them.
 
-The local tiers run first and settle what they are sure of: citation, number, negation and
-penalty failures, verbatim quotes, and every sentence whose entailment score lies outside the
-uncertainty band. A sentence whose P(entailment) lies inside ``[band.low, band.high)`` — an
-acceptance just above the entailment threshold, a rejection just below it, a contradiction the
-model was not sure of, a paraphrase it could not rescue — goes to the judge. Without the
-entailment tier there is no score to be sure of, so every sentence the cheap tiers accept goes.
+The local tiers run first and settle what they are sure of. A sentence goes to the judge when:
+
+- the entailment model scored it with P(entailment) inside the uncertainty band
+  ``[band.low, band.high)``: an acceptance just above the entailment threshold, a rejection just
+  below it, a contradiction the model was not sure of, a paraphrase it could not rescue;
+- or only rules under review rejected it, with no model score to say how sure to be. By
+  default those are the two word-counting rules, coverage and missing citation
+  (``DEFAULT_REVIEW``);
+- or, without the entailment tier, the cheap tiers accepted it (there is no score to be sure
+  of).
+
+Never escalated: citation validity, verbatim quotes, and the number, negation and penalty
+parsers unless an operator puts them under review.
 
 The judge's verdict replaces the local one, in both directions, and the answer's verdict is
 worked out again. Anything but a clear yes leaves the sentence unverified (fail closed). With
@@ -29,13 +36,28 @@ from services.common.validation import (
 )
 from services.validator.engine import resummarise
 
-# The default uncertainty band on P(entailment) (docs/VALIDATOR.md, "Choosing the band").
+# The default uncertainty band on P(entailment) (docs/JUDGE.md, "Choosing the band").
 DEFAULT_BAND = Band(0.05, 0.9)
 
-# Local rejections a judge may overturn: the model's own (not entailed, contradicted) and a
-# paraphrase the coverage rule failed that the model scored in the band. Deterministic
-# failures (citations, numbers, negation, penalties) are never escalated.
-_REVIEWABLE = frozenset({Reason.NOT_ENTAILED, Reason.CONTRADICTED, Reason.LOW_COVERAGE})
+# Rules whose rejection a judge may review (VALIDATOR_JUDGE_REVIEW picks among them). The
+# model's own rejections (not entailed, contradicted) are reviewed whenever their score is in
+# the band. Citation validity (a cited id that is not in the evidence, a malformed token, no
+# citation at all) is never reviewable: there is no cited evidence to judge against.
+REVIEWABLE = frozenset(
+    {
+        Reason.LOW_COVERAGE,
+        Reason.MISSING_CITATION,
+        Reason.NUMBER_MISMATCH,
+        Reason.NEGATION_MISMATCH,
+        Reason.PENALTY_MISMATCH,
+    }
+)
+# The default: the two word-counting rules. Coverage fails a paraphrase in other words, and the
+# missing-citation rule fires when an uncited passage shares words with the sentence, whether or
+# not the sentence needs it; both are guesses the judge can check against the cited text. The
+# number, negation and penalty parsers compare parsed values, so they stay final.
+DEFAULT_REVIEW = frozenset({Reason.LOW_COVERAGE, Reason.MISSING_CITATION})
+_MODEL_REASONS = frozenset({Reason.NOT_ENTAILED, Reason.CONTRADICTED})
 
 _OUTCOME_REASON = {
     Outcome.NO: Reason.JUDGE_REJECTED,
@@ -54,14 +76,20 @@ class Escalation:
 
 
 def uncertain(
-    report: ValidationReport, evidence: Sequence[EvidenceLike], band: Band
+    report: ValidationReport,
+    evidence: Sequence[EvidenceLike],
+    band: Band,
+    review: frozenset[Reason] = DEFAULT_REVIEW,
 ) -> list[Escalation]:
-    """The sentences of ``report`` to send to the judge, in answer order."""
+    """The sentences of ``report`` to send to the judge, in answer order.
+
+    ``review``: the rules (of ``REVIEWABLE``) whose rejections the judge may overturn.
+    """
     model_ran = Tier.ENTAILMENT in report.tiers
     picked = [
         (s, local)
         for s in report.sentences
-        if (local := _local_score(s, model_ran, band)) is not False
+        if (local := _local_score(s, model_ran, band, review)) is not False
     ]
     if not picked:
         return []
@@ -85,11 +113,13 @@ def uncertain(
     return found
 
 
-def _local_score(sentence: SentenceReport, model_ran: bool, band: Band) -> float | bool:
+def _local_score(
+    sentence: SentenceReport, model_ran: bool, band: Band, review: frozenset[Reason]
+) -> float | bool:
     """The local score that makes ``sentence`` uncertain (True when there is none to give),
     or False when the local tiers settled it."""
     scores = sentence.entailment
-    if not sentence.cited_ids or sentence.invalid_ids or sentence.missing_ids:
+    if not sentence.cited_ids or sentence.invalid_ids:
         return False
     if scores is not None and scores.verbatim:
         return False
@@ -99,10 +129,16 @@ def _local_score(sentence: SentenceReport, model_ran: bool, band: Band) -> float
         if sentence.decided_by is Tier.ENTAILMENT and scores is not None:
             return scores.entailment if band.contains(scores.entailment) else False
         return False
-    reviewable = sentence.verdict is SentenceVerdict.UNSUPPORTED and sentence.reason in _REVIEWABLE
-    if reviewable and scores is not None and band.contains(scores.entailment):
-        return scores.entailment
-    return False
+    if sentence.verdict is not SentenceVerdict.UNSUPPORTED:
+        return False
+    rules = frozenset(sentence.failed or (sentence.reason,)) - _MODEL_REASONS
+    if not rules <= review:
+        return False  # a rule the judge may not overturn
+    if scores is not None:
+        # The model scored it (a rejection of its own, or a paraphrase it could not rescue).
+        return scores.entailment if band.contains(scores.entailment) else False
+    # Only reviewable word-counting rules rejected it and no model score says how sure to be.
+    return bool(rules)
 
 
 def _claim(text: str, index: EvidenceIndex) -> str:
@@ -148,10 +184,14 @@ def _decided(sentence: SentenceReport, verdict: Verdict, local: float | None) ->
         was += f"; they said: {sentence.detail}"
     score = f", P(yes) {verdict.score:.2f}" if verdict.score is not None else ""
     if verdict.yes:
+        # Supported by its cited passages alone: an uncited passage it shares words with was
+        # not needed, so it is no longer listed as missing.
         return replace(
             sentence,
             verdict=SentenceVerdict.SUPPORTED,
             reason=Reason.SUPPORTED,
+            failed=(),
+            missing_ids=(),
             decided_by=Tier.JUDGE,
             judge=decision,
             detail=f"{was}; the judge ({verdict.model}) found it supported{score}",
@@ -163,10 +203,12 @@ def _decided(sentence: SentenceReport, verdict: Verdict, local: float | None) ->
     }[verdict.outcome]
     if verdict.outcome is Outcome.NO and verdict.detail:
         said += f" ({verdict.detail})"
+    reason = _OUTCOME_REASON[verdict.outcome]
     return replace(
         sentence,
         verdict=SentenceVerdict.UNSUPPORTED,
-        reason=_OUTCOME_REASON[verdict.outcome],
+        reason=reason,
+        failed=(reason, *sentence.failed),
         decided_by=Tier.JUDGE,
         judge=decision,
         detail=f"{was}; {said}",

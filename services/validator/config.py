@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from services.common.config import EnvReader, JudgeSettings, ServerSettings
+from services.common.validation import Reason
+from services.validator.cascade import DEFAULT_REVIEW, REVIEWABLE
+
+logger = logging.getLogger(__name__)
 
 SERVICE_NAME = "grounded.validator.v1.ValidatorService"
 # The shipped entailment model, found from the repository root (the image copies models/ too).
@@ -28,8 +33,10 @@ class ValidatorConfig:
     entail_threshold: float | None = None
     contradiction_threshold: float | None = None
     coverage_rescue_threshold: float | None = None
-    # The judge tier (VALIDATOR_JUDGE_*; off unless VALIDATOR_JUDGE_BASE_URL is set).
+    # The judge tier (VALIDATOR_JUDGE_*; off unless VALIDATOR_JUDGE_BASE_URL is set) and the
+    # rules whose rejections it may review (VALIDATOR_JUDGE_REVIEW, reason codes).
     judge: JudgeSettings = field(default_factory=JudgeSettings)
+    judge_review: frozenset[Reason] = DEFAULT_REVIEW
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> ValidatorConfig:
@@ -46,4 +53,27 @@ class ValidatorConfig:
             contradiction_threshold=env.probability("CONTRADICTION_THRESHOLD"),
             coverage_rescue_threshold=env.probability("COVERAGE_RESCUE_THRESHOLD"),
             judge=JudgeSettings.from_env(env),
+            judge_review=_review(env),
         )
+
+
+def _review(env: EnvReader) -> frozenset[Reason]:
+    """VALIDATOR_JUDGE_REVIEW: comma-separated reason codes (of ``REVIEWABLE``), or "none"."""
+    default = ",".join(sorted(r.value for r in DEFAULT_REVIEW))
+    raw = env.str("JUDGE_REVIEW", default).strip()
+    if raw.lower() == "none":
+        return frozenset()
+    names = {n.strip().upper() for n in raw.split(",") if n.strip()}
+    allowed = {r.value: r for r in REVIEWABLE}
+    if not names <= allowed.keys():
+        logger.warning(
+            "invalid setting, using default",
+            extra={
+                "setting": "VALIDATOR_JUDGE_REVIEW",
+                "value": raw,
+                "default": default,
+                "allowed": sorted(allowed),
+            },
+        )
+        return DEFAULT_REVIEW
+    return frozenset(allowed[n] for n in names)

@@ -215,11 +215,19 @@ def validate(
     if tier is not None and run_model and pending:
         reports = _entail(reports, pending, view, options, tier)
     reports = _refusal_among_claims(reports)
-    reports = [
-        r if r.decided_by is not None else replace(r, decided_by=TIER_OF_REASON[r.reason])
-        for r in reports
-    ]
+    reports = [_settled(r) for r in reports]
     return replace(_summarise(reports, citations), tiers=tiers, entailment_model=model_name)
+
+
+def _settled(report: SentenceReport) -> SentenceReport:
+    """The deciding tier named, and an unsupported sentence's broken rules listed."""
+    decided = report.decided_by or TIER_OF_REASON[report.reason]
+    failed = report.failed
+    if report.verdict is SentenceVerdict.UNSUPPORTED and not failed:
+        failed = (report.reason,)
+    elif report.verdict is not SentenceVerdict.UNSUPPORTED:
+        failed = ()
+    return replace(report, decided_by=decided, failed=failed)
 
 
 def _refusal_among_claims(reports: list[SentenceReport]) -> list[SentenceReport]:
@@ -306,6 +314,7 @@ def _fold(
             report,
             verdict=SentenceVerdict.UNSUPPORTED,
             reason=Reason.CONTRADICTED,
+            failed=(*report.failed, Reason.CONTRADICTED),
             detail=_join(
                 report.detail, f"the cited evidence contradicts it{where}: {probs}{windowed}"
             ),
@@ -317,6 +326,7 @@ def _fold(
                 report,
                 verdict=SentenceVerdict.SUPPORTED,
                 reason=Reason.SUPPORTED,
+                failed=(),
                 detail=f"{report.detail}; but the cited evidence entails it{where}: "
                 f"{probs}{windowed}",
                 **done,  # type: ignore[arg-type]
@@ -333,6 +343,7 @@ def _fold(
         report,
         verdict=SentenceVerdict.UNSUPPORTED,
         reason=Reason.NOT_ENTAILED,
+        failed=(Reason.NOT_ENTAILED,),
         detail=j.note or f"the cited evidence does not entail it{where}: {probs}{windowed}",
         **done,  # type: ignore[arg-type]
     )
@@ -466,14 +477,17 @@ def _judge(
     if not problems:
         supported = report(SentenceVerdict.SUPPORTED, Reason.SUPPORTED, cov, spans=tuple(spans))
         return supported, _Pending(index, claim_text, ids, rescue=False)
-    reason = next(r for r in _SENTENCE_PRIORITY if r in problems)
-    failed = report(
-        SentenceVerdict.UNSUPPORTED,
-        reason,
-        cov,
-        missing_ids=tuple(missing),
-        spans=tuple(spans),
-        detail="; ".join(problems[r] for r in _SENTENCE_PRIORITY if r in problems),
+    broken = tuple(r for r in _SENTENCE_PRIORITY if r in problems)
+    failed = replace(
+        report(
+            SentenceVerdict.UNSUPPORTED,
+            broken[0],
+            cov,
+            missing_ids=tuple(missing),
+            spans=tuple(spans),
+            detail="; ".join(problems[r] for r in broken),
+        ),
+        failed=broken,
     )
     # A paraphrase in other words fails coverage alone: the model may still find it entailed.
     # (Letting it overrule the missing-citation rule too was measured on the tune half and

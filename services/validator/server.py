@@ -29,11 +29,16 @@ def create_app(config: ValidatorConfig) -> ServiceApp:
         on_model_failure=service.mark_not_serving,
         judge=judge,
         band=judge_band(config.judge, DEFAULT_BAND),
+        review=config.judge_review,
     )
     if judge is not None:
         logger.info(
             "judge tier on",
-            extra={"judge": repr(judge), "band": repr(servicer.band)},
+            extra={
+                "judge": repr(judge),
+                "band": repr(servicer.band),
+                "review": sorted(r.value for r in servicer.review),
+            },
         )
 
     async def warm_up() -> None:

@@ -20,10 +20,10 @@ from services.common.metrics import (
     VALIDATION_FAILURES,
 )
 from services.common.tracing import annotate, stage_span
-from services.common.validation import ValidationOptions, ValidationReport, Verdict
+from services.common.validation import Reason, ValidationOptions, ValidationReport, Verdict
 from services.common.validation_proto import report_to_proto
 from services.validator import cascade, convert
-from services.validator.cascade import DEFAULT_BAND
+from services.validator.cascade import DEFAULT_BAND, DEFAULT_REVIEW
 from services.validator.engine import EntailmentTier, validate
 
 DEFAULT_INLINE_MAX_BYTES = 32 * 1024
@@ -39,6 +39,7 @@ class ValidatorServicer(pb_grpc.ValidatorServiceServicer):
         on_model_failure: Callable[[], Awaitable[None]] | None = None,
         judge: Judge | None = None,
         band: Band = DEFAULT_BAND,
+        review: frozenset[Reason] = DEFAULT_REVIEW,
     ) -> None:
         self.inline_max_bytes = inline_max_bytes
         # Set by the server's warm-up once the model is loaded (None: the tier is switched off).
@@ -47,6 +48,7 @@ class ValidatorServicer(pb_grpc.ValidatorServiceServicer):
         # The judge tier (issue 17): sentences the local tiers leave uncertain go to it.
         self.judge = judge
         self.band = band
+        self.review = review
 
     async def ValidateAnswer(
         self, request: pb.ValidateAnswerRequest, context: aio.ServicerContext[Any, Any]
@@ -88,7 +90,7 @@ class ValidatorServicer(pb_grpc.ValidatorServiceServicer):
             self.band.low if options.judge_band_low is None else options.judge_band_low,
             self.band.high if options.judge_band_high is None else options.judge_band_high,
         )
-        escalations = cascade.uncertain(report, evidence, band)
+        escalations = cascade.uncertain(report, evidence, band, self.review)
         if not escalations:
             return report
         remaining = context.time_remaining()

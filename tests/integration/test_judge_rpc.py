@@ -182,6 +182,26 @@ class TestJudgeTier:
         assert pb.VALIDATION_TIER_JUDGE not in skipped.tiers
         assert judge_server.requests == []
 
+    async def test_a_missing_citation_alone_is_reviewed(
+        self, stub: pb_grpc.ValidatorServiceStub, judge_server: FakeOpenAIServer
+    ) -> None:
+        # s.379's words plus s.378's "dishonestly" and "movable property", s.378 uncited.
+        answer = (
+            "Whoever commits theft by moving movable property dishonestly shall be punished "
+            "with imprisonment [IPC_379_0]."
+        )
+        local = await stub.ValidateAnswer(
+            request(answer, pb.ValidationOptions(check_judge=False)), timeout=20
+        )
+        assert list(local.sentences[0].failed_reasons) == [pb.VALIDATION_REASON_MISSING_CITATION]
+        response = await stub.ValidateAnswer(request(answer, pb.ValidationOptions()), timeout=20)
+        assert response.verdict == pb.VALIDATION_VERDICT_GROUNDED
+        assert list(response.missing_citations) == []
+        assert response.sentences[0].decided_by == pb.VALIDATION_TIER_JUDGE
+        assert not response.sentences[0].judge.HasField("local_score")
+        (call,) = judge_server.requests
+        assert [i for i, _ in evidence_blocks(call.messages)] == ["IPC_379_0"]
+
     async def test_band_options_are_checked(self, stub: pb_grpc.ValidatorServiceStub) -> None:
         bad = pb.ValidationOptions(judge_band_low=0.8, judge_band_high=0.2)
         with pytest.raises(aio.AioRpcError) as caught:

@@ -247,7 +247,7 @@ class TestEntailmentTierOverRpc:
             raise ModelUnavailableError("the entailment model failed to run: out of memory")
 
         app = await _serve(1 << 20, VALIDATOR_ENTAILMENT="on")
-        monkeypatch.setattr(servicer_module, "_validate_request", broken)
+        monkeypatch.setattr(servicer_module, "validate", broken)
         async with aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
             with pytest.raises(aio.AioRpcError) as caught:
                 await pb_grpc.ValidatorServiceStub(channel).ValidateAnswer(_request(), timeout=10)

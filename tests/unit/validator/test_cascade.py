@@ -141,3 +141,50 @@ class TestApply:
     def test_nothing_escalated_leaves_the_report_as_it_was(self) -> None:
         report = run(THEFT, {"Theft": (0.95, 0.03, 0.02)})
         assert cascade.apply(report, [], []) is report
+
+
+# s.379's words, plus "dishonestly" and "movable property" from s.378, which it does not cite.
+USES_UNCITED = (
+    "Whoever commits theft by moving movable property dishonestly shall be punished with "
+    "imprisonment [IPC_379_0]."
+)
+
+
+class TestReview:
+    def test_engine_lists_every_rule_a_sentence_broke(self) -> None:
+        report = validate(
+            "Theft is not punishable with imprisonment of up to ten years [IPC_379_0].", EVIDENCE
+        )
+        s = report.sentences[0]
+        assert s.reason is s.failed[0]
+        assert {Reason.NEGATION_MISMATCH, Reason.NUMBER_MISMATCH} <= set(s.failed)
+        assert validate(THEFT, EVIDENCE).sentences[0].failed == ()
+
+    def test_a_missing_citation_alone_goes_to_the_judge_by_default(self) -> None:
+        report = run(USES_UNCITED, {})
+        assert report.sentences[0].failed == (Reason.MISSING_CITATION,)
+        (only,) = cascade.uncertain(report, EVIDENCE, BAND)
+        assert only.local_score is None
+        assert only.item.evidence == (("IPC_379_0", EVIDENCE[0].text),)
+        assert cascade.uncertain(report, EVIDENCE, BAND, review=frozenset()) == []
+
+    def test_a_yes_clears_the_missing_citation(self) -> None:
+        report = run(USES_UNCITED, {})
+        judged = cascade.apply(report, cascade.uncertain(report, EVIDENCE, BAND), [yes()])
+        assert judged.verdict is AnswerVerdict.GROUNDED
+        assert judged.missing_citations == () and judged.sentences[0].missing_ids == ()
+
+    def test_parsed_rules_are_reviewed_only_when_configured(self) -> None:
+        report = run("Theft is punishable with imprisonment of up to ten years [IPC_379_0].", {})
+        assert report.sentences[0].failed == (Reason.NUMBER_MISMATCH, Reason.PENALTY_MISMATCH)
+        assert cascade.uncertain(report, EVIDENCE, BAND) == []
+        numbers = cascade.DEFAULT_REVIEW | {Reason.NUMBER_MISMATCH}
+        assert cascade.uncertain(report, EVIDENCE, BAND, numbers) == []  # the penalty rule too
+        both = numbers | {Reason.PENALTY_MISMATCH}
+        assert len(cascade.uncertain(report, EVIDENCE, BAND, both)) == 1
+
+    def test_a_judge_no_keeps_the_local_rules_after_its_own(self) -> None:
+        report = run(USES_UNCITED, {})
+        escalations = cascade.uncertain(report, EVIDENCE, BAND)
+        judged = cascade.apply(report, escalations, [Verdict(Outcome.NO, "checker")])
+        assert judged.sentences[0].failed == (Reason.JUDGE_REJECTED, Reason.MISSING_CITATION)

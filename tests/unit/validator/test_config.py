@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from services.common.validation import Reason
 from services.validator.config import DEFAULT_MODEL_DIR, ValidatorConfig
 
 
@@ -36,3 +37,21 @@ class TestEntailmentSettings:
     def test_config_invalid_threshold_keeps_the_model_value(self) -> None:
         config = ValidatorConfig.from_env({"VALIDATOR_ENTAIL_THRESHOLD": "1.5"})
         assert config.entail_threshold is None
+
+
+class TestJudgeReview:
+    def test_review_defaults_to_the_word_counting_rules(self) -> None:
+        config = ValidatorConfig.from_env({})
+        assert config.judge_review == {Reason.LOW_COVERAGE, Reason.MISSING_CITATION}
+
+    def test_review_reads_reason_codes_and_none(self) -> None:
+        env = {"VALIDATOR_JUDGE_REVIEW": "number_mismatch, LOW_COVERAGE"}
+        assert ValidatorConfig.from_env(env).judge_review == {
+            Reason.NUMBER_MISMATCH,
+            Reason.LOW_COVERAGE,
+        }
+        assert ValidatorConfig.from_env({"VALIDATOR_JUDGE_REVIEW": "none"}).judge_review == set()
+
+    def test_review_of_an_unreviewable_rule_keeps_the_default(self) -> None:
+        config = ValidatorConfig.from_env({"VALIDATOR_JUDGE_REVIEW": "INVALID_CITATION"})
+        assert config.judge_review == {Reason.LOW_COVERAGE, Reason.MISSING_CITATION}
