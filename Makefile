@@ -97,8 +97,12 @@ bench-synthesis: install ## The first OpenAI call of a fresh process, with and w
 	$(PY) -m bench.openai_first_call
 	$(PY) -m bench.stream
 
+.PHONY: bench-judge
+bench-judge: install ## The judge tier: what the validator and synthesis escalate by band (with the oracle ceiling), and the latency an escalation adds.
+	$(PY) -m bench.judge
+
 .PHONY: bench
-bench: bench-retrieval bench-validator bench-synthesis ## Every benchmark (run on a quiet machine: check `uptime`).
+bench: bench-retrieval bench-validator bench-synthesis bench-judge ## Every benchmark (run on a quiet machine: check `uptime`).
 
 .PHONY: eval
 eval: install ## Evaluate over gRPC: make eval [DATASET=ipc|squad2|hotpotqa|scifact|all] [DATA=file] [LIMIT=n] [ABLATIONS=1]

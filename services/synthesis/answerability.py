@@ -193,8 +193,9 @@ def _answer(
 
 
 # The judge tier (issue 17): a question whose best P(answers) is inside this band is asked
-# about, when a judge is configured (docs/JUDGE.md).
-DEFAULT_JUDGE_BAND = Band(0.2, 0.9)
+# about, when a judge is configured. It straddles the calibrated veto threshold (0.41) and sends
+# 4.5-10 % of the dev sets' questions (docs/JUDGE.md, "Choosing the band").
+DEFAULT_JUDGE_BAND = Band(0.3, 0.6)
 # The passages sent to the judge with a question: the best-scoring ones.
 JUDGE_PASSAGES = 5
 
