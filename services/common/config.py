@@ -214,6 +214,7 @@ class JudgeSettings:
     max_tokens_per_request: int = 8_000
     calls_per_minute: int = 0
     tokens_per_minute: int = 0
+    seconds_per_minute: float = 0.0
     logprobs: bool = False
     min_score: float = 0.5
     band_low: float | None = None
@@ -243,6 +244,7 @@ class JudgeSettings:
             ),
             calls_per_minute=judge.int("CALLS_PER_MINUTE", 0, minimum=0),
             tokens_per_minute=judge.int("TOKENS_PER_MINUTE", 0, minimum=0),
+            seconds_per_minute=judge.float("SECONDS_PER_MINUTE", 0.0, minimum=0.0),
             logprobs=judge.bool("LOGPROBS", False),
             min_score=judge.float("MIN_SCORE", 0.5, minimum=0.0, maximum=1.0),
             band_low=judge.probability("BAND_LOW"),

@@ -282,11 +282,12 @@ class Limits:
 
 
 class ProcessBudget:
-    """Calls and tokens a process may spend on the judge per rolling minute (thread-safe).
+    """Calls, tokens and judge time a process may spend per rolling minute (thread-safe).
 
-    ``reserve`` takes a call and its estimated tokens before it is sent and says False when
-    either limit would be passed; ``settle`` replaces the estimate with the tokens the endpoint
-    reported. Zero means unlimited.
+    ``reserve`` takes a call and its estimated tokens before it is sent and says None when a
+    limit would be passed (or the time spent in the window already reached its limit);
+    ``settle`` replaces the estimate with the tokens the endpoint reported, and ``timed``
+    records how long the call took, whatever its outcome. Zero means unlimited.
     """
 
     WINDOW_S = 60.0
@@ -295,16 +296,18 @@ class ProcessBudget:
         self,
         calls_per_minute: int = 0,
         tokens_per_minute: int = 0,
+        seconds_per_minute: float = 0.0,
         *,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if calls_per_minute < 0 or tokens_per_minute < 0:
+        if min(calls_per_minute, tokens_per_minute, seconds_per_minute) < 0:
             raise ValueError("budgets must be >= 0 (0 is unlimited)")
         self.calls_per_minute = calls_per_minute
         self.tokens_per_minute = tokens_per_minute
+        self.seconds_per_minute = seconds_per_minute
         self._clock = clock
         self._lock = threading.Lock()
-        self._spent: collections.deque[list[float]] = collections.deque()  # [time, tokens]
+        self._spent: collections.deque[list[float]] = collections.deque()  # [time, tokens, s]
 
     def reserve(self, tokens: int) -> list[float] | None:
         """A ticket for one call of ``tokens`` (estimated), or None if the budget is spent."""
@@ -314,10 +317,13 @@ class ProcessBudget:
                 self._spent.popleft()
             if self.calls_per_minute and len(self._spent) + 1 > self.calls_per_minute:
                 return None
-            used = sum(t for _, t in self._spent)
+            used = sum(t for _, t, _ in self._spent)
             if self.tokens_per_minute and used + tokens > self.tokens_per_minute:
                 return None
-            ticket = [now, float(tokens)]
+            busy = sum(s for _, _, s in self._spent)
+            if self.seconds_per_minute and busy >= self.seconds_per_minute:
+                return None
+            ticket = [now, float(tokens), 0.0]
             self._spent.append(ticket)
             return ticket
 
@@ -325,6 +331,11 @@ class ProcessBudget:
         """Record the tokens a call really used (the endpoint's usage)."""
         with self._lock:
             ticket[1] = float(tokens)
+
+    def timed(self, ticket: list[float], seconds: float) -> None:
+        """Record how long a call took (any outcome: a time-out spends time too)."""
+        with self._lock:
+            ticket[2] = max(0.0, seconds)
 
 
 class Judge(Protocol):

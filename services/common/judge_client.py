@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Sequence
+from typing import Any, TypeVar
 
 import openai
 
@@ -41,6 +41,8 @@ from services.common.metrics import (
 from services.common.redis_store import RedisStore
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 _TOP_LOGPROBS = 5
 
@@ -80,7 +82,7 @@ class OpenAIJudge:
         )
         self._cache = cache
         self._budget = budget or ProcessBudget(
-            settings.calls_per_minute, settings.tokens_per_minute
+            settings.calls_per_minute, settings.tokens_per_minute, settings.seconds_per_minute
         )
         self._slots = asyncio.Semaphore(settings.max_concurrency)
 
@@ -191,16 +193,20 @@ class OpenAIJudge:
                 return [self._unavailable("no time left waiting for a judge slot")] * count
             started = time.perf_counter()
             try:
-                response = await asyncio.wait_for(
-                    self._client.chat.completions.create(
-                        model=self.model,
-                        messages=messages,  # type: ignore[arg-type]
-                        temperature=0,
-                        max_tokens=reply_tokens(count),
+                response = await self._timed(
+                    ticket,
+                    started,
+                    asyncio.wait_for(
+                        self._client.chat.completions.create(
+                            model=self.model,
+                            messages=messages,  # type: ignore[arg-type]
+                            temperature=0,
+                            max_tokens=reply_tokens(count),
+                            timeout=remaining,
+                            **self._logprob_args(),
+                        ),
                         timeout=remaining,
-                        **self._logprob_args(),
                     ),
-                    timeout=remaining,
                 )
             except (TimeoutError, openai.APITimeoutError):
                 return self._failed("timeout", f"no reply within {remaining:.2f}s", count, started)
@@ -225,6 +231,13 @@ class OpenAIJudge:
         JUDGE_CALLS.labels("ok").inc()
         scores = answer_scores(_logprobs(choice), answers)
         return [self._verdict(a, s) for a, s in zip(answers, scores, strict=True)]
+
+    async def _timed(self, ticket: list[float], started: float, call: Awaitable[T]) -> T:
+        """``call``'s result; its time is charged to the process budget whatever happens."""
+        try:
+            return await call
+        finally:
+            self._budget.timed(ticket, time.perf_counter() - started)
 
     def _logprob_args(self) -> dict[str, Any]:
         if not self._settings.logprobs:

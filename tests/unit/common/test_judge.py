@@ -198,6 +198,18 @@ class TestProcessBudget:
         budget.settle(ticket, 300)  # the endpoint used less than estimated
         assert budget.reserve(600) is not None
 
+    def test_time_spent_in_the_window_stops_new_calls(self) -> None:
+        now = [0.0]
+        budget = ProcessBudget(seconds_per_minute=2.0, clock=lambda: now[0])
+        ticket = budget.reserve(10)
+        assert ticket is not None
+        budget.timed(ticket, 1.5)
+        assert budget.reserve(10) is not None  # 1.5 s spent, under the limit
+        budget.timed(budget.reserve(10) or [0.0, 0.0, 0.0], 0.6)
+        assert budget.reserve(10) is None  # 2.1 s spent
+        now[0] = 61.0
+        assert budget.reserve(10) is not None
+
     def test_zero_is_unlimited(self) -> None:
         budget = ProcessBudget(clock=lambda: 0.0)
         assert all(budget.reserve(10**9) for _ in range(1_000))

@@ -143,6 +143,18 @@ class TestJudgeClient:
         assert "per minute" in second[0].detail
         assert len(server.requests) == 1
 
+    async def test_a_slow_call_spends_the_process_time_budget(
+        self, server: FakeOpenAIServer
+    ) -> None:
+        server.script(Delay(0.3, Reply(yes_unless_death)))
+        judge = OpenAIJudge(settings(server), budget=ProcessBudget(seconds_per_minute=0.2))
+        first = await judge.judge(Task.SUPPORT, ITEMS[:1], timeout_s=2.0)
+        second = await judge.judge(Task.SUPPORT, ITEMS[:1], timeout_s=2.0)
+        await judge.aclose()
+        assert first[0].outcome is Outcome.YES
+        assert second[0].outcome is Outcome.BUDGET_EXHAUSTED
+        assert len(server.requests) == 1
+
     async def test_logprobs_give_a_score_and_a_weak_yes_is_a_no(
         self, server: FakeOpenAIServer
     ) -> None:
