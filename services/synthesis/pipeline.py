@@ -821,7 +821,9 @@ class ResultBuilder:
         logger.info("answered: %d cited ids", len(report.cited_ids))
         citations = build_citations(report, self.evidence)
         result = self._result(SynthesisStatus.ANSWERED, text, "", "", report, citations)
-        if not self.synthesis_mode:
+        # A comparison's passages come from one section per compared term: how they relate is
+        # the answer's point, though the evidence is seldom in synthesis mode (one passage each).
+        if not (self.synthesis_mode or self.sufficiency.compared):
             return result
         cited = set(report.cited_ids)
         relations = relate([s.chunk for s in self.evidence if s.chunk.semantic_id in cited])

@@ -114,3 +114,17 @@ class TestSynthesisMode:
         assert list(finished.response.source_relations) == list(unary.source_relations)
         sentences = [e.sentence.text for e in events if e.WhichOneof("event") == "sentence"]
         assert sentences[0].endswith("Trafficking of persons:")
+
+    async def test_comparison_reports_how_its_sections_relate(self, stack: Stack) -> None:
+        # One passage per compared section, so not synthesis mode: the relations still say
+        # where s.379 (theft, three years) and s.392 (robbery, ten or fourteen) differ.
+        response = await _ask(
+            stack, "What is the difference between the punishment for theft and for robbery?"
+        )
+
+        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
+        assert list(response.sufficiency.compared_terms) and not response.synthesis_mode
+        assert [
+            (r.kind, r.first_semantic_id, r.second_semantic_id) for r in response.source_relations
+        ] == [(spb.SOURCE_RELATION_KIND_NUMERIC_DISAGREEMENT, "IPC_379_0", "IPC_392_0")]
+        assert response.source_relations[0].description.startswith("year: 3 in IPC_379_0")
