@@ -57,14 +57,14 @@ QUESTION ?= What is the punishment for cheating under section 420?
 
 .PHONY: run
 run: install index ## Install, build the index, start Redis + the three services, show a cited answer.
-	$(PY) scripts/stack.py up --index-dir $(INDEX_DIR)
+	$(PY) -m stack up --index-dir $(INDEX_DIR)
 	$(PY) -m services.synthesis.cli ask "$(QUESTION)"
 	@echo
 	@echo "Services keep running in the background (logs in $(RUN_DIR)/logs). Stop them with: make stop"
 
 .PHONY: stop
 stop: ## Stop the services and Redis started by make run.
-	@if [ -x $(PY) ]; then $(PY) scripts/stack.py down; else echo "nothing to stop"; fi
+	@if [ -x $(PY) ]; then $(PY) -m stack down; else echo "nothing to stop"; fi
 
 .PHONY: ask
 ask: ## Ask the running stack a question: make ask QUESTION="..."
@@ -159,8 +159,8 @@ node_modules/.bin/buf: package.json
 
 .PHONY: lint
 lint: install node_modules/.bin/buf ## ruff, mypy --strict, buf lint, buf breaking against the committed contract baseline.
-	$(VENV)/bin/ruff check services tests scripts bench evaluation training
-	$(VENV)/bin/ruff format --check services tests scripts bench evaluation training
+	$(VENV)/bin/ruff check services stack tests scripts bench evaluation training
+	$(VENV)/bin/ruff format --check services stack tests scripts bench evaluation training
 	$(VENV)/bin/mypy services
 	node_modules/.bin/buf lint
 	node_modules/.bin/buf breaking --against protos/baseline.binpb

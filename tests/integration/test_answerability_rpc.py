@@ -22,7 +22,8 @@ from services.synthesis.config import (
     SERVICE_NAME,
     SynthesisConfig,
 )
-from tests.integration.conftest import Stack, start_stack, stop_stack
+from stack.inprocess import start_in_process
+from tests.integration.conftest import Stack
 from tests.support.grpc_helpers import health_status
 
 pytestmark = pytest.mark.integration
@@ -33,9 +34,9 @@ MODEL_NAME = MANIFEST["name"]
 
 @pytest.fixture(scope="module")
 async def both_stack(ipc_index: Path) -> AsyncIterator[Stack]:
-    running = await start_stack(ipc_index, synthesis_env={"SYNTHESIS_ANSWERABILITY": "both"})
+    running = await start_in_process(ipc_index, settings={"SYNTHESIS_ANSWERABILITY": "both"})
     yield running
-    await stop_stack(running)
+    await running.stop()
 
 
 async def _ask(address: str, question: str) -> spb.SynthesizeAnswerResponse:
@@ -68,11 +69,11 @@ class TestAnswerabilityOverGrpc:
         assert response.status == spb.ANSWER_STATUS_REFUSED_INSUFFICIENT_EVIDENCE
 
     async def test_rpc_with_the_model_off_no_score_is_reported(self, ipc_index: Path) -> None:
-        off = await start_stack(ipc_index, synthesis_env={"SYNTHESIS_ANSWERABILITY": "off"})
+        off = await start_in_process(ipc_index, settings={"SYNTHESIS_ANSWERABILITY": "off"})
         try:
             response = await _ask(off.synthesis, "What is the punishment for theft?")
         finally:
-            await stop_stack(off)
+            await off.stop()
 
         assert not response.sufficiency.HasField("answerability_score")
         assert response.sufficiency.answerability_model == ""

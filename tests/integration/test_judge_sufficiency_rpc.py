@@ -14,7 +14,8 @@ from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
 from grpc import aio
 
 from services.common.refusal import REFUSAL
-from tests.integration.conftest import Stack, start_stack, stop_stack
+from stack.inprocess import start_in_process
+from tests.integration.conftest import Stack
 from tests.support.fake_openai import Delay, FakeOpenAIServer, Messages, Reply, evidence_blocks
 
 pytestmark = pytest.mark.integration
@@ -43,9 +44,9 @@ async def judged_stack(ipc_index: Path, judge_server: FakeOpenAIServer) -> Async
         "SYNTHESIS_JUDGE_BAND_LOW": "0",
         "SYNTHESIS_JUDGE_BAND_HIGH": "1",
     }
-    running = await start_stack(ipc_index, synthesis_env=env)
+    running = await start_in_process(ipc_index, settings=env)
     yield running
-    await stop_stack(running)
+    await running.stop()
 
 
 async def ask(stack: Stack, question: str) -> spb.SynthesizeAnswerResponse:

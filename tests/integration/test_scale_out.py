@@ -14,7 +14,6 @@ import pytest
 from grounded.synthesis.v1 import synthesis_service_pb2 as spb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
 
-from bench.load import Process, free_port, served_calls, spawn, wait_serving
 from services.common.channels import ChannelPolicy, open_channel
 from services.common.evidence import Chunk
 from services.common.server import ServiceApp
@@ -29,6 +28,8 @@ from services.synthesis.clients import (
 from services.synthesis.config import SynthesisConfig
 from services.validator import server as validator_server
 from services.validator.config import ValidatorConfig
+from stack.processes import Process, served_calls, spawn
+from stack.wiring import free_port
 from tests.integration.conftest import Stack
 
 pytestmark = pytest.mark.integration
@@ -62,7 +63,7 @@ def two_retrievals(ipc_index: Path, tmp_path: Path) -> Iterator[tuple[Process, P
     )
     try:
         for server in servers:
-            wait_serving(server, timeout_s=120)
+            server.wait_serving(timeout_s=120)
         yield servers
     finally:
         for server in servers:

@@ -22,7 +22,8 @@ from services.retrieval.embedding import Encoder
 from services.retrieval.store import build_artifacts
 from services.synthesis import server as synthesis_server
 from services.synthesis.config import SynthesisConfig
-from tests.integration.conftest import IPC, Stack, start_stack, stop_stack
+from stack.inprocess import start_in_process
+from tests.integration.conftest import IPC, Stack
 from tests.support.fake_openai import (
     Delay,
     EmptyChoices,
@@ -92,9 +93,9 @@ def _openai_env(llm: FakeOpenAIServer, **extra: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 async def openai_stack(planted_index: Path, llm: FakeOpenAIServer) -> AsyncIterator[Stack]:
-    running = await start_stack(planted_index, "", synthesis_env=_openai_env(llm))
+    running = await start_in_process(planted_index, settings=_openai_env(llm))
     yield running
-    await stop_stack(running)
+    await running.stop()
 
 
 async def _second_synthesis(stack: Stack, llm: FakeOpenAIServer, **env: str) -> ServiceApp:

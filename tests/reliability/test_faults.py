@@ -22,7 +22,7 @@ from services.synthesis import server as synthesis_server
 from services.synthesis.config import SynthesisConfig
 from services.validator import server as validator_server
 from services.validator.config import ValidatorConfig
-from tests.integration.conftest import start_stack, stop_stack
+from stack.inprocess import start_in_process
 from tests.reliability.fakes import (
     QUESTION,
     FakeRetrieval,
@@ -285,7 +285,7 @@ class TestRedisOutage:
         self, ipc_index: Path
     ) -> None:
         with RedisServer() as redis:
-            stack = await start_stack(ipc_index, redis.url)
+            stack = await start_in_process(ipc_index, redis_url=redis.url)
             outcomes: list[tuple[str, str, Outcome]] = []
             phase = ["redis up"]
             stop = asyncio.Event()
@@ -331,7 +331,7 @@ class TestRedisOutage:
                 await asyncio.gather(*workers)
             finally:
                 stop.set()
-                await stop_stack(stack)
+                await stack.stop()
 
         failures = [(p, q, o) for p, q, o in outcomes if isinstance(o, grpc.aio.AioRpcError)]
         assert not failures, failures[:3]

@@ -21,7 +21,7 @@ from grounded.validator.v1 import validator_service_pb2 as vpb
 from grounded.validator.v1 import validator_service_pb2_grpc as vpb_grpc
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.load import ProcessStack
+from stack.processes import ProcessStack
 from tests.support.fake_openai import FakeOpenAIServer, HttpError, MalformedJson, Reply
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -51,7 +51,7 @@ def processes(
         "SYNTHESIS_OPENAI_BASE_URL": fake_openai.base_url,
         "SYNTHESIS_OPENAI_TIMEOUT_S": "5",
     }
-    stack = ProcessStack(ipc_index, tmp_path_factory.mktemp("stack"), env=env).start()
+    stack = ProcessStack(ipc_index, tmp_path_factory.mktemp("stack"), settings=env).start()
     yield stack
     codes = stack.stop()
     assert all(code == 0 for code in codes.values()), codes

@@ -17,13 +17,13 @@ from grpc import aio
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from services.common.tracing import configure_tracing
-from tests.integration.conftest import start_stack, stop_stack
+from stack.inprocess import start_in_process
 
 
 async def main(index_dir: Path) -> None:
     exporter = InMemorySpanExporter()
     assert configure_tracing("probe", exporter=exporter)
-    stack = await start_stack(index_dir)
+    stack = await start_in_process(index_dir)
     try:
         async with aio.insecure_channel(stack.synthesis) as channel:
             stub = spb_grpc.SynthesisServiceStub(channel)
@@ -33,7 +33,7 @@ async def main(index_dir: Path) -> None:
             )
             events = [e async for e in stub.StreamAnswer(request, timeout=30)]
     finally:
-        await stop_stack(stack)
+        await stack.stop()
     streamed = events[-1].finished.response.status if events else 0
     print(
         json.dumps(

@@ -1,0 +1,158 @@
+"""The stack ``make run`` leaves running (Redis + the three services on fixed ports), by PID file.
+
+``up`` is idempotent: a component whose PID is alive is left alone. It returns once every service
+is SERVING and one SynthesizeAnswer has gone through end to end. ``down`` stops what ``up``
+started. Logs go to var/run/logs/. Settings come from the environment (``RETRIEVAL_PORT``, ...),
+as for the services themselves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import grpc
+
+from stack.wiring import (
+    OFFLINE_ENV,
+    SERVICES,
+    StackError,
+    loopback,
+    redis_argv,
+    service_env,
+    terminate,
+    wait_serving,
+)
+
+RUN_DIR = Path(os.environ.get("RUN_DIR", "var/run"))
+LOG_DIR = RUN_DIR / "logs"
+REDIS_PORT = int(os.environ.get("REDIS_PORT", "6399"))
+DEFAULT_PORTS = {"retrieval": 50051, "synthesis": 50052, "validator": 50053}
+
+
+def _pid_alive(name: str) -> int | None:
+    pid_file = RUN_DIR / f"{name}.pid"
+    if not pid_file.exists():
+        return None
+    try:
+        pid = int(pid_file.read_text().strip())
+        os.kill(pid, 0)
+    except (ValueError, ProcessLookupError, PermissionError):
+        pid_file.unlink(missing_ok=True)
+        return None
+    return pid
+
+
+def _gone(name: str) -> Callable[[], bool]:
+    return lambda: _pid_alive(name) is None
+
+
+def _log(name: str) -> Path:
+    return LOG_DIR / f"{name}.log"
+
+
+def _spawn(name: str, argv: list[str], env: dict[str, str]) -> None:
+    if pid := _pid_alive(name):
+        print(f"{name}: already running (pid {pid})")
+        return
+    log = _log(name).open("ab")
+    # A new session: the process outlives this command and make's terminal.
+    proc = subprocess.Popen(
+        argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=Path.cwd()
+    )
+    (RUN_DIR / f"{name}.pid").write_text(str(proc.pid))
+    print(f"{name}: started (pid {proc.pid}), log {_log(name)}")
+
+
+def _port(name: str) -> int:
+    return int(os.environ.get(f"{name.upper()}_PORT", DEFAULT_PORTS[name]))
+
+
+def up(index_dir: str, timeout_s: float) -> None:
+    LOG_DIR.mkdir(parents=True, exist_ok=True)
+    # The environment wins, as it would for a service started by hand.
+    base_env = {**OFFLINE_ENV, **os.environ}
+    redis_url = os.environ.get("RETRIEVAL_REDIS_URL", f"redis://127.0.0.1:{REDIS_PORT}/0")
+    redis_dir = RUN_DIR / "redis"
+    redis_dir.mkdir(exist_ok=True)
+    _spawn("redis", redis_argv(REDIS_PORT, redis_dir.resolve()), base_env)
+    for name in SERVICES:
+        env = service_env(
+            name,
+            port=_port(name),
+            metrics_port=None,
+            index_dir=os.environ.get("RETRIEVAL_INDEX_DIR", index_dir),
+            redis_url=redis_url,
+            retrieval_addr=os.environ.get("SYNTHESIS_RETRIEVAL_ADDR", loopback(_port("retrieval"))),
+            validator_addr=os.environ.get("SYNTHESIS_VALIDATOR_ADDR", loopback(_port("validator"))),
+        )
+        _spawn(name, [sys.executable, "-m", f"services.{name}"], {**base_env, **env})
+    try:
+        for name in SERVICES:
+            address = loopback(_port(name))
+            wait_serving(
+                name,
+                address,
+                timeout_s,
+                exited=_gone(name),
+                log=_log(name),
+            )
+            print(f"{name}: SERVING on {address}")
+    except StackError as error:
+        sys.exit(str(error))
+    _wait_answering(timeout_s)
+
+
+def _wait_answering(timeout_s: float) -> None:
+    """Until one SynthesizeAnswer goes through end to end (answered or refused, not an error).
+
+    SERVING says each process is up; a dependency that was just restarted can still be
+    unreachable from synthesis for a moment, and the demo call after `up` must not fail then.
+    """
+    from grounded.synthesis.v1 import synthesis_service_pb2 as spb
+    from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
+
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    with grpc.insecure_channel(loopback(_port("synthesis"))) as channel:
+        stub = spb_grpc.SynthesisServiceStub(channel)
+        request = spb.SynthesizeAnswerRequest(question="What is theft?")
+        while time.monotonic() < deadline:
+            try:
+                stub.SynthesizeAnswer(request, timeout=10)
+                print("stack: answering")
+                return
+            except grpc.RpcError as error:
+                last = f"{error.code().name}: {error.details()}"
+            time.sleep(0.5)
+    sys.exit(f"the stack did not answer within {timeout_s:.0f}s (last error {last}); see {LOG_DIR}")
+
+
+def down() -> None:
+    for name in [*reversed(SERVICES), "redis"]:
+        pid = _pid_alive(name)
+        if pid is None:
+            print(f"{name}: not running")
+            continue
+        terminate(pid, exited=_gone(name), timeout_s=15.0)
+        (RUN_DIR / f"{name}.pid").unlink(missing_ok=True)
+        print(f"{name}: stopped")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m stack", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_up = sub.add_parser("up", help="start Redis and the three services, wait until SERVING")
+    p_up.add_argument("--index-dir", default="var/index")
+    p_up.add_argument("--timeout", type=float, default=180.0)
+    sub.add_parser("down", help="stop everything started by up")
+    args = parser.parse_args()
+    if args.command == "up":
+        up(args.index_dir, args.timeout)
+    else:
+        down()
