@@ -43,6 +43,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from grounded.type.v1 import validation_pb2
 from grounded.validator.v1 import validator_service_pb2 as pb
 from grounded.validator.v1 import validator_service_pb2_grpc as pb_grpc
 from grpc import aio
@@ -265,7 +266,7 @@ async def _pairs(
             times.append((time.perf_counter() - started) * 1000)
             if message is judged:
                 escalated = sum(
-                    s.decided_by == pb.VALIDATION_TIER_JUDGE for s in response.sentences
+                    s.decided_by == validation_pb2.VALIDATION_TIER_JUDGE for s in response.sentences
                 )
     added = [a - b for a, b in zip(with_judge, without, strict=True)]
     return {

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from grounded.validator.v1 import validator_service_pb2 as pb
+from grounded.type.v1 import validation_pb2
 from grounded.validator.v1 import validator_service_pb2_grpc as pb_grpc
 from grpc import aio
 
@@ -190,7 +190,7 @@ async def over_grpc(answer: str, chunks: list[Chunk], iterations: int) -> dict[s
         finally:
             await app.stop(None)
         out[name] = {
-            "verdict": pb.ValidationVerdict.Name(first.verdict),
+            "verdict": validation_pb2.ValidationVerdict.Name(first.verdict),
             "iterations": iterations,
             "p50_ms": round(percentile(samples, 50), 2),
             "p95_ms": round(percentile(samples, 95), 2),

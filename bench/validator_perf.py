@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from grounded.type.v1 import evidence_pb2
+from grounded.type.v1 import evidence_pb2, validation_pb2
 from grounded.validator.v1 import validator_service_pb2 as pb
 from grounded.validator.v1 import validator_service_pb2_grpc as pb_grpc
 from grpc import aio
@@ -170,27 +170,33 @@ async def over_grpc(answer: str, chunks: list[Chunk], duration_s: float) -> dict
     await bare.start()
     echo_server, echo_port = await start_echo_server()
     runs = (
-        ("validator", "ValidateAnswer", app.port, request, pb.VALIDATION_VERDICT_GROUNDED),
+        (
+            "validator",
+            "ValidateAnswer",
+            app.port,
+            request,
+            validation_pb2.VALIDATION_VERDICT_GROUNDED,
+        ),
         (
             "validator_threaded",
             "ValidateAnswer (worker thread for every call)",
             threaded.port,
             request,
-            pb.VALIDATION_VERDICT_GROUNDED,
+            validation_pb2.VALIDATION_VERDICT_GROUNDED,
         ),
         (
             "validator_bare",
             "ValidateAnswer (bare server)",
             bare_port,
             request,
-            pb.VALIDATION_VERDICT_GROUNDED,
+            validation_pb2.VALIDATION_VERDICT_GROUNDED,
         ),
         (
             "validator_refusal",
             "ValidateAnswer, exact refusal (no checks run)",
             app.port,
             refusal,
-            pb.VALIDATION_VERDICT_REFUSAL,
+            validation_pb2.VALIDATION_VERDICT_REFUSAL,
         ),
     )
     results: dict[str, LoadResult] = {}

@@ -10,7 +10,7 @@ from grounded.retrieval.v1 import retrieval_service_pb2 as rpb
 from grounded.retrieval.v1 import retrieval_service_pb2_grpc as rpb_grpc
 from grounded.synthesis.v1 import synthesis_service_pb2 as spb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
-from grounded.type.v1 import evidence_pb2
+from grounded.type.v1 import evidence_pb2, validation_pb2
 from grounded.validator.v1 import validator_service_pb2 as vpb
 from grounded.validator.v1 import validator_service_pb2_grpc as vpb_grpc
 from grpc import aio
@@ -34,9 +34,9 @@ LATENCY_STAGES = (
 CLIENT_STAGE = "client"
 
 _VERDICTS = {
-    vpb.VALIDATION_VERDICT_GROUNDED: Verdict.GROUNDED,
-    vpb.VALIDATION_VERDICT_REFUSAL: Verdict.REFUSAL,
-    vpb.VALIDATION_VERDICT_NOT_GROUNDED: Verdict.NOT_GROUNDED,
+    validation_pb2.VALIDATION_VERDICT_GROUNDED: Verdict.GROUNDED,
+    validation_pb2.VALIDATION_VERDICT_REFUSAL: Verdict.REFUSAL,
+    validation_pb2.VALIDATION_VERDICT_NOT_GROUNDED: Verdict.NOT_GROUNDED,
 }
 
 
@@ -67,7 +67,9 @@ def resolve_citations(
     return tuple(found.values())
 
 
-def verdict_of(response: vpb.ValidateAnswerResponse) -> Verdict | None:
+def verdict_of(
+    response: validation_pb2.ValidationReport | vpb.ValidateAnswerResponse,
+) -> Verdict | None:
     """The domain verdict of a validator response (None when unset)."""
     return _VERDICTS.get(response.verdict)
 
@@ -112,19 +114,29 @@ def outcome_from_response(
         answerability=round(response.sufficiency.answerability_score, 4)
         if response.sufficiency.HasField("answerability_score")
         else None,
-        answerability_effect=response.sufficiency.answerability_effect,
+        answerability_effect=answerability_effect(response.sufficiency),
         synthesis_mode=response.synthesis_mode,
     )
 
 
 def refusal_code(response: spb.SynthesizeAnswerResponse) -> str | None:
     """``INSUFFICIENT_EVIDENCE (DEFINITIONAL_LANGUAGE)``: the stable code, with the failed
-    sufficiency requirement when there is one; None when the response states no reason."""
-    code = response.refusal_reason.split(":", 1)[0].strip()
-    if not code:
+    sufficiency requirement when there is one; None when the response states no code."""
+    if response.refusal_code == spb.REFUSAL_CODE_UNSPECIFIED:
         return None
+    code = spb.RefusalCode.Name(response.refusal_code).removeprefix("REFUSAL_CODE_")
     failed = response.sufficiency.failed_requirement
-    return f"{code} ({failed})" if failed else code
+    if failed == spb.SUFFICIENCY_REQUIREMENT_UNSPECIFIED:
+        return code
+    return f"{code} ({spb.SufficiencyRequirement.Name(failed).removeprefix('SUFFICIENCY_REQUIREMENT_')})"
+
+
+def answerability_effect(report: spb.SufficiencyReport) -> str:
+    """The effect as the records keep it: "" (none), "vetoed", "rescued", "judge_refused", ..."""
+    if report.answerability_effect == spb.ANSWERABILITY_EFFECT_UNSPECIFIED:
+        return ""
+    name = spb.AnswerabilityEffect.Name(report.answerability_effect)
+    return name.removeprefix("ANSWERABILITY_EFFECT_").lower()
 
 
 def draft_of(response: spb.SynthesizeAnswerResponse) -> str | None:

@@ -1,41 +1,50 @@
-"""The validation report ⇄ its proto, both ways: the validator writes it, synthesis reads it.
+"""The validation report ⇄ ``grounded.type.v1.ValidationReport``, both ways.
 
 One conversion for the service that produces the verdict and the one that consumes it, so
-neither imports the other (issue 14). The proto types still live in ``grounded.validator.v1``
-until the contract's verdict types move to ``grounded.type.v1``.
+neither imports the other (issue 14). ``ValidateAnswerResponse`` has the same fields as
+``ValidationReport`` (tests/unit/common/test_contracts.py keeps them identical), so the
+validator sends this message's bytes as its response and synthesis reads the response's bytes
+as this message.
 """
 
 from __future__ import annotations
 
 from typing import cast
 
-from grounded.validator.v1 import validator_service_pb2 as pb
+from grounded.type.v1 import validation_pb2 as tpb
 
 from services.common import validation as r
 
 _VERDICT = {
-    r.Verdict.GROUNDED: pb.VALIDATION_VERDICT_GROUNDED,
-    r.Verdict.REFUSAL: pb.VALIDATION_VERDICT_REFUSAL,
-    r.Verdict.NOT_GROUNDED: pb.VALIDATION_VERDICT_NOT_GROUNDED,
+    r.Verdict.GROUNDED: tpb.VALIDATION_VERDICT_GROUNDED,
+    r.Verdict.REFUSAL: tpb.VALIDATION_VERDICT_REFUSAL,
+    r.Verdict.NOT_GROUNDED: tpb.VALIDATION_VERDICT_NOT_GROUNDED,
 }
 _SENTENCE_VERDICT = {
-    r.SentenceVerdict.SUPPORTED: pb.SENTENCE_VERDICT_SUPPORTED,
-    r.SentenceVerdict.EXEMPT: pb.SENTENCE_VERDICT_EXEMPT,
-    r.SentenceVerdict.UNSUPPORTED: pb.SENTENCE_VERDICT_UNSUPPORTED,
+    r.SentenceVerdict.SUPPORTED: tpb.SENTENCE_VERDICT_SUPPORTED,
+    r.SentenceVerdict.EXEMPT: tpb.SENTENCE_VERDICT_EXEMPT,
+    r.SentenceVerdict.UNSUPPORTED: tpb.SENTENCE_VERDICT_UNSUPPORTED,
 }
-_REASON: dict[r.Reason, pb.ValidationReason] = {
+_REASON: dict[r.Reason, tpb.ValidationReason] = {
     # The generated stubs type Value() as int; the enum constants are ints at runtime too.
     reason: cast(
-        pb.ValidationReason, pb.ValidationReason.Value(f"VALIDATION_REASON_{reason.value}")
+        tpb.ValidationReason,
+        tpb.ValidationReason.Value(f"VALIDATION_REASON_{reason.value}"),
     )
     for reason in r.Reason
 }
-_TIER: dict[r.Tier, pb.ValidationTier] = {
-    tier: cast(pb.ValidationTier, pb.ValidationTier.Value(f"VALIDATION_TIER_{tier.name}"))
+_TIER: dict[r.Tier, tpb.ValidationTier] = {
+    tier: cast(
+        tpb.ValidationTier,
+        tpb.ValidationTier.Value(f"VALIDATION_TIER_{tier.name}"),
+    )
     for tier in r.Tier
 }
-_JUDGE_OUTCOME: dict[str, pb.JudgeOutcome] = {
-    outcome: cast(pb.JudgeOutcome, pb.JudgeOutcome.Value(f"JUDGE_OUTCOME_{outcome.upper()}"))
+_JUDGE_OUTCOME: dict[str, tpb.JudgeOutcome] = {
+    outcome: cast(
+        tpb.JudgeOutcome,
+        tpb.JudgeOutcome.Value(f"JUDGE_OUTCOME_{outcome.upper()}"),
+    )
     for outcome in ("yes", "no", "unavailable", "budget_exhausted")
 }
 JUDGE_OUTCOME_FROM_PROTO = {v: k for k, v in _JUDGE_OUTCOME.items()}
@@ -45,15 +54,15 @@ SENTENCE_VERDICT_FROM_PROTO = {v: k for k, v in _SENTENCE_VERDICT.items()}
 REASON_FROM_PROTO = {v: k for k, v in _REASON.items()}
 
 
-def report_to_proto(report: r.ValidationReport) -> pb.ValidateAnswerResponse:
-    return pb.ValidateAnswerResponse(
+def report_to_proto(report: r.ValidationReport) -> tpb.ValidationReport:
+    return tpb.ValidationReport(
         verdict=_VERDICT[report.verdict],
         reason=_REASON[report.reason],
         support_score=report.support_score,
         cited_ids=report.cited_ids,
         invalid_citations=report.invalid_citations,
         malformed_citations=[
-            pb.MalformedCitation(
+            tpb.MalformedCitation(
                 token=m.token, char_start=m.char_start, char_end=m.char_end, problem=m.problem
             )
             for m in report.malformed_citations
@@ -61,7 +70,7 @@ def report_to_proto(report: r.ValidationReport) -> pb.ValidateAnswerResponse:
         missing_citations=report.missing_citations,
         uncovered_sentences=report.uncovered_sentences,
         sentences=[
-            pb.SentenceReport(
+            tpb.SentenceReport(
                 index=s.index,
                 text=s.text,
                 verdict=_SENTENCE_VERDICT[s.verdict],
@@ -71,14 +80,14 @@ def report_to_proto(report: r.ValidationReport) -> pb.ValidateAnswerResponse:
                 invalid_ids=s.invalid_ids,
                 missing_ids=s.missing_ids,
                 spans=[
-                    pb.SupportSpan(
+                    tpb.SupportSpan(
                         semantic_id=sp.semantic_id, char_start=sp.char_start, char_end=sp.char_end
                     )
                     for sp in s.spans
                 ],
                 detail=s.detail,
                 entailment=_scores_to_proto(s.entailment),
-                decided_by=_TIER[s.decided_by] if s.decided_by else pb.VALIDATION_TIER_UNSPECIFIED,
+                decided_by=_TIER[s.decided_by] if s.decided_by else tpb.VALIDATION_TIER_UNSPECIFIED,
                 judge=_judge_to_proto(s.judge),
                 failed_reasons=[_REASON[f] for f in s.failed],
             )
@@ -90,19 +99,19 @@ def report_to_proto(report: r.ValidationReport) -> pb.ValidateAnswerResponse:
     )
 
 
-def _judge_to_proto(j: r.JudgeDecision | None) -> pb.JudgeDecision | None:
+def _judge_to_proto(j: r.JudgeDecision | None) -> tpb.JudgeDecision | None:
     if j is None:
         return None
-    return pb.JudgeDecision(
+    return tpb.JudgeDecision(
         model=j.model,
-        outcome=_JUDGE_OUTCOME.get(j.outcome, pb.JUDGE_OUTCOME_UNSPECIFIED),
+        outcome=_JUDGE_OUTCOME.get(j.outcome, tpb.JUDGE_OUTCOME_UNSPECIFIED),
         score=j.score,
         cached=j.cached,
         local_score=j.local_score,
     )
 
 
-def _judge_from_proto(s: pb.SentenceReport) -> r.JudgeDecision | None:
+def _judge_from_proto(s: tpb.SentenceReport) -> r.JudgeDecision | None:
     if not s.HasField("judge"):
         return None
     j = s.judge
@@ -115,10 +124,10 @@ def _judge_from_proto(s: pb.SentenceReport) -> r.JudgeDecision | None:
     )
 
 
-def _scores_to_proto(e: r.EntailmentScores | None) -> pb.EntailmentScores | None:
+def _scores_to_proto(e: r.EntailmentScores | None) -> tpb.EntailmentScores | None:
     if e is None:
         return None
-    return pb.EntailmentScores(
+    return tpb.EntailmentScores(
         entailment=e.entailment,
         neutral=e.neutral,
         contradiction=e.contradiction,
@@ -131,7 +140,7 @@ def _scores_to_proto(e: r.EntailmentScores | None) -> pb.EntailmentScores | None
     )
 
 
-def _scores_from_proto(s: pb.SentenceReport) -> r.EntailmentScores | None:
+def _scores_from_proto(s: tpb.SentenceReport) -> r.EntailmentScores | None:
     if not s.HasField("entailment"):
         return None
     e = s.entailment
@@ -148,7 +157,7 @@ def _scores_from_proto(s: pb.SentenceReport) -> r.EntailmentScores | None:
     )
 
 
-def report_from_proto(response: pb.ValidateAnswerResponse) -> r.ValidationReport:
+def report_from_proto(response: tpb.ValidationReport) -> r.ValidationReport:
     """Used by clients (synthesis) to read a verdict back into the domain type."""
     return r.ValidationReport(
         verdict=VERDICT_FROM_PROTO.get(response.verdict, r.Verdict.NOT_GROUNDED),

@@ -13,7 +13,7 @@ import grpc
 from google.protobuf import json_format
 from grounded.synthesis.v1 import synthesis_service_pb2 as pb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as pb_grpc
-from grounded.validator.v1 import validator_service_pb2 as vpb
+from grounded.type.v1 import validation_pb2
 
 from services.common.cli_errors import report_rpc_error
 
@@ -85,11 +85,18 @@ def _print_human(response: pb.SynthesizeAnswerResponse, verbose: bool) -> None:
     docs = {p.doc_id for p in response.evidence}
     print("\nVALIDATION")
     print(f"  status:     {pb.AnswerStatus.Name(response.status).removeprefix('ANSWER_STATUS_')}")
-    detail = s.requirement if s.sufficient else f"{s.failed_requirement}: {s.failure}"
+    checked = ", ".join(
+        pb.SufficiencyRequirement.Name(r).removeprefix("SUFFICIENCY_REQUIREMENT_")
+        for r in s.requirements
+    )
+    failed = pb.SufficiencyRequirement.Name(s.failed_requirement).removeprefix(
+        "SUFFICIENCY_REQUIREMENT_"
+    )
+    detail = checked if s.sufficient else f"{failed}: {s.failure}"
     print(f"  sufficient: {'yes' if s.sufficient else 'no'} ({detail})")
     if s.compared_terms:
         print(f"  compared:   {'; '.join(s.compared_terms)} (each must be supported on its own)")
-    verdict = vpb.ValidationVerdict.Name(v.verdict).removeprefix("VALIDATION_VERDICT_")
+    verdict = validation_pb2.ValidationVerdict.Name(v.verdict).removeprefix("VALIDATION_VERDICT_")
     print(f"  grounded:   {verdict} (support {v.support_score:.2f})")
     print(
         f"  citations:  {len(v.cited_ids)} cited, {len(v.invalid_citations)} invalid, "
@@ -97,7 +104,8 @@ def _print_human(response: pb.SynthesizeAnswerResponse, verbose: bool) -> None:
     )
     print(f"  uncovered:  {', '.join(str(i) for i in v.uncovered_sentences) or 'none'}")
     tiers = ", ".join(
-        vpb.ValidationTier.Name(t).removeprefix("VALIDATION_TIER_").lower() for t in v.tiers
+        validation_pb2.ValidationTier.Name(t).removeprefix("VALIDATION_TIER_").lower()
+        for t in v.tiers
     )
     model = f" (model {v.entailment_model})" if v.entailment_model else ""
     print(f"  tiers:      {tiers or 'none reported'}{model}")
@@ -107,8 +115,9 @@ def _print_human(response: pb.SynthesizeAnswerResponse, verbose: bool) -> None:
         for r in response.source_relations:
             kind = pb.SourceRelationKind.Name(r.kind).removeprefix("SOURCE_RELATION_KIND_")
             print(f"    {kind.lower().replace('_', ' ')}: {r.description}")
-    if response.refusal_reason:
-        print(f"  refusal:    {response.refusal_reason}")
+    if response.refusal_code != pb.REFUSAL_CODE_UNSPECIFIED:
+        code = pb.RefusalCode.Name(response.refusal_code).removeprefix("REFUSAL_CODE_")
+        print(f"  refusal:    {code}: {response.refusal_reason}")
     if response.HasField("usage"):
         u = response.usage
         print(
@@ -120,7 +129,9 @@ def _print_human(response: pb.SynthesizeAnswerResponse, verbose: bool) -> None:
     if verbose:
         print("\nSentences:")
         for sent in v.sentences:
-            reason = vpb.ValidationReason.Name(sent.reason).removeprefix("VALIDATION_REASON_")
+            reason = validation_pb2.ValidationReason.Name(sent.reason).removeprefix(
+                "VALIDATION_REASON_"
+            )
             print(
                 f"  #{sent.index} {reason:<18} coverage {sent.coverage:.2f} cites {list(sent.cited_ids)}"
             )
@@ -192,7 +203,7 @@ def ask(args: argparse.Namespace) -> int:
         print(f"Question: {args.question}\n")
         _print_human(response, args.verbose)
     answered = response.status == pb.ANSWER_STATUS_ANSWERED
-    grounded = response.validation.verdict == vpb.VALIDATION_VERDICT_GROUNDED
+    grounded = response.validation.verdict == validation_pb2.VALIDATION_VERDICT_GROUNDED
     return 0 if answered and grounded and response.sufficiency.sufficient else 1
 
 

@@ -9,6 +9,7 @@ from google.rpc import error_details_pb2
 from grounded.retrieval.v1 import retrieval_service_pb2 as rpb
 from grounded.retrieval.v1 import retrieval_service_pb2_grpc as rpb_grpc
 from grounded.type.v1 import evidence_pb2
+from grounded.type.v1 import validation_pb2 as tpb
 from grounded.validator.v1 import validator_service_pb2 as vpb
 from grounded.validator.v1 import validator_service_pb2_grpc as vpb_grpc
 from grpc import aio
@@ -115,7 +116,8 @@ class GrpcValidator:
         except aio.AioRpcError as err:
             # Any failure here, INVALID_ARGUMENT included, means no verdict: fail closed.
             raise _dependency_error("validator", err) from None
-        return report_from_proto(response)
+        # The response has ValidationReport's fields, so its bytes read as one.
+        return report_from_proto(tpb.ValidationReport.FromString(response.SerializeToString()))
 
 
 def _caller_error(err: aio.AioRpcError) -> Exception:

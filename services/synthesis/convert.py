@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from grounded.synthesis.v1 import synthesis_service_pb2 as pb
 from grounded.type.v1 import evidence_pb2
 
@@ -23,7 +25,7 @@ from services.synthesis.pipeline import (
 )
 from services.synthesis.sources import RelationKind
 from services.synthesis.streaming import EvidenceEvent, SentenceEvent, StreamEvent
-from services.synthesis.sufficiency import SufficiencyDecision
+from services.synthesis.sufficiency import Requirement, SufficiencyDecision
 
 _STATUS = {
     SynthesisStatus.ANSWERED: pb.ANSWER_STATUS_ANSWERED,
@@ -108,9 +110,8 @@ def result_to_proto(result: SynthesisResult) -> pb.SynthesizeAnswerResponse:
     response = pb.SynthesizeAnswerResponse(
         status=_STATUS[result.status],
         answer=result.answer,
-        refusal_reason=f"{result.refusal_code}: {result.refusal_reason}"
-        if result.refusal_code
-        else "",
+        refusal_reason=result.refusal_reason,
+        refusal_code=REFUSAL_CODES.get(result.refusal_code, pb.REFUSAL_CODE_UNSPECIFIED),
         citations=[
             pb.DocumentCitations(
                 doc_id=doc.doc_id,
@@ -173,18 +174,45 @@ def citation_to_proto(c: Citation) -> pb.Citation:
     )
 
 
+# The pipeline's refusal codes ("INSUFFICIENT_EVIDENCE", a GenerationFailure value, ...) → the
+# proto enum; a test checks every code the pipeline can produce maps.
+REFUSAL_CODES: dict[str, pb.RefusalCode] = {
+    name.removeprefix("REFUSAL_CODE_"): cast(pb.RefusalCode, value)
+    for name, value in pb.RefusalCode.items()
+    if value != pb.REFUSAL_CODE_UNSPECIFIED
+}
+# Domain requirement → its proto enum value (same names, prefixed); a test checks every one maps.
+_REQUIREMENT: dict[Requirement, pb.SufficiencyRequirement] = {
+    r: cast(
+        pb.SufficiencyRequirement,
+        pb.SufficiencyRequirement.Value(f"SUFFICIENCY_REQUIREMENT_{r.value}"),
+    )
+    for r in Requirement
+}
+# The answerability effects ("" for none) → the proto enum.
+_EFFECT: dict[str, pb.AnswerabilityEffect] = {
+    name.removeprefix("ANSWERABILITY_EFFECT_").lower(): cast(pb.AnswerabilityEffect, value)
+    for name, value in pb.AnswerabilityEffect.items()
+    if value != pb.ANSWERABILITY_EFFECT_UNSPECIFIED
+} | {"": pb.ANSWERABILITY_EFFECT_UNSPECIFIED}
+
+
 def sufficiency_to_proto(decision: SufficiencyDecision) -> pb.SufficiencyReport:
     return pb.SufficiencyReport(
         sufficient=decision.sufficient,
         intent=INTENT_TO_PROTO[decision.intent],
-        requirement=", ".join(r.value for r in decision.requirements),
+        requirements=[_REQUIREMENT[r] for r in decision.requirements],
         failure=decision.reason,
         supporting_ids=decision.supporting_ids,
-        failed_requirement=decision.failed_code,
+        failed_requirement=(
+            _REQUIREMENT[decision.failed]
+            if decision.failed is not None
+            else pb.SUFFICIENCY_REQUIREMENT_UNSPECIFIED
+        ),
         compared_terms=decision.compared,
         answerability_score=decision.answerability,
         answerability_model=decision.answerability_model,
-        answerability_effect=decision.answerability_effect,
+        answerability_effect=_EFFECT[decision.answerability_effect],
         answerability_judge_model=decision.judge_model,
         answerability_judge_score=decision.judge_score,
     )

@@ -1,6 +1,6 @@
-"""ValidateAnswer requests: proto → domain, with request-limit checks that raise field
-violations. The report's conversion (both ways) is shared with synthesis and lives in
-``services.common.validation_proto``."""
+"""ValidateAnswer: request proto → domain, with request-limit checks that raise field
+violations; and the domain report → the response. The report's conversion (both ways) is
+shared with synthesis and lives in ``services.common.validation_proto``."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from grounded.validator.v1 import validator_service_pb2 as pb
 
 from services.common import validation as r
 from services.common.errors import Violations
+from services.common.validation_proto import report_to_proto
 from services.validator.engine import MAX_ANSWER_BYTES, MAX_EVIDENCE
 
 MAX_ID_CHARS = 256
@@ -101,3 +102,9 @@ def request_from_proto(
 
 def _options_dict(options: r.ValidationOptions) -> dict[str, object]:
     return {name: getattr(options, name) for name in r.ValidationOptions.__dataclass_fields__}
+
+
+def response_to_proto(report: r.ValidationReport) -> pb.ValidateAnswerResponse:
+    """The response: the shared ``ValidationReport``'s bytes read as ``ValidateAnswerResponse``,
+    whose fields are the same (numbers, names, types), so nothing is lost or re-derived."""
+    return pb.ValidateAnswerResponse.FromString(report_to_proto(report).SerializeToString())

@@ -21,7 +21,6 @@ from services.common.metrics import (
 )
 from services.common.tracing import annotate, stage_span
 from services.common.validation import Reason, ValidationOptions, ValidationReport, Verdict
-from services.common.validation_proto import report_to_proto
 from services.validator import cascade, convert
 from services.validator.cascade import DEFAULT_BAND, DEFAULT_REVIEW
 from services.validator.engine import EntailmentTier, validate
@@ -75,7 +74,7 @@ class ValidatorServicer(pb_grpc.ValidatorServiceServicer):
         if self.judge is not None and options.check_judge:
             report = await self._escalate(report, evidence, options, context)
         _record(report)
-        return report_to_proto(report)
+        return convert.response_to_proto(report)
 
     async def _escalate(
         self,

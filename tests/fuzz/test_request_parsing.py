@@ -17,6 +17,7 @@ from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 from grounded.retrieval.v1 import retrieval_service_pb2 as rpb
 from grounded.synthesis.v1 import synthesis_service_pb2 as spb
+from grounded.type.v1 import validation_pb2
 from grounded.validator.v1 import validator_service_pb2 as vpb
 from hypothesis import given
 from hypothesis import strategies as st
@@ -200,5 +201,5 @@ class TestValidatorRequestFromProto:
         # An accepted request goes on through the handler's whole path: engine, then proto.
         report = validate(answer, evidence, options)
         response = validation_proto.report_to_proto(report)
-        assert response.verdict != vpb.VALIDATION_VERDICT_UNSPECIFIED
+        assert response.verdict != validation_pb2.VALIDATION_VERDICT_UNSPECIFIED
         assert set(response.cited_ids) <= {p.semantic_id for p in request.evidence}

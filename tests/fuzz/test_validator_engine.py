@@ -8,7 +8,7 @@ import math
 from functools import cache
 
 import pytest
-from grounded.validator.v1 import validator_service_pb2 as vpb
+from grounded.type.v1 import validation_pb2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -88,7 +88,7 @@ class TestValidatorEngine:
             assert SentenceVerdict.SUPPORTED in verdicts, report
         # What the handler sends, and what synthesis reads back, keeps the verdict.
         response = validation_proto.report_to_proto(report)
-        assert response.verdict != vpb.VALIDATION_VERDICT_UNSPECIFIED
+        assert response.verdict != validation_pb2.VALIDATION_VERDICT_UNSPECIFIED
         assert validation_proto.report_from_proto(response).verdict is report.verdict
 
     @_WITH_MODEL

@@ -134,7 +134,10 @@ class TestCliAsk:
         assert run.code == 1, run.err
         response = json.loads(run.out)
         assert response["answer"] == REFUSAL
-        assert response["sufficiency"]["failedRequirement"] == "KEY_TERM_MATCH"
+        assert (
+            response["sufficiency"]["failedRequirement"] == "SUFFICIENCY_REQUIREMENT_KEY_TERM_MATCH"
+        )
+        assert response["refusalCode"] == "REFUSAL_CODE_INSUFFICIENT_EVIDENCE"
 
     async def test_ask_unreachable_server_exits_2(self) -> None:
         run = await run_cli(ANSWERABLE, "--address", closed_port(), "--timeout", "3")

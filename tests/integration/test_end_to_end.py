@@ -10,7 +10,7 @@ from grounded.retrieval.v1 import retrieval_service_pb2 as rpb
 from grounded.retrieval.v1 import retrieval_service_pb2_grpc as rpb_grpc
 from grounded.synthesis.v1 import synthesis_service_pb2 as spb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
-from grounded.type.v1 import evidence_pb2
+from grounded.type.v1 import evidence_pb2, validation_pb2
 from grounded.validator.v1 import validator_service_pb2 as vpb
 from grounded.validator.v1 import validator_service_pb2_grpc as vpb_grpc
 
@@ -44,7 +44,7 @@ class TestSynthesizeAnswer:
         evidence_ids = {p.semantic_id for p in response.evidence}
         assert cited and cited <= evidence_ids
         assert "[IPC_420_" in response.answer
-        assert response.validation.verdict == vpb.VALIDATION_VERDICT_GROUNDED
+        assert response.validation.verdict == validation_pb2.VALIDATION_VERDICT_GROUNDED
         assert any(d.doc_id == "IPC_420" for d in response.citations)
 
     async def test_synthesize_citations_lead_back_to_the_exact_characters(
@@ -88,7 +88,7 @@ class TestSynthesizeAnswer:
         response = await _ask(stack, question)
 
         assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
-        assert response.validation.verdict == vpb.VALIDATION_VERDICT_GROUNDED
+        assert response.validation.verdict == validation_pb2.VALIDATION_VERDICT_GROUNDED
         assert sections <= {d.doc_id for d in response.citations}, response.answer
         assert len(response.sufficiency.compared_terms) == 2
 
@@ -181,23 +181,23 @@ class TestValidateAnswer:
             "imprisonment which may extend to seven years and fine [IPC_420_0]."
         )
         response = await self._validate(stack, answer, _evidence(_CHEATING))
-        assert response.verdict == vpb.VALIDATION_VERDICT_GROUNDED
+        assert response.verdict == validation_pb2.VALIDATION_VERDICT_GROUNDED
 
     async def test_validate_rejects_id_not_in_evidence(self, stack: Stack) -> None:
         answer = "Cheating is punished with imprisonment up to seven years and fine [IPC_999_0]."
         response = await self._validate(stack, answer, _evidence(_CHEATING))
-        assert response.verdict == vpb.VALIDATION_VERDICT_NOT_GROUNDED
+        assert response.verdict == validation_pb2.VALIDATION_VERDICT_NOT_GROUNDED
         assert list(response.invalid_citations) == ["IPC_999_0"]
 
     async def test_validate_rejects_answer_without_citations(self, stack: Stack) -> None:
         answer = "Cheating is punished with imprisonment up to seven years and fine."
         response = await self._validate(stack, answer, _evidence(_CHEATING))
-        assert response.verdict == vpb.VALIDATION_VERDICT_NOT_GROUNDED
-        assert response.sentences[0].reason == vpb.VALIDATION_REASON_NO_CITATION
+        assert response.verdict == validation_pb2.VALIDATION_VERDICT_NOT_GROUNDED
+        assert response.sentences[0].reason == validation_pb2.VALIDATION_REASON_NO_CITATION
 
     async def test_validate_accepts_exact_refusal(self, stack: Stack) -> None:
         response = await self._validate(stack, REFUSAL, _evidence(_CHEATING))
-        assert response.verdict == vpb.VALIDATION_VERDICT_REFUSAL
+        assert response.verdict == validation_pb2.VALIDATION_VERDICT_REFUSAL
 
     async def test_validate_bad_input_names_fields(self, stack: Stack) -> None:
         evidence = _evidence(("", "text"), ("A", "x"), ("A", "y"))

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import grpc
 import pytest
-from grounded.type.v1 import evidence_pb2
+from grounded.type.v1 import evidence_pb2, validation_pb2
 from grounded.validator.v1 import validator_service_pb2 as pb
 from grounded.validator.v1 import validator_service_pb2_grpc as pb_grpc
 from grpc import aio
@@ -106,14 +106,14 @@ class TestJudgeTier:
         before = items("yes")
         response = await stub.ValidateAnswer(request(), timeout=20)
         (sentence,) = response.sentences
-        assert response.verdict == pb.VALIDATION_VERDICT_GROUNDED
-        assert sentence.decided_by == pb.VALIDATION_TIER_JUDGE
-        assert sentence.judge.outcome == pb.JUDGE_OUTCOME_YES
+        assert response.verdict == validation_pb2.VALIDATION_VERDICT_GROUNDED
+        assert sentence.decided_by == validation_pb2.VALIDATION_TIER_JUDGE
+        assert sentence.judge.outcome == validation_pb2.JUDGE_OUTCOME_YES
         assert sentence.judge.model == "checker-7b" and not sentence.judge.cached
         assert sentence.judge.HasField("local_score")
         assert sentence.entailment.entailment == pytest.approx(sentence.judge.local_score)
         assert response.judge_model == "checker-7b"
-        assert response.tiers[-1] == pb.VALIDATION_TIER_JUDGE
+        assert response.tiers[-1] == validation_pb2.VALIDATION_TIER_JUDGE
         (call,) = judge_server.requests
         assert claims(call.messages) == [CLAIM]
         assert evidence_blocks(call.messages) == [("IPC_379_0", ipc_evidence()[2].text)]
@@ -124,9 +124,9 @@ class TestJudgeTier:
     ) -> None:
         judge_server.script(answer_all("no"))
         response = await stub.ValidateAnswer(request(), timeout=20)
-        assert response.verdict == pb.VALIDATION_VERDICT_NOT_GROUNDED
-        assert response.reason == pb.VALIDATION_REASON_JUDGE_REJECTED
-        assert response.sentences[0].judge.outcome == pb.JUDGE_OUTCOME_NO
+        assert response.verdict == validation_pb2.VALIDATION_VERDICT_NOT_GROUNDED
+        assert response.reason == validation_pb2.VALIDATION_REASON_JUDGE_REJECTED
+        assert response.sentences[0].judge.outcome == validation_pb2.JUDGE_OUTCOME_NO
 
     @pytest.mark.parametrize(
         "behaviour",
@@ -141,10 +141,10 @@ class TestJudgeTier:
     ) -> None:
         judge_server.script(behaviour)
         response = await stub.ValidateAnswer(request(), timeout=20)
-        assert response.verdict == pb.VALIDATION_VERDICT_NOT_GROUNDED
-        assert response.reason == pb.VALIDATION_REASON_JUDGE_UNAVAILABLE
+        assert response.verdict == validation_pb2.VALIDATION_VERDICT_NOT_GROUNDED
+        assert response.reason == validation_pb2.VALIDATION_REASON_JUDGE_UNAVAILABLE
         sentence = response.sentences[0]
-        assert sentence.judge.outcome == pb.JUDGE_OUTCOME_UNAVAILABLE
+        assert sentence.judge.outcome == validation_pb2.JUDGE_OUTCOME_UNAVAILABLE
         assert "not verified" in sentence.detail
 
     async def test_caller_deadline_bounds_the_judge(
@@ -153,7 +153,7 @@ class TestJudgeTier:
         judge_server.script(Delay(5.0, Reply("1: yes")))
         # The caller allows less than the judge's own 1 s: the verdict still arrives in time.
         response = await stub.ValidateAnswer(request(), timeout=0.6)
-        assert response.reason == pb.VALIDATION_REASON_JUDGE_UNAVAILABLE
+        assert response.reason == validation_pb2.VALIDATION_REASON_JUDGE_UNAVAILABLE
 
     async def test_injected_evidence_stays_data(
         self, stub: pb_grpc.ValidatorServiceStub, judge_server: FakeOpenAIServer
@@ -169,17 +169,17 @@ class TestJudgeTier:
         assert evidence_blocks(call.messages) == [("X_1", INJECTED)]
         assert claims(call.messages) == ["Theft is punished under the Code."]
         assert call.messages[-1]["content"].count("<item number=") == 1
-        assert response.reason == pb.VALIDATION_REASON_JUDGE_REJECTED
+        assert response.reason == validation_pb2.VALIDATION_REASON_JUDGE_REJECTED
 
     async def test_settled_sentences_are_not_escalated(
         self, stub: pb_grpc.ValidatorServiceStub, judge_server: FakeOpenAIServer
     ) -> None:
         wrong_number = "Theft is punishable with imprisonment of up to ten years [IPC_379_0]."
         response = await stub.ValidateAnswer(request(wrong_number), timeout=20)
-        assert response.reason == pb.VALIDATION_REASON_NUMBER_MISMATCH
+        assert response.reason == validation_pb2.VALIDATION_REASON_NUMBER_MISMATCH
         off = pb.ValidationOptions(check_judge=False, judge_band_low=0.0, judge_band_high=1.0)
         skipped = await stub.ValidateAnswer(request(options=off), timeout=20)
-        assert pb.VALIDATION_TIER_JUDGE not in skipped.tiers
+        assert validation_pb2.VALIDATION_TIER_JUDGE not in skipped.tiers
         assert judge_server.requests == []
 
     async def test_a_missing_citation_alone_is_reviewed(
@@ -193,11 +193,13 @@ class TestJudgeTier:
         local = await stub.ValidateAnswer(
             request(answer, pb.ValidationOptions(check_judge=False)), timeout=20
         )
-        assert list(local.sentences[0].failed_reasons) == [pb.VALIDATION_REASON_MISSING_CITATION]
+        assert list(local.sentences[0].failed_reasons) == [
+            validation_pb2.VALIDATION_REASON_MISSING_CITATION
+        ]
         response = await stub.ValidateAnswer(request(answer, pb.ValidationOptions()), timeout=20)
-        assert response.verdict == pb.VALIDATION_VERDICT_GROUNDED
+        assert response.verdict == validation_pb2.VALIDATION_VERDICT_GROUNDED
         assert list(response.missing_citations) == []
-        assert response.sentences[0].decided_by == pb.VALIDATION_TIER_JUDGE
+        assert response.sentences[0].decided_by == validation_pb2.VALIDATION_TIER_JUDGE
         assert not response.sentences[0].judge.HasField("local_score")
         (call,) = judge_server.requests
         assert [i for i, _ in evidence_blocks(call.messages)] == ["IPC_379_0"]
@@ -228,8 +230,8 @@ class TestWithoutAJudge:
         finally:
             await plain.stop(None)
             await judged.stop(None)
-        assert local.sentences[0].decided_by == pb.VALIDATION_TIER_ENTAILMENT
-        assert pb.VALIDATION_TIER_JUDGE not in local.tiers and local.judge_model == ""
+        assert local.sentences[0].decided_by == validation_pb2.VALIDATION_TIER_ENTAILMENT
+        assert validation_pb2.VALIDATION_TIER_JUDGE not in local.tiers and local.judge_model == ""
         assert same == local
         assert judge_server.requests == []
 
@@ -248,5 +250,5 @@ class TestJudgeCache:
             await app.stop(None)
         assert not first.sentences[0].judge.cached
         assert second.sentences[0].judge.cached
-        assert second.verdict == pb.VALIDATION_VERDICT_GROUNDED
+        assert second.verdict == validation_pb2.VALIDATION_VERDICT_GROUNDED
         assert len(judge_server.requests) == 1

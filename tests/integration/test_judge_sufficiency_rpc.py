@@ -65,7 +65,7 @@ class TestSufficiencyJudge:
         seen = len(judge_server.requests)
         response = await ask(judged_stack, QUESTION)
         assert response.status == spb.ANSWER_STATUS_ANSWERED
-        assert response.sufficiency.answerability_effect == "judge_confirmed"
+        assert response.sufficiency.answerability_effect == spb.ANSWERABILITY_EFFECT_JUDGE_CONFIRMED
         assert response.sufficiency.answerability_judge_model == "checker-7b"
         call = judge_server.requests[seen]
         assert questions(call.messages) == [QUESTION]
@@ -78,8 +78,11 @@ class TestSufficiencyJudge:
         response = await ask(judged_stack, QUESTION)
         assert response.answer == REFUSAL
         assert response.status == spb.ANSWER_STATUS_REFUSED_INSUFFICIENT_EVIDENCE
-        assert response.sufficiency.failed_requirement == "ANSWERING_SENTENCE"
-        assert response.sufficiency.answerability_effect == "judge_refused"
+        assert (
+            response.sufficiency.failed_requirement
+            == spb.SUFFICIENCY_REQUIREMENT_ANSWERING_SENTENCE
+        )
+        assert response.sufficiency.answerability_effect == spb.ANSWERABILITY_EFFECT_JUDGE_REFUSED
 
     @pytest.mark.parametrize(
         "behaviour", [Delay(5.0, Reply("1: yes")), Reply("yes")], ids=["slow", "malformed"]
@@ -90,7 +93,9 @@ class TestSufficiencyJudge:
         judge_server.script(behaviour)
         response = await ask(judged_stack, QUESTION)
         assert response.answer == REFUSAL
-        assert response.sufficiency.answerability_effect == "judge_unavailable"
+        assert (
+            response.sufficiency.answerability_effect == spb.ANSWERABILITY_EFFECT_JUDGE_UNAVAILABLE
+        )
 
     async def test_a_question_naming_a_section_never_reaches_the_judge(
         self, judged_stack: Stack, judge_server: FakeOpenAIServer

@@ -14,6 +14,7 @@ import pytest
 from google.rpc import error_details_pb2
 from grounded.synthesis.v1 import synthesis_service_pb2 as spb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
+from grounded.type.v1 import validation_pb2
 from grounded.validator.v1 import validator_service_pb2 as vpb
 from grounded.validator.v1 import validator_service_pb2_grpc as vpb_grpc
 from grpc import aio
@@ -65,7 +66,7 @@ class FakeValidator(vpb_grpc.ValidatorServiceServicer):
         if self.code is not None:
             await context.abort(self.code, "scripted failure")
         return vpb.ValidateAnswerResponse(
-            verdict=vpb.VALIDATION_VERDICT_GROUNDED,
+            verdict=validation_pb2.VALIDATION_VERDICT_GROUNDED,
             cited_ids=[p.semantic_id for p in request.evidence[:1]],
         )
 

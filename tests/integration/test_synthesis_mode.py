@@ -9,7 +9,7 @@ import grpc
 import pytest
 from grounded.synthesis.v1 import synthesis_service_pb2 as spb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
-from grounded.validator.v1 import validator_service_pb2 as vpb
+from grounded.type.v1 import validation_pb2
 
 from tests.integration.conftest import Stack
 
@@ -47,7 +47,7 @@ class TestSynthesisMode:
 
         assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
         assert response.synthesis_mode and response.source_doc_count >= 2
-        assert response.validation.verdict == vpb.VALIDATION_VERDICT_GROUNDED
+        assert response.validation.verdict == validation_pb2.VALIDATION_VERDICT_GROUNDED
         groups = _groups(response.answer)
         assert [heading for heading, _ in groups][:2] == [
             "IPC section 120B, Punishment of criminal conspiracy:",
@@ -64,9 +64,9 @@ class TestSynthesisMode:
         reasons = [s.reason for s in response.validation.sentences]
         headings = [i for i, s in enumerate(response.validation.sentences) if not s.cited_ids]
         assert len(headings) == len(groups)
-        assert all(reasons[i] == vpb.VALIDATION_REASON_META_STATEMENT for i in headings)
+        assert all(reasons[i] == validation_pb2.VALIDATION_REASON_META_STATEMENT for i in headings)
         assert all(
-            s.verdict == vpb.SENTENCE_VERDICT_SUPPORTED
+            s.verdict == validation_pb2.SENTENCE_VERDICT_SUPPORTED
             for s in response.validation.sentences
             if s.cited_ids
         )

@@ -14,7 +14,7 @@ import grpc
 import pytest
 from grounded.synthesis.v1 import synthesis_service_pb2 as spb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
-from grounded.validator.v1 import validator_service_pb2 as vpb
+from grounded.type.v1 import validation_pb2
 
 from services.common.refusal import REFUSAL
 from services.common.server import ServiceApp
@@ -158,7 +158,7 @@ class TestOpenAIAnswers:
         response = await _ask(openai_stack.synthesis)
 
         assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
-        assert response.validation.verdict == vpb.VALIDATION_VERDICT_GROUNDED
+        assert response.validation.verdict == validation_pb2.VALIDATION_VERDICT_GROUNDED
         cited = set(response.validation.cited_ids)
         assert cited and cited <= {p.semantic_id for p in response.evidence}
         assert re.search(r"\[IPC_[0-9A-Z]+_\d+\]\.$", response.answer)
@@ -195,8 +195,8 @@ class TestOpenAIAnswers:
         response = await _ask(openai_stack.synthesis)
 
         assert_refused(response, spb.ANSWER_STATUS_REFUSED_VALIDATION_FAILED)
-        assert response.refusal_reason.startswith("VALIDATION_FAILED")
-        assert response.validation.verdict == vpb.VALIDATION_VERDICT_NOT_GROUNDED
+        assert response.refusal_code == spb.REFUSAL_CODE_VALIDATION_FAILED
+        assert response.validation.verdict == validation_pb2.VALIDATION_VERDICT_NOT_GROUNDED
         assert response.validation.uncovered_sentences or response.validation.invalid_citations
 
     async def test_unknown_id_is_reported_as_invalid_citation(
@@ -237,7 +237,8 @@ class TestOpenAIFailures:
         response = await _ask(openai_stack.synthesis)
 
         assert_refused(response, spb.ANSWER_STATUS_REFUSED_GENERATION_FAILED)
-        assert response.refusal_reason.startswith(f"{code}:"), response.refusal_reason
+        assert spb.RefusalCode.Name(response.refusal_code) == f"REFUSAL_CODE_{code}"
+        assert response.refusal_reason and not response.refusal_reason.startswith(code)
         assert API_KEY not in response.refusal_reason
         assert not response.HasField("validation")
 
@@ -249,7 +250,7 @@ class TestOpenAIFailures:
         response = await _ask(streaming)
 
         assert_refused(response, spb.ANSWER_STATUS_REFUSED_GENERATION_FAILED)
-        assert response.refusal_reason.startswith("LLM_STREAM_INTERRUPTED:")
+        assert response.refusal_code == spb.REFUSAL_CODE_LLM_STREAM_INTERRUPTED
         assert llm.requests[-1].body["stream"] is True
 
     async def test_complete_stream_is_validated_and_delivered(

@@ -11,7 +11,7 @@ from typing import Any
 
 import grpc
 import pytest
-from grounded.type.v1 import evidence_pb2
+from grounded.type.v1 import evidence_pb2, validation_pb2
 from grounded.validator.v1 import validator_service_pb2 as pb
 from grounded.validator.v1 import validator_service_pb2_grpc as pb_grpc
 from grpc import aio
@@ -101,7 +101,7 @@ class TestValidatorServicer:
     ) -> None:
         response = await stubs["inline"].ValidateAnswer(_request(), timeout=10)
 
-        assert response.verdict == pb.VALIDATION_VERDICT_GROUNDED
+        assert response.verdict == validation_pb2.VALIDATION_VERDICT_GROUNDED
         assert offloaded == []
 
     async def test_servicer_large_request_runs_in_a_worker_thread(
@@ -109,7 +109,7 @@ class TestValidatorServicer:
     ) -> None:
         response = await stubs["threaded"].ValidateAnswer(_request(), timeout=10)
 
-        assert response.verdict == pb.VALIDATION_VERDICT_GROUNDED
+        assert response.verdict == validation_pb2.VALIDATION_VERDICT_GROUNDED
         assert len(offloaded) == 1
 
     @pytest.mark.parametrize(
@@ -158,18 +158,18 @@ class TestEntailmentTierOverRpc:
     ) -> None:
         response = await stub.ValidateAnswer(_request(), timeout=10)
 
-        assert response.verdict == pb.VALIDATION_VERDICT_GROUNDED
+        assert response.verdict == validation_pb2.VALIDATION_VERDICT_GROUNDED
         assert list(response.tiers) == [
-            pb.VALIDATION_TIER_CITATIONS,
-            pb.VALIDATION_TIER_COVERAGE,
-            pb.VALIDATION_TIER_NUMBERS,
-            pb.VALIDATION_TIER_NEGATION,
-            pb.VALIDATION_TIER_PENALTY,
-            pb.VALIDATION_TIER_ENTAILMENT,
+            validation_pb2.VALIDATION_TIER_CITATIONS,
+            validation_pb2.VALIDATION_TIER_COVERAGE,
+            validation_pb2.VALIDATION_TIER_NUMBERS,
+            validation_pb2.VALIDATION_TIER_NEGATION,
+            validation_pb2.VALIDATION_TIER_PENALTY,
+            validation_pb2.VALIDATION_TIER_ENTAILMENT,
         ]
         assert response.entailment_model.startswith("entailment-minilm-l6")
         sentence = response.sentences[0]
-        assert sentence.decided_by == pb.VALIDATION_TIER_ENTAILMENT
+        assert sentence.decided_by == validation_pb2.VALIDATION_TIER_ENTAILMENT
         assert sentence.entailment.semantic_id == "IPC_420_0"
         assert sentence.entailment.entailment >= sentence.entailment.contradiction
 
@@ -181,9 +181,9 @@ class TestEntailmentTierOverRpc:
         )
         response = await stub.ValidateAnswer(_request(answer), timeout=10)
 
-        assert response.verdict == pb.VALIDATION_VERDICT_NOT_GROUNDED
-        assert response.reason == pb.VALIDATION_REASON_PENALTY_MISMATCH
-        assert response.sentences[0].decided_by == pb.VALIDATION_TIER_PENALTY
+        assert response.verdict == validation_pb2.VALIDATION_VERDICT_NOT_GROUNDED
+        assert response.reason == validation_pb2.VALIDATION_REASON_PENALTY_MISMATCH
+        assert response.sentences[0].decided_by == validation_pb2.VALIDATION_TIER_PENALTY
 
     async def test_rpc_counts_sentences_by_deciding_tier(
         self, stub: pb_grpc.ValidatorServiceStub
@@ -203,7 +203,7 @@ class TestEntailmentTierOverRpc:
         request.options.check_entailment = False
         response = await stub.ValidateAnswer(request, timeout=10)
 
-        assert pb.VALIDATION_TIER_ENTAILMENT not in response.tiers
+        assert validation_pb2.VALIDATION_TIER_ENTAILMENT not in response.tiers
         assert response.entailment_model == ""
 
     async def test_rpc_threshold_out_of_range_is_invalid_argument(
@@ -223,7 +223,7 @@ class TestEntailmentTierOverRpc:
                 _request(), timeout=10
             )
         await app.stop(None)
-        assert pb.VALIDATION_TIER_ENTAILMENT not in response.tiers
+        assert validation_pb2.VALIDATION_TIER_ENTAILMENT not in response.tiers
 
     async def test_rpc_corrupt_model_never_serves(self, tmp_path: Path) -> None:
         broken = tmp_path / "model"

@@ -15,6 +15,7 @@ from typing import Any
 import grpc
 from grounded.retrieval.v1 import retrieval_service_pb2 as rpb
 from grounded.retrieval.v1 import retrieval_service_pb2_grpc as rpb_grpc
+from grounded.type.v1 import validation_pb2
 from grounded.validator.v1 import validator_service_pb2 as vpb
 from grounded.validator.v1 import validator_service_pb2_grpc as vpb_grpc
 from grpc import aio
@@ -84,7 +85,7 @@ class FakeValidator(vpb_grpc.ValidatorServiceServicer):
     ) -> None:
         self.delay_s = delay_s
         self.response = response or vpb.ValidateAnswerResponse(
-            verdict=vpb.VALIDATION_VERDICT_GROUNDED, support_score=1.0
+            verdict=validation_pb2.VALIDATION_VERDICT_GROUNDED, support_score=1.0
         )
         self.code = code
         self.log = CallLog()

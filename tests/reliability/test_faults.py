@@ -12,6 +12,7 @@ import grpc
 import pytest
 from grounded.synthesis.v1 import synthesis_service_pb2 as spb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
+from grounded.type.v1 import validation_pb2
 from grounded.validator.v1 import validator_service_pb2 as vpb
 from prometheus_client import REGISTRY
 
@@ -186,8 +187,8 @@ class TestValidatorFaults:
             vpb.ValidateAnswerResponse(),
             vpb.ValidateAnswerResponse(verdict=99),  # type: ignore[arg-type]
             vpb.ValidateAnswerResponse(
-                verdict=vpb.VALIDATION_VERDICT_NOT_GROUNDED,
-                reason=vpb.VALIDATION_REASON_LOW_COVERAGE,
+                verdict=validation_pb2.VALIDATION_VERDICT_NOT_GROUNDED,
+                reason=validation_pb2.VALIDATION_REASON_LOW_COVERAGE,
             ),
         ],
         ids=["empty", "unknown-verdict", "not-grounded"],

@@ -16,7 +16,7 @@ import grpc
 import pytest
 from grounded.synthesis.v1 import synthesis_service_pb2 as spb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
-from grounded.type.v1 import evidence_pb2
+from grounded.type.v1 import evidence_pb2, validation_pb2
 from grounded.validator.v1 import validator_service_pb2 as vpb
 from grounded.validator.v1 import validator_service_pb2_grpc as vpb_grpc
 from prometheus_client.parser import text_string_to_metric_families
@@ -100,7 +100,7 @@ class TestMetrics:
                 ),
                 timeout=10,
             )
-        assert verdict.reason == vpb.VALIDATION_REASON_NO_CITATION
+        assert verdict.reason == validation_pb2.VALIDATION_REASON_NO_CITATION
         after = {name: _scrape(p.metrics_url) for name, p in processes.processes.items()}
 
         def grew(process: str, metric: str, by: float = 1, /, **labels: str) -> bool:

@@ -15,7 +15,7 @@ import grpc
 import pytest
 from grounded.synthesis.v1 import synthesis_service_pb2 as spb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
-from grounded.type.v1 import evidence_pb2
+from grounded.type.v1 import evidence_pb2, validation_pb2
 from grounded.validator.v1 import validator_service_pb2 as vpb
 from grounded.validator.v1 import validator_service_pb2_grpc as vpb_grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -93,7 +93,7 @@ class TestGracefulShutdown:
             proc.send_signal(signal.SIGTERM)
             assert next(watch).status == health_pb2.HealthCheckResponse.NOT_SERVING
             results = [f.result() for f in futures]
-            assert all(r.verdict != vpb.VALIDATION_VERDICT_UNSPECIFIED for r in results)
+            assert all(r.verdict != validation_pb2.VALIDATION_VERDICT_UNSPECIFIED for r in results)
             assert proc.wait(timeout=15) == 0
             assert time.monotonic() - started < 1 + 3 + 2  # drain delay + grace + slack
             with pytest.raises(grpc.RpcError) as info:

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 from grounded.synthesis.v1 import synthesis_service_pb2 as spb
-from grounded.type.v1 import evidence_pb2
-from grounded.validator.v1 import validator_service_pb2 as vpb
+from grounded.type.v1 import evidence_pb2, validation_pb2
 
 from evaluation.ablations import ANSWER_METRICS, ablation_row, ablations_to_dict, render_ablations
 from evaluation.client import (
@@ -97,7 +96,9 @@ class TestOutcomeFromResponse:
                 evidence_pb2.StageTiming(stage="retrieval.dense", ran=True, duration_ms=5.0),
                 evidence_pb2.StageTiming(stage="total", ran=True, duration_ms=20.0),
             ],
-            validation=vpb.ValidateAnswerResponse(verdict=vpb.VALIDATION_VERDICT_GROUNDED),
+            validation=validation_pb2.ValidationReport(
+                verdict=validation_pb2.VALIDATION_VERDICT_GROUNDED
+            ),
         )
         retrieved = Retrieved(("Nile_p0_1",), ("It flows north.",), "v1")
         outcome = outcome_from_response("q1", response, client_ms=25.0, retrieved=retrieved)
@@ -111,8 +112,11 @@ class TestOutcomeFromResponse:
         response = spb.SynthesizeAnswerResponse(
             status=spb.ANSWER_STATUS_REFUSED_INSUFFICIENT_EVIDENCE,
             answer=REFUSAL,
-            refusal_reason="INSUFFICIENT_EVIDENCE: no definitional language",
-            sufficiency=spb.SufficiencyReport(failed_requirement="DEFINITIONAL_LANGUAGE"),
+            refusal_reason="no definitional language",
+            refusal_code=spb.REFUSAL_CODE_INSUFFICIENT_EVIDENCE,
+            sufficiency=spb.SufficiencyReport(
+                failed_requirement=spb.SUFFICIENCY_REQUIREMENT_DEFINITIONAL_LANGUAGE
+            ),
             evidence=[_passage("Nile_p0_1", "It flows north.")],
         )
         outcome = outcome_from_response("q1", response, client_ms=3.0)
@@ -137,9 +141,12 @@ class TestDraftOf:
         response = spb.SynthesizeAnswerResponse(
             status=spb.ANSWER_STATUS_REFUSED_VALIDATION_FAILED,
             answer=REFUSAL,
-            validation=vpb.ValidateAnswerResponse(
-                verdict=vpb.VALIDATION_VERDICT_NOT_GROUNDED,
-                sentences=[vpb.SentenceReport(text="A [x_0]."), vpb.SentenceReport(text="B.")],
+            validation=validation_pb2.ValidationReport(
+                verdict=validation_pb2.VALIDATION_VERDICT_NOT_GROUNDED,
+                sentences=[
+                    validation_pb2.SentenceReport(text="A [x_0]."),
+                    validation_pb2.SentenceReport(text="B."),
+                ],
             ),
         )
         assert draft_of(response) == "A [x_0]. B."

@@ -13,7 +13,7 @@ from services.common.errors import InvalidInputError
 from services.common.evidence import Chunk, ScoredChunk
 from services.common.refusal import REFUSAL
 from services.synthesis import convert
-from services.synthesis.generation import TokenUsage
+from services.synthesis.generation import GenerationFailure, TokenUsage
 from services.synthesis.pipeline import (
     PipelineSettings,
     SynthesisPipeline,
@@ -22,6 +22,7 @@ from services.synthesis.pipeline import (
     SynthesisStatus,
 )
 from services.synthesis.sources import RelationKind, SourceRelation
+from services.synthesis.sufficiency import Requirement
 from tests.unit.synthesis.fakes import (
     EngineValidator,
     FakeRetriever,
@@ -106,10 +107,12 @@ class TestResultToProto:
         assert proto.answer == REFUSAL
         assert proto.status == pb.ANSWER_STATUS_REFUSED_INSUFFICIENT_EVIDENCE
         assert not proto.sufficiency.sufficient
-        assert proto.sufficiency.failed_requirement == "PENALTY_LANGUAGE"
+        assert proto.sufficiency.failed_requirement == pb.SUFFICIENCY_REQUIREMENT_PENALTY_LANGUAGE
+        assert proto.sufficiency.requirements[-1] == pb.SUFFICIENCY_REQUIREMENT_PENALTY_LANGUAGE
         assert proto.sufficiency.failure
         assert proto.sufficiency.intent == evidence_pb2.QUERY_INTENT_PUNISHMENT
-        assert proto.refusal_reason.startswith("INSUFFICIENT_EVIDENCE: ")
+        assert proto.refusal_code == pb.REFUSAL_CODE_INSUFFICIENT_EVIDENCE
+        assert proto.refusal_reason and "INSUFFICIENT_EVIDENCE" not in proto.refusal_reason
         assert not proto.HasField("validation") and not proto.HasField("usage")
 
     async def test_result_to_proto_sufficient_has_no_failed_requirement(
@@ -119,7 +122,9 @@ class TestResultToProto:
 
         sufficiency = convert.result_to_proto(result).sufficiency
 
-        assert sufficiency.sufficient and sufficiency.failed_requirement == ""
+        assert sufficiency.sufficient
+        assert sufficiency.failed_requirement == pb.SUFFICIENCY_REQUIREMENT_UNSPECIFIED
+        assert pb.SUFFICIENCY_REQUIREMENT_EVIDENCE_PRESENT in sufficiency.requirements
         assert "IPC_420_0" in sufficiency.supporting_ids
 
     async def test_result_to_proto_names_the_compared_terms_of_a_comparison(
@@ -220,3 +225,21 @@ class TestRequestFromProto:
         parsed = convert.request_from_proto(request, default_top_k=5, default_generator=default)
 
         assert parsed.question == "What is theft?"
+
+
+class TestEnumMaps:
+    def test_every_requirement_has_its_proto_value(self) -> None:
+        for requirement in Requirement:
+            value = convert._REQUIREMENT[requirement]
+            name = pb.SufficiencyRequirement.Name(value)
+            assert name == f"SUFFICIENCY_REQUIREMENT_{requirement.value}"
+
+    def test_every_refusal_code_the_pipeline_writes_has_its_proto_value(self) -> None:
+        codes = {"INSUFFICIENT_EVIDENCE", "GENERATOR_DECLINED", "VALIDATION_FAILED"}
+        codes |= {failure.value for failure in GenerationFailure}
+        assert codes == set(convert.REFUSAL_CODES)
+
+    def test_every_answerability_effect_has_its_proto_value(self) -> None:
+        effects = {"", "vetoed", "rescued", "judge_confirmed", "judge_rescued"}
+        effects |= {"judge_refused", "judge_unavailable", "judge_budget_exhausted"}
+        assert effects == set(convert._EFFECT)
