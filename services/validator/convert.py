@@ -11,10 +11,12 @@ from grounded.validator.v1 import validator_service_pb2 as pb
 from services.common import validation as r
 from services.common.errors import Violations
 from services.common.validation_proto import report_to_proto
-from services.validator.engine import MAX_ANSWER_BYTES, MAX_EVIDENCE
-
-MAX_ID_CHARS = 256
-MAX_EVIDENCE_TEXT_CHARS = 20_000
+from services.validator.limits import (
+    MAX_ANSWER_BYTES,
+    MAX_EVIDENCE,
+    MAX_EVIDENCE_TEXT_CHARS,
+    MAX_ID_CHARS,
+)
 
 _THRESHOLDS = ("single_citation_threshold", "multi_citation_threshold")
 _SWITCHES = (

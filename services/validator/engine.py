@@ -52,8 +52,6 @@ from services.validator.coverage import (
 )
 
 __all__ = [
-    "MAX_ANSWER_BYTES",
-    "MAX_EVIDENCE",
     "EntailmentTier",
     "EvidenceLike",
     "clear_caches",
@@ -62,9 +60,6 @@ __all__ = [
     "validate",
 ]
 
-# Request limits enforced by the RPC layer (not here: the engine accepts any input).
-MAX_EVIDENCE = 200
-MAX_ANSWER_BYTES = 65536
 
 # When a sentence breaks several rules, its reason is the first of these that applies; the
 # detail text lists all of them. MISSING_CITATION comes early because adding the citation is

@@ -28,7 +28,9 @@ from services.retrieval import convert as retrieval_convert
 from services.retrieval.search import MAX_QUERY_CHARS, MAX_TOP_K, StageSwitches
 from services.synthesis import convert as synthesis_convert
 from services.validator import convert as validator_convert
-from services.validator.engine import MAX_ANSWER_BYTES, MAX_EVIDENCE, validate
+from services.validator import limits as validator_limits
+from services.validator.engine import validate
+from services.validator.limits import MAX_ANSWER_BYTES, MAX_EVIDENCE
 from tests.fuzz.profiles import FUZZ, INPUTS, TIMEOUT_S
 from tests.fuzz.strategies import (
     KNOWN_ACTS,
@@ -181,9 +183,9 @@ class TestValidatorRequestFromProto:
             sid = passage.semantic_id
             if (
                 not sid.strip()
-                or len(sid) > validator_convert.MAX_ID_CHARS
+                or len(sid) > validator_limits.MAX_ID_CHARS
                 or sid in seen
-                or len(passage.text) > validator_convert.MAX_EVIDENCE_TEXT_CHARS
+                or len(passage.text) > validator_limits.MAX_EVIDENCE_TEXT_CHARS
             ):
                 expected.add("evidence")
             seen.add(sid)

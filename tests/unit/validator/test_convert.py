@@ -10,7 +10,8 @@ from services.common import validation_proto
 from services.common.errors import InvalidInputError
 from services.common.validation import Verdict
 from services.validator import convert
-from services.validator.engine import MAX_ANSWER_BYTES, MAX_EVIDENCE, validate
+from services.validator.engine import validate
+from services.validator.limits import MAX_ANSWER_BYTES, MAX_EVIDENCE
 from tests.unit.validator.samples import ipc_text
 
 

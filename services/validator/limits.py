@@ -1,0 +1,14 @@
+"""ValidateAnswer's request limits: one definition, cited by the proto comments.
+
+The edge (``convert.py``) rejects a request beyond them with field violations; the engine
+itself accepts any input (the fuzz tests feed it more).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+MAX_ANSWER_BYTES: Final = 65_536
+MAX_EVIDENCE: Final = 200
+MAX_ID_CHARS: Final = 256
+MAX_EVIDENCE_TEXT_CHARS: Final = 20_000
