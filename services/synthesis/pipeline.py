@@ -13,10 +13,12 @@ The answer is always either text the validator accepted, byte for byte, or exact
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import copy
 import enum
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol, TypeVar
 
@@ -68,6 +70,7 @@ from services.synthesis.limits import (
 )
 from services.synthesis.prompt import group_by_document, is_synthesis_mode, source_documents
 from services.synthesis.question import QuestionAnalysis, analyse_question
+from services.synthesis.routing import GeneratorPool
 from services.synthesis.sources import SourceRelation, relate
 from services.synthesis.sufficiency import (
     KeyTerms,
@@ -265,14 +268,16 @@ class SynthesisPipeline:
 
     Fails closed: retrieval and validation errors propagate (never an unvalidated answer);
     generator failures, insufficient evidence and rejected drafts become the refusal.
-    ``generators`` adds generators a request may select by name besides ``generator``.
+    ``generator`` is the default generator, and ``generators`` adds generators a request may
+    select by name; or ``generator`` is a ``GeneratorPool`` that also holds generators for
+    caller-chosen models, leased per request with ``lease(model)``.
     """
 
     def __init__(
         self,
         retriever: EvidenceRetriever,
         validator: AnswerValidator,
-        generator: Generator,
+        generator: Generator | GeneratorPool,
         settings: PipelineSettings | None = None,
         *,
         generators: Sequence[Generator] = (),
@@ -281,14 +286,34 @@ class SynthesisPipeline:
         self._retriever = retriever
         self._answerability = answerability or AnswerabilityCheck()
         self._validator = validator
-        self._default = generator
-        self._generators: dict[str, Generator] = {g.name: g for g in (generator, *generators)}
+        if isinstance(generator, GeneratorPool):
+            if generators:
+                raise ValueError("generators come from the pool")
+            self._pool = generator
+        else:
+            self._pool = GeneratorPool([generator, *generators])
+        self._default_name = self._pool.default.name
+        # The generators this request's model selects; ``lease`` hands out a view with others.
+        self._generators: Mapping[str, Generator] = self._pool.configured
         self._settings = settings or PipelineSettings()
 
     @property
     def generator_names(self) -> tuple[str, ...]:
         """Names a request's ``generator`` field may use."""
         return tuple(self._generators)
+
+    @contextlib.asynccontextmanager
+    async def lease(self, model: str) -> AsyncIterator[SynthesisPipeline]:
+        """This pipeline drawing on the generators for ``model`` ("" = the configured model),
+        which stay open until the block exits. Nothing else differs: retriever, validator,
+        answerability check and settings are this pipeline's own."""
+        async with self._pool.lease(model) as chosen:
+            if chosen is self._generators:
+                yield self
+                return
+            view = copy.copy(self)
+            view._generators = chosen
+            yield view
 
     async def answer(
         self, request: SynthesisRequest, *, deadline: float | None = None
@@ -548,7 +573,7 @@ class SynthesisPipeline:
                 f"history[{index}].role",
                 "must be 'user' or 'assistant'",
             )
-        name = request.generator or self._default.name
+        name = request.generator or self._default_name
         violations.check(
             name in self._generators,
             "generator",

@@ -1,98 +1,140 @@
-"""Pipelines per caller-chosen model name: LRU-bounded, evicted generators closed once idle."""
+"""Generators keyed by (kind, model), which ones a server offers, and the pool one pipeline draws from.
+
+    SynthesizeAnswerRequest (generator, model)
+        model "" or the configured one -> the configured generators
+        another model                  -> ("openai", model): built on first use, LRU-bounded;
+                                          an evicted one is closed once no request holds it
+
+``offered_generators`` is the selection a server makes from its configuration (extractive
+always, OpenAI when it is the default or an endpoint or key was configured, the configured
+generator the default); the pipeline leases the generators for each request's model from the
+pool (``SynthesisPipeline.lease``).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from services.synthesis.pipeline import SynthesisPipeline
+from services.synthesis.config import SynthesisConfig
+from services.synthesis.generation import Generator
 
 logger = logging.getLogger(__name__)
 
+DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+OPENAI = "openai"
+# Generators kept for caller-chosen models besides the configured one (LRU).
+MAX_MODEL_VARIANTS = 8
 
-class Closeable(Protocol):
-    """A resource that holds connections (an OpenAI generator's HTTP pool)."""
+
+class ModelGenerator(Generator, Protocol):
+    """A generator for one model that holds connections (an OpenAI generator's HTTP pool)."""
+
+    async def warm_up(self) -> None:
+        """Load what its first call would otherwise load; sends nothing."""
+        ...
 
     async def aclose(self) -> None:
-        """Release the resource's connections."""
+        """Release the generator's connections."""
         ...
 
 
-# Builds the pipeline for one model name and returns the resource to close when it is evicted.
-VariantFactory = Callable[[str], tuple[SynthesisPipeline, Closeable]]
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """The kind of generator a request may point at another model with.
+
+    ``default_model`` is the configured generator's model: naming it (or none) uses that one.
+    ``build`` makes the generator of this kind for another model.
+    """
+
+    kind: str
+    default_model: str
+    build: Callable[[str], ModelGenerator]
 
 
 @dataclass(slots=True)
 class _Variant:
-    pipeline: SynthesisPipeline
-    resource: Closeable
+    generators: dict[str, Generator]
+    generator: ModelGenerator
     leases: int = 0
     retired: bool = False
 
 
-class PipelineRouter:
-    """Picks the pipeline for a request's ``model``; "" or the default model is the default one.
+class GeneratorPool:
+    """The generators requests may select by kind, and per-model ones built on demand.
 
-    Callers choose model names freely, so at most ``capacity`` extra pipelines are kept, least
-    recently used first out. An evicted pipeline's resource is closed as soon as no request
-    holds it: closing it under an in-flight request would turn that request into a refusal.
-    Without a ``factory`` (no OpenAI endpoint configured) every model gets the default.
+    ``configured`` are the server's generators, the first the default. Callers choose model
+    names freely, so at most ``capacity`` model generators are kept, least recently used first
+    out. An evicted one is closed as soon as no request holds it: closing it under an in-flight
+    request would turn that request into a refusal. Without ``models`` every model gets the
+    configured generators.
     """
 
     def __init__(
         self,
-        default: SynthesisPipeline,
+        configured: Sequence[Generator],
         *,
-        default_model: str = "",
-        factory: VariantFactory | None = None,
-        capacity: int = 8,
+        models: ModelChoice | None = None,
+        capacity: int = MAX_MODEL_VARIANTS,
     ) -> None:
+        if not configured:
+            raise ValueError("at least one generator is needed")
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
-        self._default = default
-        self._default_model = default_model
-        self._factory = factory
+        self._default = configured[0]
+        self._configured: dict[str, Generator] = {g.name: g for g in configured}
+        self._models = models
         self._capacity = capacity
         self._variants: OrderedDict[str, _Variant] = OrderedDict()
 
     @property
-    def default(self) -> SynthesisPipeline:
-        """The pipeline for requests that name no model."""
+    def default(self) -> Generator:
+        """The generator for requests that name none."""
         return self._default
 
     @property
+    def configured(self) -> Mapping[str, Generator]:
+        """The configured generators by kind (what a request naming no model may select)."""
+        return self._configured
+
+    @property
     def models(self) -> tuple[str, ...]:
-        """Model names with a live pipeline, least recently used first."""
+        """Model names with a live generator, least recently used first."""
         return tuple(self._variants)
 
     @contextlib.asynccontextmanager
-    async def lease(self, model: str) -> AsyncIterator[SynthesisPipeline]:
-        """The pipeline for ``model``, held (never closed) until the block exits."""
-        if not model or model == self._default_model or self._factory is None:
-            yield self._default
+    async def lease(self, model: str) -> AsyncIterator[Mapping[str, Generator]]:
+        """The generators by kind for a request naming ``model``, held (never closed) until the
+        block exits: the configured ones, with the model's own in place of its kind's."""
+        choice = self._models
+        if not model or choice is None or model == choice.default_model:
+            yield self._configured
             return
         variant = self._variants.get(model)
         if variant is None:
-            pipeline, resource = self._factory(model)
-            variant = _Variant(pipeline, resource)
+            generator = choice.build(model)
+            variant = _Variant({**self._configured, choice.kind: generator}, generator)
             self._variants[model] = variant
             await self._evict_beyond_capacity()
         else:
             self._variants.move_to_end(model)
         variant.leases += 1
         try:
-            yield variant.pipeline
+            yield variant.generators
         finally:
             variant.leases -= 1
             if variant.retired and variant.leases == 0:
                 await _close(variant)
 
     async def aclose(self) -> None:
-        """Close every variant (server shutdown: no request is in flight any more)."""
+        """Close every model generator (server shutdown: no request is in flight any more).
+
+        The configured generators belong to whoever built them.
+        """
         while self._variants:
             _, variant = self._variants.popitem(last=False)
             await _close(variant)
@@ -100,7 +142,7 @@ class PipelineRouter:
     async def _evict_beyond_capacity(self) -> None:
         while len(self._variants) > self._capacity:
             model, variant = self._variants.popitem(last=False)
-            logger.info("evicting model pipeline %s (%d in flight)", model, variant.leases)
+            logger.info("evicting model generator %s (%d in flight)", model, variant.leases)
             variant.retired = True
             if variant.leases == 0:
                 await _close(variant)
@@ -108,6 +150,34 @@ class PipelineRouter:
 
 async def _close(variant: _Variant) -> None:
     try:
-        await variant.resource.aclose()
+        await variant.generator.aclose()
     except Exception:  # a failed close must not fail the request that triggered it
-        logger.exception("closing an evicted model pipeline failed")
+        logger.exception("closing an evicted model generator failed")
+
+
+def openai_offered(config: SynthesisConfig) -> bool:
+    """The OpenAI generator is offered when it is the default or an endpoint/key was configured."""
+    o = config.openai
+    return config.generator == OPENAI or bool(o.api_key) or o.base_url != DEFAULT_OPENAI_BASE_URL
+
+
+def offered_generators(
+    config: SynthesisConfig,
+    *,
+    extractive: Generator,
+    openai: Callable[[str], ModelGenerator],
+    capacity: int = MAX_MODEL_VARIANTS,
+) -> tuple[GeneratorPool, ModelGenerator | None]:
+    """The pool a server with ``config`` offers, and its configured OpenAI generator (None when
+    OpenAI is not offered; the caller warms it up and closes it).
+
+    ``openai(model)`` builds the OpenAI generator for a model ("" = the configured one).
+    """
+    if not openai_offered(config):
+        return GeneratorPool([extractive], capacity=capacity), None
+    default_openai = openai("")
+    configured: list[Generator] = (
+        [default_openai, extractive] if config.generator == OPENAI else [extractive, default_openai]
+    )
+    models = ModelChoice(OPENAI, config.openai.model, openai)
+    return GeneratorPool(configured, models=models, capacity=capacity), default_openai

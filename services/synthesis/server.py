@@ -1,4 +1,4 @@
-"""Synthesis server wiring: downstream channels, generators, pipeline, health, signals."""
+"""Synthesis server wiring: downstream channels, the generator pool, pipeline, health, signals."""
 
 from __future__ import annotations
 
@@ -24,18 +24,13 @@ from services.synthesis.clients import (
 )
 from services.synthesis.config import SERVICE_NAME, SynthesisConfig
 from services.synthesis.extractive import ExtractiveGenerator
-from services.synthesis.generation import Generator
 from services.synthesis.limits import MAX_QUESTION_CHARS, MAX_TOP_K
 from services.synthesis.openai_generator import OpenAIGenerator, OpenAISettings
 from services.synthesis.pipeline import PipelineSettings, SynthesisPipeline
-from services.synthesis.routing import PipelineRouter
+from services.synthesis.routing import MAX_MODEL_VARIANTS, offered_generators
 from services.synthesis.servicer import SynthesisServicer
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
-# Pipelines kept for caller-chosen models besides the configured one (LRU; see routing.py).
-MAX_MODEL_VARIANTS = 8
 
 
 def _openai_settings(config: SynthesisConfig, model: str = "") -> OpenAISettings:
@@ -50,12 +45,6 @@ def _openai_settings(config: SynthesisConfig, model: str = "") -> OpenAISettings
         stream=o.stream,
         max_history_turns=config.history_turns,
     )
-
-
-def _openai_configured(config: SynthesisConfig) -> bool:
-    """The OpenAI generator is offered when it is the default or an endpoint/key was configured."""
-    o = config.openai
-    return config.generator == "openai" or bool(o.api_key) or o.base_url != DEFAULT_OPENAI_BASE_URL
 
 
 def create_app(config: SynthesisConfig) -> ServiceApp:
@@ -95,8 +84,7 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
     connect_wait_s = config.reconnect_backoff_max_s * 1.5
     retriever = GrpcRetriever(retrieval_channel, connect_wait_s=connect_wait_s)
     validator = GrpcValidator(validator_channel, connect_wait_s=connect_wait_s)
-    extractive = ExtractiveGenerator()
-    # Loaded at warm-up; shared by every pipeline (one model and one judge per process).
+    # Loaded at warm-up (one model and one judge per process).
     judge = build_judge(config.judge)
     answerability = AnswerabilityCheck(
         judge=judge, band=judge_band(config.judge, DEFAULT_JUDGE_BAND)
@@ -113,41 +101,18 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
                 "judge tier on", extra={"judge": repr(judge), "band": repr(answerability.band)}
             )
 
-    def build(openai_generator: OpenAIGenerator | None) -> SynthesisPipeline:
-        generator: Generator
-        others: list[Generator]
-        if openai_generator is None:
-            generator, others = extractive, []
-        elif config.generator == "openai":
-            generator, others = openai_generator, [extractive]
-        else:
-            generator, others = extractive, [openai_generator]
-        return SynthesisPipeline(
-            retriever,
-            validator,
-            generator,
-            settings,
-            generators=others,
-            answerability=answerability,
-        )
-
-    default_openai = (
-        OpenAIGenerator(_openai_settings(config)) if _openai_configured(config) else None
-    )
-
-    def variant(model: str) -> tuple[SynthesisPipeline, OpenAIGenerator]:
-        generator = OpenAIGenerator(_openai_settings(config, model))
-        return build(generator), generator
-
-    router = PipelineRouter(
-        build(default_openai),
-        default_model=config.openai.model,
-        factory=variant if default_openai is not None else None,
+    # Which generators are offered, which is the default, and one per caller-chosen model:
+    # routing.py. Every request goes through this one pipeline.
+    pool, default_openai = offered_generators(
+        config,
+        extractive=ExtractiveGenerator(),
+        openai=lambda model: OpenAIGenerator(_openai_settings(config, model)),
         capacity=MAX_MODEL_VARIANTS,
     )
+    pipeline = SynthesisPipeline(retriever, validator, pool, settings, answerability=answerability)
 
     servicer = SynthesisServicer(
-        router.lease,
+        pipeline.lease,
         default_top_k=config.default_top_k,
         default_generator=config.generator,
         on_model_failure=service.mark_not_serving,
@@ -186,14 +151,14 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
             "synthesis ready",
             extra={
                 "generator": config.generator,
-                "generators": list(router.default.generator_names),
+                "generators": list(pipeline.generator_names),
                 "retrieval": config.retrieval_addr,
                 "validator": config.validator_addr,
             },
         )
 
     async def on_stop() -> None:
-        await router.aclose()
+        await pool.aclose()
         if judge is not None:
             await judge.aclose()
         if default_openai is not None:
