@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from services.common.intent import PROFILES, Intent, classify_intent
 from services.common.language.references import SectionRef, parse_section_refs
-from services.retrieval.lexical import STOPWORDS, WORD_PATTERN, stem, tokenize
+from services.common.language.text import stem
+from services.retrieval.lexical import STOPWORDS, WORD_PATTERN, tokenize
 
 _WORD = WORD_PATTERN
 

@@ -1,4 +1,5 @@
-"""BM25 lexical search over chunks with bm25s, and the tokeniser that rerank and expansion share."""
+"""BM25 lexical search over chunks with bm25s, and the BM25 tokeniser (shared stemmer) that
+rerank and expansion share."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import numpy.typing as npt
 from bm25s.stopwords import STOPWORDS_EN
 
 from services.common.evidence import Chunk
+from services.common.language.text import stem
 
 Scores = npt.NDArray[np.float32]
 Positions = npt.NDArray[np.int64]
@@ -24,37 +26,18 @@ Mask = npt.NDArray[np.bool_]
 WORD_PATTERN: Final = re.compile(r"(?u)\b\w\w+\b")
 STOPWORDS: Final = frozenset(STOPWORDS_EN)
 
-# Light suffix stripping: PyStemmer is not a dependency, and statute vocabulary mostly needs
-# inflections conflated ("punished"/"punishment"/"punish", "offences"/"offence").
-_VOWEL: Final = re.compile(r"[aeiouy]")
-_UNDOUBLE: Final = re.compile(r"([bdfgkmnprt])\1$")
-_KEEP_S: Final = ("ss", "us", "is")
-
-
-def stem(word: str) -> str:
-    """Strip plural, -ed/-ing, -ment and a final -e; short words and numbers stay as they are."""
-    if len(word) <= 3 or not word.isalpha():
-        return word
-    if word.endswith("ies") and len(word) > 4:
-        word = word[:-3] + "y"
-    elif word.endswith("sses"):
-        word = word[:-2]
-    elif word.endswith("s") and not word.endswith(_KEEP_S):
-        word = word[:-1]
-    for suffix in ("ing", "ed"):
-        base = word[: -len(suffix)]
-        if word.endswith(suffix) and len(base) >= 3 and _VOWEL.search(base):
-            word = _UNDOUBLE.sub(r"\1", base)
-            break
-    if word.endswith("ment") and len(word) >= 8:
-        word = word[:-4]
-    if word.endswith("e") and len(word) > 4:
-        word = word[:-1]
-    return word
+# Bump when tokenize() maps any text to other tokens (its word pattern, its stop words or the
+# shared stemmer it calls): BM25 is rebuilt from the chunks at every start, but result-cache keys
+# include this, so entries computed with the old tokens read as misses.
+# 1: retrieval's own suffix stripper; 2: the shared stemmer, services.common.language.text.stem.
+TOKENIZER_VERSION: Final = 2
 
 
 def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
-    """Lower-cased, stemmed word tokens; stopwords (bm25s's English list) dropped by default."""
+    """Lower-cased, stemmed word tokens; stopwords (bm25s's English list) dropped by default.
+
+    The stem is the one every service uses (``services.common.language.text.stem``).
+    """
     words = WORD_PATTERN.findall(text.lower())
     return [stem(w) for w in words if keep_stopwords or w not in STOPWORDS]
 

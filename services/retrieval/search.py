@@ -33,7 +33,7 @@ from services.retrieval.expansion import (
     rule_expansions,
 )
 from services.retrieval.fusion import DEFAULT_RRF_K, merge_best, reciprocal_rank_fusion
-from services.retrieval.lexical import LexicalIndex, chunk_search_text
+from services.retrieval.lexical import TOKENIZER_VERSION, LexicalIndex, chunk_search_text
 from services.retrieval.rerank import (
     HeuristicReranker,
     Reranker,
@@ -199,6 +199,7 @@ def cache_key(
     del stages["cache"]  # whether to use the cache does not change the result
     payload = {
         "pipeline": PIPELINE_VERSION,
+        "tokenizer": TOKENIZER_VERSION,
         "query": normalise_query(request.query),
         "top_k": request.top_k,
         "acts": sorted(set(request.acts)),

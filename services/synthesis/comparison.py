@@ -15,6 +15,7 @@ from typing import Final
 
 from services.common.evidence import ScoredChunk
 from services.common.intent import Intent
+from services.common.language.text import stem
 from services.synthesis.sufficiency import (
     STOP_WORDS,
     SufficiencyDecision,
@@ -56,7 +57,8 @@ _HEAD: Final = re.compile(
 )
 MAX_TERM_WORDS: Final = 6
 # Title words around the term itself: "Punishment for theft", "Definition of criminal conspiracy".
-_TITLE_FILLER: Final = frozenset({"punish", "definition", "of", "for"})
+_TITLE_FILLER: Final = frozenset(stem(w) for w in ("punishment", "definition", "of", "for"))
+_PUNISH: Final = stem("punishment")
 
 _CUE: Final = {
     Intent.PUNISHMENT: "What is the punishment for {}?",
@@ -194,6 +196,6 @@ def _titled_first(
 
     def key(scored: ScoredChunk) -> tuple[bool, bool]:
         title = text_stems(scored.chunk.title)
-        return (not titled_with(title, term), ("punish" in title) != wants_penalty)
+        return (not titled_with(title, term), (_PUNISH in title) != wants_penalty)
 
     return sorted(ranking, key=key)  # stable: retrieval order within each group

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import Intent, classify_intent
 from services.common.language.sentences import sentences
+from services.common.language.text import stem
 from services.common.refusal import REFUSAL
 from services.synthesis.comparison import term_stems, titled_with
 from services.synthesis.generation import GenerationRequest, GenerationResult
@@ -312,11 +313,17 @@ def _comparison_rank(
     return (titled, not mentions_other, bool(unit.aspects), unit.score)
 
 
+# Title words that say a provision answers the intent, as stems of the one stemmer. "Meaning"
+# and "Procedure" titles are not cues: the stems once written here by hand never matched them
+# (that stemmer cut them to "mean" and "procedur"), and adding them is a change to measure alone.
 _TITLE_CUES: dict[Intent, frozenset[str]] = {
-    Intent.PUNISHMENT: frozenset({"punish", "penalty", "penalti"}),
-    Intent.DEFINITION: frozenset({"definition", "meaning"}),
-    Intent.SCOPE: frozenset({"extent", "application", "jurisdiction", "operation"}),
-    Intent.PROCEDURE: frozenset({"procedure", "manner", "application"}),
+    intent: frozenset(stem(word) for word in words.split())
+    for intent, words in {
+        Intent.PUNISHMENT: "punishment penalty",
+        Intent.DEFINITION: "definition",
+        Intent.SCOPE: "extent application jurisdiction operation",
+        Intent.PROCEDURE: "manner application",
+    }.items()
 }
 
 

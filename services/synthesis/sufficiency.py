@@ -16,6 +16,7 @@ from services.common.language.references import (
     reference_spans,
 )
 from services.common.language.stopwords import FUNCTION_WORDS, REQUEST_WORDS
+from services.common.language.text import stem
 
 
 def _words(text: str) -> frozenset[str]:
@@ -46,33 +47,6 @@ GENERIC_WORDS = _words(
 )
 
 _TOKEN = re.compile(r"[a-z0-9]+")
-
-
-def stem(word: str) -> str:
-    """A light suffix stripper so ``cheats``/``cheating``/``cheated`` and ``punishable`` match.
-
-    Deliberately conservative (plural, -ing, -ed, -ment, -able, -ly, final e): it is applied to
-    both question and evidence, so it only has to be consistent, not linguistically exact.
-    """
-    w = word.lower()
-    if len(w) <= 3 or w.isdigit():
-        return w
-    if w.endswith("ies") and len(w) > 4:
-        w = w[:-3] + "y"
-    elif w.endswith("sses"):
-        w = w[:-2]
-    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
-        w = w[:-1]
-    for suffix in ("ments", "ment", "able", "ible", "ing", "ed", "ly"):
-        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-            w = w[: -len(suffix)]
-            # "committed" -> "committ" -> "commit"; keep "ll"/"ss" (e.g. "killed" -> "kill").
-            if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "lsz" and w[-1] not in "aeiou":
-                w = w[:-1]
-            break
-    if w.endswith("e") and len(w) > 3:
-        w = w[:-1]
-    return w
 
 
 @dataclass(frozen=True, slots=True)

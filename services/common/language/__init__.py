@@ -6,4 +6,6 @@ sufficiency, and the canonical section number the corpus loader uses.
 ``windows``: how a text longer than a cross-encoder's input is covered, never truncated.
 ``text``, ``quantities``, ``negation``: tokens and stems, numbers and dates, negation cues and
 their scopes; the validator checks answers with them, synthesis finds disagreeing passages.
+``text.stem`` is the one stemmer: BM25's tokens, sufficiency's key terms and the validator's
+content terms.
 """

@@ -1,4 +1,8 @@
-"""Validator text handling: tokens, stop words, light stemming, meta phrases.
+"""Text handling: the one stemmer every service uses; the validator's tokens and meta phrases.
+
+``stem`` is the only stemmer: retrieval's BM25 tokens (``services.retrieval.lexical``), synthesis's
+key terms (``services.synthesis.sufficiency``) and the validator's content terms all use it, so a
+word family is one term everywhere (a test forbids defining another).
 
 Sentences are defined once, for the generator and the validator alike, in
 ``services.common.language.sentences``.
@@ -87,6 +91,10 @@ _SUFFIXES: tuple[tuple[str, str, int], ...] = (
     ("s", "", 3),
 )
 _VOWELS = frozenset("aeiouy")
+# Plural endings, tried before the suffixes above; words ending so are not plurals ("witness",
+# "status", "analysis").
+_PLURALS: tuple[tuple[str, str, int], ...] = (("sses", "ss", 2), ("ies", "y", 3), ("s", "", 3))
+_NOT_PLURAL = ("ss", "us", "is")
 
 
 @lru_cache(maxsize=65536)
@@ -94,12 +102,18 @@ def stem(word: str) -> str:
     """Strip common English suffixes; the same word family maps to one stem (not a real lemma).
 
     Both sides of every comparison go through this function, so consistency matters more than
-    linguistic accuracy: "punished", "punishment" and "punishable" all become "punish".
+    linguistic accuracy: "punished", "punishment" and "punishable" all become "punish". Expects
+    a lower-cased word; numbers and words with digits ("498a") are returned as they are.
+    Changing what it returns changes BM25: bump ``services.retrieval.lexical.TOKENIZER_VERSION``.
     """
     if len(word) <= 3 or not word.isalpha():
         return word
-    base = word if word.endswith(("ss", "us", "is")) else _strip_suffix(word, _SUFFIXES)
-    # A second pass catches stacked suffixes ("punishments" -> "punishment" -> "punish").
+    # A plural first becomes its singular, so both take the same path: "sentences" and
+    # "sentence" both become "sent" (stripping "-es" at once left "sentenc").
+    base = word if word.endswith(_NOT_PLURAL) else _strip_suffix(word, _PLURALS)
+    if not base.endswith(_NOT_PLURAL):
+        base = _strip_suffix(base, _SUFFIXES[:-1])
+    # A second pass catches stacked suffixes ("fraudulently" -> "fraudulent" -> "fraudul").
     base = _strip_suffix(base, _SUFFIXES[:-1])
     if len(base) >= 4 and base[-1] == base[-2] and base[-1] not in "lsz" and base[-1].isalpha():
         base = base[:-1]  # committ -> commit

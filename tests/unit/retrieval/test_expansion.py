@@ -64,7 +64,7 @@ class TestAnalyseQuery:
         analysis = analyse_query("What is the punishment for theft under section 379 IPC?")
         assert analysis.intent is Intent.PUNISHMENT
         assert analysis.section_refs == (SectionRef("379", "IPC"),)
-        assert analysis.terms == ("what", "punish", "theft", "under", "section", "379", "ipc")
+        assert analysis.terms == ("what", "punish", "theft", "under", "sect", "379", "ipc")
 
 
 class TestRuleExpansions:

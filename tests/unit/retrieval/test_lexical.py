@@ -3,41 +3,19 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-from services.retrieval.lexical import LexicalIndex, chunk_search_text, stem, tokenize, top_k
+from services.retrieval.lexical import LexicalIndex, chunk_search_text, tokenize, top_k
 from tests.unit.retrieval.search_fakes import statute_chunks
-
-
-class TestStem:
-    @pytest.mark.parametrize(
-        ("word", "expected"),
-        [
-            ("offences", "offenc"),
-            ("offence", "offenc"),
-            ("punished", "punish"),
-            ("punishment", "punish"),
-            ("punishing", "punish"),
-            ("committed", "commit"),
-            ("penalties", "penalty"),
-            ("witnesses", "witness"),
-            ("analysis", "analysis"),
-            ("420", "420"),
-            ("498a", "498a"),
-            ("act", "act"),
-        ],
-    )
-    def test_stem_conflates_inflections(self, word: str, expected: str) -> None:
-        assert stem(word) == expected
 
 
 class TestTokenize:
     def test_tokenize_lowercases_stems_and_drops_stopwords(self) -> None:
+        # The stem is the shared one (tests/unit/common/test_stem.py).
         assert tokenize("The Punishment for THEFT under Section 379") == [
             "punish",
             "theft",
             "under",
-            "section",
+            "sect",
             "379",
         ]
 

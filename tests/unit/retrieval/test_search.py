@@ -12,6 +12,7 @@ import pytest
 
 from services.common.errors import DeadlineExceededError, InvalidInputError
 from services.common.evidence import Chunk, ScoredChunk
+from services.retrieval import search
 from services.retrieval.expansion import QueryAnalysis
 from services.retrieval.rerank import HeuristicReranker, Scores
 from services.retrieval.search import (
@@ -393,6 +394,14 @@ class TestCacheKey:
 
     def test_cache_key_changes_with_index_version(self) -> None:
         assert cache_key(self.BASE, "v1") != cache_key(self.BASE, "v2")
+
+    def test_cache_key_changes_with_tokenizer_version(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # BM25 is rebuilt at every start, but cached results computed with other tokens are not.
+        first = cache_key(self.BASE, "v1")
+        monkeypatch.setattr(search, "TOKENIZER_VERSION", search.TOKENIZER_VERSION + 1)
+        assert cache_key(self.BASE, "v1") != first
 
     def test_cache_key_changes_with_search_settings(self) -> None:
         first = cache_key(self.BASE, "v1", settings=SearchSettings())

@@ -1,0 +1,106 @@
+"""One stemmer for every service (issue 14): its behaviour, and that no second one comes back."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from services.common.language.text import stem
+from services.retrieval.lexical import tokenize
+from services.synthesis.sufficiency import text_stems
+
+ROOT = Path(__file__).resolve().parents[3]
+HOME = "services/common/language/text.py"
+# "stem", "_stem", "light_stem", "Stemmer", "porter_stemmer"; not "text_stems" (callers).
+_STEMMER_NAME = re.compile(r"_*(?:\w+_)?stem(?:mer)?", re.IGNORECASE)
+
+
+class TestStem:
+    @pytest.mark.parametrize(
+        ("word", "expected"),
+        [
+            # Words of the IPC the three stemmers stemmed three ways (retrieval / sufficiency /
+            # validator before issue 14); the validator's answer is now everyone's.
+            ("section", "sect"),  # section / section / sect
+            ("punishable", "punish"),  # punishabl / punish / punish
+            ("fine", "fine"),  # fine / fin / fine
+            ("makes", "make"),  # make / mak / make
+            ("voluntarily", "voluntari"),  # voluntarily / voluntari / voluntari
+            ("dishonestly", "dishonest"),  # dishonestly / dishonest / dishonest
+            ("explanations", "explan"),  # explanation / explanation / explan
+            ("evidence", "evid"),  # evidenc / evidenc / evid
+            ("offences", "offenc"),
+            ("penalties", "penalty"),
+            ("witnesses", "witness"),
+            ("analysis", "analysis"),
+        ],
+    )
+    def test_stem_gives_one_answer_where_the_old_stemmers_disagreed(
+        self, word: str, expected: str
+    ) -> None:
+        assert stem(word) == expected
+
+    @pytest.mark.parametrize(
+        "family",
+        [
+            ("punish", "punished", "punishment", "punishments", "punishable", "punishing"),
+            ("cheat", "cheats", "cheating", "cheated"),
+            ("commit", "commits", "committed", "committing"),
+            ("offence", "offences"),
+            ("sentence", "sentences"),
+            ("relative", "relatives"),
+            ("circumstance", "circumstances"),
+        ],
+    )
+    def test_stem_maps_a_word_family_to_one_stem(self, family: tuple[str, ...]) -> None:
+        assert len({stem(word) for word in family}) == 1
+
+    def test_stem_gives_an_ipc_plural_its_singular_stem(self) -> None:
+        # The validator's stemmer once cut "-es" whole ("sentences" -> "sentenc", "sentence" ->
+        # "sent"), splitting 5 of these 200 IPC plurals from their singulars (30 over all the
+        # statutes); the other two stemmers did not.
+        text = (ROOT / "data/corpora/indian_law/ipc.json").read_text(encoding="utf-8").lower()
+        vocabulary = set(re.findall(r"[a-z]+", text))
+        singulars = [
+            w for w in vocabulary if len(w) > 3 and w[-1] not in "su" and w + "s" in vocabulary
+        ]
+        split = [w for w in singulars if stem(w) != stem(w + "s")]
+        assert len(singulars) >= 200
+        assert split == []
+
+    def test_stem_keeps_notes_apart_from_not(self) -> None:
+        # Sufficiency's own stemmer cut "notes" to "not", a stop word.
+        assert stem("notes") != stem("not")
+
+    @pytest.mark.parametrize("word", ["420", "498a", "act", "ipc", "s.", ""])
+    def test_stem_leaves_short_words_and_non_words_alone(self, word: str) -> None:
+        assert stem(word) == word
+
+
+class TestOneStemmer:
+    def test_retrieval_and_sufficiency_stem_alike(self) -> None:
+        text = "Whoever cheats and thereby dishonestly induces the person deceived"
+
+        assert set(tokenize(text)) <= text_stems(text)
+        assert {stem("cheats"), stem("dishonestly"), stem("deceived")} <= set(tokenize(text))
+
+    def test_no_module_but_the_language_layer_defines_a_stemmer(self) -> None:
+        offenders = []
+        for path in sorted((ROOT / "services").rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel == HOME:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), filename=rel)):
+                defines = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+                if defines and _STEMMER_NAME.fullmatch(node.name):
+                    offenders.append(f"{rel}:{node.lineno} {node.name}")
+        assert offenders == [], "use services.common.language.text.stem"
+
+    def test_the_language_layer_defines_the_stemmer(self) -> None:
+        # Keeps the test above honest: it finds the one definition where it lives.
+        tree = ast.parse((ROOT / HOME).read_text())
+        names = [n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
+        assert "stem" in names
