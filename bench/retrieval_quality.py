@@ -35,8 +35,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import torch  # noqa: E402
 
 from services.retrieval.embedding import Encoder, load_encoder  # noqa: E402
+from services.retrieval.limits import MAX_TOP_K  # noqa: E402
 from services.retrieval.search import (  # noqa: E402
-    MAX_TOP_K,
     Searcher,
     SearchRequest,
     SearchSettings,

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import math
-
 from grounded.retrieval.v1 import retrieval_service_pb2 as pb
 
 from services.common.errors import Violations
 from services.common.passages import INTENT_TO_PROTO, scored_to_proto, timings_to_proto
+from services.retrieval.limits import DEFAULT_TOP_K, MAX_FILTER_VALUES
 from services.retrieval.search import (
-    DEFAULT_TOP_K,
-    MAX_QUERY_CHARS,
-    MAX_TOP_K,
     SearchRequest,
     SearchResult,
     StageSwitches,
+    request_violations,
 )
-
-MAX_FILTER_VALUES = 100
 
 
 def request_from_proto(
@@ -27,35 +22,8 @@ def request_from_proto(
     known_doc_ids: frozenset[str],
     default_stages: StageSwitches,
 ) -> SearchRequest:
-    """Validate every field at once, then build the domain request."""
-    violations = Violations()
-    query = request.query.strip()
-    violations.check(bool(query), "query", "must not be empty")
-    violations.check(
-        len(request.query) <= MAX_QUERY_CHARS,
-        "query",
-        f"must be at most {MAX_QUERY_CHARS} characters (got {len(request.query)})",
-    )
-    violations.check(
-        0 <= request.top_k <= MAX_TOP_K,
-        "top_k",
-        f"must be between 1 and {MAX_TOP_K}, or 0 for the default {DEFAULT_TOP_K} (got {request.top_k})",
-    )
-    violations.check(
-        math.isfinite(request.min_score) and request.min_score >= 0,
-        "min_score",
-        "must be a finite number ≥ 0",
-    )
-    acts = tuple(request.filters.acts)
-    doc_ids = tuple(request.filters.doc_ids)
-    for name, values, known in (("acts", acts, known_acts), ("doc_ids", doc_ids, known_doc_ids)):
-        if len(values) > MAX_FILTER_VALUES:
-            violations.add(f"filters.{name}", f"must hold at most {MAX_FILTER_VALUES} values")
-            continue
-        for i, value in enumerate(values):
-            if value not in known:
-                hint = f"; known acts: {', '.join(sorted(known))}" if name == "acts" else ""
-                violations.add(f"filters.{name}[{i}]", f"unknown value {value!r}{hint}")
+    """Report every violation at once: the request's rules (``request_violations``, stated
+    once in the domain) and filter values this index does not know; then build the request."""
     s = request.stages
     stages = StageSwitches(
         **{
@@ -63,13 +31,26 @@ def request_from_proto(
             for name in ("dense", "lexical", "expansion", "rerank", "aggregation", "cache")
         }
     )
-    violations.check(
-        stages.dense or stages.lexical, "stages", "at least one of dense and lexical must run"
-    )
+    # top_k 0 is the wire's "unset": the default.
+    top_k = request.top_k or DEFAULT_TOP_K
+    acts = tuple(request.filters.acts)
+    doc_ids = tuple(request.filters.doc_ids)
+    violations = Violations()
+    for violation in request_violations(
+        request.query, top_k, request.min_score, stages, acts, doc_ids
+    ):
+        violations.add(violation.field, violation.description)
+    for name, values, known in (("acts", acts, known_acts), ("doc_ids", doc_ids, known_doc_ids)):
+        if len(values) > MAX_FILTER_VALUES:
+            continue  # already reported as too many
+        for i, value in enumerate(values):
+            if value not in known:
+                hint = f"; known acts: {', '.join(sorted(known))}" if name == "acts" else ""
+                violations.add(f"filters.{name}[{i}]", f"unknown value {value!r}{hint}")
     violations.raise_if_any()
     return SearchRequest(
-        query=query,
-        top_k=request.top_k or DEFAULT_TOP_K,
+        query=request.query.strip(),
+        top_k=top_k,
         acts=acts,
         doc_ids=doc_ids,
         stages=stages,

@@ -34,6 +34,12 @@ from services.retrieval.expansion import (
 )
 from services.retrieval.fusion import DEFAULT_RRF_K, merge_best, reciprocal_rank_fusion
 from services.retrieval.lexical import TOKENIZER_VERSION, LexicalIndex, chunk_search_text
+from services.retrieval.limits import (
+    DEFAULT_TOP_K,
+    MAX_FILTER_VALUES,
+    MAX_QUERY_CHARS,
+    MAX_TOP_K,
+)
 from services.retrieval.rerank import (
     HeuristicReranker,
     Reranker,
@@ -44,9 +50,6 @@ from services.retrieval.store import IndexArtifacts
 
 logger = logging.getLogger(__name__)
 
-MAX_QUERY_CHARS: Final = 2000
-MAX_TOP_K: Final = 100
-DEFAULT_TOP_K: Final = 5
 # Bump when SearchResult's meaning or the pipeline changes what a cached entry would hold.
 PIPELINE_VERSION: Final = 1
 
@@ -74,7 +77,10 @@ class StageSwitches:
 
 @dataclass(frozen=True, slots=True)
 class SearchRequest:
-    """One search; validated by the servicer (and again by ``Searcher.search``)."""
+    """One search. Its invariants (``request_violations``) hold once it is built: a request
+    that breaks one is never made (``InvalidInputError`` naming every field). Filter values
+    the index does not know are the edge's to report (``convert.py``); here they match nothing.
+    """
 
     query: str
     top_k: int = DEFAULT_TOP_K
@@ -82,6 +88,47 @@ class SearchRequest:
     doc_ids: tuple[str, ...] = ()
     stages: StageSwitches = StageSwitches()
     min_score: float = 0.0
+
+    def __post_init__(self) -> None:
+        violations = request_violations(
+            self.query, self.top_k, self.min_score, self.stages, self.acts, self.doc_ids
+        )
+        if violations:
+            raise InvalidInputError(violations)
+
+
+def request_violations(
+    query: str,
+    top_k: int,
+    min_score: float,
+    stages: StageSwitches,
+    acts: Sequence[str],
+    doc_ids: Sequence[str],
+) -> list[FieldViolation]:
+    """Every rule a search request breaks, by proto field name (the one statement of them)."""
+    violations: list[FieldViolation] = []
+    if not query.strip():
+        violations.append(FieldViolation("query", "must not be empty"))
+    if len(query) > MAX_QUERY_CHARS:
+        violations.append(
+            FieldViolation(
+                "query", f"must be at most {MAX_QUERY_CHARS} characters (got {len(query)})"
+            )
+        )
+    if not 1 <= top_k <= MAX_TOP_K:
+        violations.append(
+            FieldViolation("top_k", f"must be between 1 and {MAX_TOP_K} (got {top_k})")
+        )
+    if not (math.isfinite(min_score) and min_score >= 0):
+        violations.append(FieldViolation("min_score", "must be a finite number >= 0"))
+    for name, values in (("acts", acts), ("doc_ids", doc_ids)):
+        if len(values) > MAX_FILTER_VALUES:
+            violations.append(
+                FieldViolation(f"filters.{name}", f"must hold at most {MAX_FILTER_VALUES} values")
+            )
+    if not (stages.dense or stages.lexical):
+        violations.append(FieldViolation("stages", "at least one of dense and lexical must run"))
+    return violations
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,32 +258,6 @@ def cache_key(
     }
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
     return f"grounded:retrieval:{digest}"
-
-
-def check_request(request: SearchRequest, *, acts: frozenset[str], doc_ids: frozenset[str]) -> None:
-    """Raise InvalidInputError naming every invalid field (the servicer checks the same first)."""
-    violations: list[FieldViolation] = []
-    query = request.query.strip()
-    if not query:
-        violations.append(FieldViolation("query", "must not be empty"))
-    if len(request.query) > MAX_QUERY_CHARS:
-        violations.append(FieldViolation("query", f"must be at most {MAX_QUERY_CHARS} characters"))
-    if not 1 <= request.top_k <= MAX_TOP_K:
-        violations.append(FieldViolation("top_k", f"must be between 1 and {MAX_TOP_K}"))
-    if not (math.isfinite(request.min_score) and request.min_score >= 0):
-        violations.append(FieldViolation("min_score", "must be a finite number >= 0"))
-    for i, act in enumerate(request.acts):
-        if act not in acts:
-            violations.append(FieldViolation(f"filters.acts[{i}]", f"unknown act {act!r}"))
-    for i, doc_id in enumerate(request.doc_ids):
-        if doc_id not in doc_ids:
-            violations.append(
-                FieldViolation(f"filters.doc_ids[{i}]", f"unknown document {doc_id!r}")
-            )
-    if not (request.stages.dense or request.stages.lexical):
-        violations.append(FieldViolation("stages", "at least one of dense and lexical must run"))
-    if violations:
-        raise InvalidInputError(violations)
 
 
 @dataclass(slots=True)
@@ -379,7 +400,6 @@ class Searcher:
         request its caller has given up on does not keep a worker thread encoding and ranking.
         A stage that has started runs to its end (FAISS and the encoder cannot be interrupted).
         """
-        check_request(request, acts=self._acts, doc_ids=self._doc_ids)
         clock = _Clock()
         budget = _Budget(deadline)
         stages = request.stages

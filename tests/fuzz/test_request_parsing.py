@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 from services.common import status, validation_proto
 from services.common.errors import InvalidInputError
 from services.retrieval import convert as retrieval_convert
-from services.retrieval.search import MAX_QUERY_CHARS, MAX_TOP_K, StageSwitches
+from services.retrieval.limits import MAX_QUERY_CHARS, MAX_TOP_K
+from services.retrieval.search import StageSwitches
 from services.synthesis import convert as synthesis_convert
 from services.validator import convert as validator_convert
 from services.validator import limits as validator_limits

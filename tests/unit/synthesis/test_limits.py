@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from services.retrieval import search as retrieval_search
+from services.retrieval import limits as retrieval_limits
 from services.synthesis import limits
 from services.synthesis.config import SynthesisConfig
 from services.synthesis.pipeline import PipelineSettings, SynthesisRequest
@@ -15,8 +15,8 @@ PROTO = Path(__file__).resolve().parents[3] / "protos/grounded/synthesis/v1/synt
 
 class TestLimits:
     def test_top_k_limit_matches_retrievals(self) -> None:
-        assert limits.MAX_TOP_K == retrieval_search.MAX_TOP_K
-        assert limits.DEFAULT_TOP_K == retrieval_search.DEFAULT_TOP_K
+        assert limits.MAX_TOP_K == retrieval_limits.MAX_TOP_K
+        assert limits.DEFAULT_TOP_K == retrieval_limits.DEFAULT_TOP_K
 
     def test_pipeline_and_settings_defaults_come_from_the_limits(self) -> None:
         settings, config = PipelineSettings(), SynthesisConfig.from_env({})
