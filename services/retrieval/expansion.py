@@ -8,10 +8,8 @@ from dataclasses import dataclass
 
 from services.common.intent import PROFILES, Intent, classify_intent
 from services.common.language.references import SectionRef, parse_section_refs
-from services.common.language.text import stem
-from services.retrieval.lexical import STOPWORDS, WORD_PATTERN, tokenize
-
-_WORD = WORD_PATTERN
+from services.common.language.text import stem, words
+from services.retrieval.lexical import STOPWORDS, tokenize
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +58,11 @@ def feedback_terms(
     docs_with: Counter[str] = Counter()
     surface: dict[str, Counter[str]] = {}
     for text in feedback_texts:
-        words = [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
-        stems = [stem(w) for w in words]
+        kept = [w for w in words(text) if len(w) > 1 and w not in STOPWORDS]
+        stems = [stem(w) for w in kept]
         tf.update(stems)
         docs_with.update(set(stems))
-        for word, term in zip(words, stems, strict=True):
+        for word, term in zip(kept, stems, strict=True):
             surface.setdefault(term, Counter())[word] += 1
     min_docs = 2 if len(feedback_texts) > 1 else 1
     weighted = [

@@ -4,7 +4,6 @@ rerank and expansion share."""
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Final
@@ -15,31 +14,31 @@ import numpy.typing as npt
 from bm25s.stopwords import STOPWORDS_EN
 
 from services.common.evidence import Chunk
-from services.common.language.text import stem
+from services.common.language.text import stem, words
 
 Scores = npt.NDArray[np.float32]
 Positions = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
 
-# scikit-learn's CountVectorizer pattern (bm25s's default): words of two or more characters,
-# so "498a" and "420" survive while single letters ("s", "(a)") do not.
-WORD_PATTERN: Final = re.compile(r"(?u)\b\w\w+\b")
+# bm25s's English stop words (scikit-learn's list), a subset of the shared base
+# (services/common/language/stopwords.py); changing it changes the index.
 STOPWORDS: Final = frozenset(STOPWORDS_EN)
 
 # Bump when tokenize() maps any text to other tokens (its word pattern, its stop words or the
 # shared stemmer it calls): BM25 is rebuilt from the chunks at every start, but result-cache keys
 # include this, so entries computed with the old tokens read as misses.
-# 1: retrieval's own suffix stripper; 2: the shared stemmer, services.common.language.text.stem.
-TOKENIZER_VERSION: Final = 2
+# 1: retrieval's own suffix stripper; 2: the shared stemmer, services.common.language.text.stem;
+# 3: the shared words (services.common.language.text.words) instead of scikit-learn's pattern.
+TOKENIZER_VERSION: Final = 3
 
 
 def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
-    """Lower-cased, stemmed word tokens; stopwords (bm25s's English list) dropped by default.
+    """Stemmed words of two or more characters ("498a" and "420" stay, "s" and "(a)" go);
+    stop words (bm25s's English list) dropped by default.
 
-    The stem is the one every service uses (``services.common.language.text.stem``).
+    Words and stems are the ones every service uses (``services.common.language.text``).
     """
-    words = WORD_PATTERN.findall(text.lower())
-    return [stem(w) for w in words if keep_stopwords or w not in STOPWORDS]
+    return [stem(w) for w in words(text) if len(w) > 1 and (keep_stopwords or w not in STOPWORDS)]
 
 
 def chunk_search_text(chunk: Chunk) -> str:

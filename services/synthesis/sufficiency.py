@@ -17,6 +17,7 @@ from services.common.language.references import (
 )
 from services.common.language.stopwords import FUNCTION_WORDS, REQUEST_WORDS
 from services.common.language.text import stem
+from services.common.language.text import words as text_words
 
 
 def _words(text: str) -> frozenset[str]:
@@ -45,8 +46,6 @@ GENERIC_WORDS = _words(
     offence offences offense offenses
     """
 )
-
-_TOKEN = re.compile(r"[a-z0-9]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +85,7 @@ def extract_key_terms(question: str) -> KeyTerms:
     remainder = remainder.lower()
     terms: list[str] = []
     generic: list[str] = []
-    for token in _TOKEN.findall(remainder):
+    for token in text_words(remainder):
         if token in STOP_WORDS or token in CUE_WORDS:
             continue
         if token in GENERIC_WORDS:
@@ -103,7 +102,7 @@ def _append_unique(items: list[str], item: str) -> None:
 
 def text_stems(text: str) -> frozenset[str]:
     """The stems of every word in ``text``."""
-    return frozenset(stem(token) for token in _TOKEN.findall(text.lower()))
+    return frozenset(stem(token) for token in text_words(text))
 
 
 def chunk_stems(chunk: Chunk) -> frozenset[str]:
@@ -421,7 +420,7 @@ def required_terms(question: str, key_terms: KeyTerms) -> frozenset[str]:
     named = {
         stem(token)
         for match in _NAME_OR_NUMBER.finditer(tail)
-        for token in _TOKEN.findall(match.group(0).lower())
+        for token in text_words(match.group(0))
     }
     return frozenset(t for t in key_terms.terms if t in named)
 
@@ -435,6 +434,6 @@ def _supports(intent: Intent, chunk: Chunk, key_terms: KeyTerms) -> bool:
     if intent is Intent.DEFINITION and key_terms.terms:
         # The title names exactly the asked term: "Murder" for "What is murder?", but not
         # "Punishment for murder".
-        title = {stem(w) for w in _TOKEN.findall(chunk.title.lower()) if w not in STOP_WORDS}
+        title = {stem(w) for w in text_words(chunk.title) if w not in STOP_WORDS}
         return bool(title) and title == set(key_terms.terms)
     return False

@@ -43,9 +43,14 @@ _SYNONYMS: dict[str, str] = {
     "%": "percent",
 }
 
+# A word: letters and digits, with inner apostrophes ("person's", "don't"); the one definition
+# of a word for BM25, expansion, sufficiency and the validator's tokens (issue 14).
+_WORD_PATTERN = r"[^\W_]+(?:['’][^\W_]+)*"
+_WORD_RE = re.compile(_WORD_PATTERN)
+
 # A word, or (group 1 empty) a punctuation mark that ends a clause.
 # ("4.0" and "10,000" do not end a clause).
-_TOKEN_RE = re.compile(r"([^\W_]+(?:['’][^\W_]+)*)|[;:!?()\[\]\n\"“”]|[.,](?![0-9])")
+_TOKEN_RE = re.compile(rf"({_WORD_PATTERN})|[;:!?()\[\]\n\"“”]|[.,](?![0-9])")
 
 # Ordered longest first; (suffix, replacement, minimum stem length left after removal).
 _SUFFIXES: tuple[tuple[str, str, int], ...] = (
@@ -137,6 +142,15 @@ def _strip_suffix(word: str, rules: Sequence[tuple[str, str, int]]) -> str:
 def normalise(word: str) -> str:
     """Unicode-compatibility fold and casefold one word; curly apostrophes become straight."""
     return unicodedata.normalize("NFKC", word).casefold().replace("’", "'")
+
+
+def words(text: str) -> list[str]:
+    """The words of ``text``, normalised (``normalise``), a possessive "'s" dropped."""
+    found = []
+    for raw in _WORD_RE.findall(text):
+        word = raw.lower() if raw.isascii() else normalise(raw)
+        found.append(word[:-2] if word.endswith("'s") else word)
+    return found
 
 
 @lru_cache(maxsize=65536)

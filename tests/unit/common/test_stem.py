@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from services.common.language.text import stem
+from services.common.language.text import stem, words
+from services.common.language.text import tokenize as text_tokens
 from services.retrieval.lexical import tokenize
 from services.synthesis.sufficiency import text_stems
 
@@ -104,3 +105,23 @@ class TestOneStemmer:
         tree = ast.parse((ROOT / HOME).read_text())
         names = [n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
         assert "stem" in names
+
+
+class TestOneWordDefinition:
+    def test_words_keep_inner_apostrophes_and_drop_possessives(self) -> None:
+        assert words("The person’s claim: don't! Section 498A, café") == [
+            "the",
+            "person",
+            "claim",
+            "don't",
+            "section",
+            "498a",
+            "café",
+        ]
+
+    def test_bm25_sufficiency_and_validator_split_words_alike(self) -> None:
+        text = "Whoever, being a public servant, commits criminal misconduct u/s 13(1)(e)’s sake"
+        validator_words = [t.norm.removesuffix("'s") for t in text_tokens(text)]
+        assert validator_words == words(text)
+        assert tokenize(text, keep_stopwords=True) == [stem(w) for w in words(text) if len(w) > 1]
+        assert text_stems(text) == {stem(w) for w in words(text)}
