@@ -681,3 +681,19 @@ class TestTracing:
         assert _direction_allows(policies, source, collector, 4317, "TCP", "Egress")
         assert not _direction_allows(policies, source, elsewhere, 4317, "TCP", "Egress")
         assert not _direction_allows(policies, source, collector, 443, "TCP", "Egress")
+
+
+class TestComponentsAlone:
+    def test_no_component_restricts_egress_on_its_own(self) -> None:
+        # A NetworkPolicy selecting a pod for egress makes the rest of its egress deny-all: a
+        # component used without network-policies must not add one, or it cuts the call graph.
+        offenders = {}
+        for component in sorted((DEPLOY / "components").iterdir()):
+            if component.name == "network-policies":
+                continue
+            for path in component.glob("*.yaml"):
+                for doc in yaml.safe_load_all(path.read_text()):
+                    policy = doc and doc.get("kind") == "NetworkPolicy"
+                    if policy and "Egress" in doc["spec"].get("policyTypes", []):
+                        offenders.setdefault(component.name, []).append(path.name)
+        assert offenders == {}
