@@ -158,10 +158,10 @@ node_modules/.bin/buf: package.json
 	touch $@
 
 .PHONY: lint
-lint: install node_modules/.bin/buf ## ruff, mypy --strict, buf lint, buf breaking against the committed contract baseline.
+lint: install node_modules/.bin/buf ## ruff, mypy --strict (services, stack), buf lint, buf breaking against the committed contract baseline.
 	$(VENV)/bin/ruff check services stack tests scripts bench evaluation training
 	$(VENV)/bin/ruff format --check services stack tests scripts bench evaluation training
-	$(VENV)/bin/mypy services
+	$(VENV)/bin/mypy services stack
 	node_modules/.bin/buf lint
 	node_modules/.bin/buf breaking --against protos/baseline.binpb
 
