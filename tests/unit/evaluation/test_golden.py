@@ -20,6 +20,7 @@ from services.common.intent import Intent
 ROOT = Path(__file__).resolve().parents[3]
 GOLDEN = ROOT / "data/golden/ipc_golden_v1.jsonl"
 PLAIN = ROOT / "data/golden/ipc_plain_v1.jsonl"
+TUNE = ROOT / "data/golden/ipc_plain_tune_v1.jsonl"
 IPC = ROOT / "data/corpora/indian_law/ipc.json"
 
 
@@ -85,6 +86,19 @@ class TestShippedGolden:
         answerable = [i for i in items if i.answerable]
         assert len(answerable) >= 80 and len(items) - len(answerable) >= 30
         assert check_against_corpus(items, load_ipc_sections(IPC)) == []
+
+    def test_plain_tune_set_loads_and_matches_corpus(self) -> None:
+        items = load_golden(TUNE)
+        answerable = [i for i in items if i.answerable]
+        assert len(answerable) >= 80 and len(items) - len(answerable) >= 30
+        assert len({d for i in answerable for d in i.gold_doc_ids}) >= 60
+        assert check_against_corpus(items, load_ipc_sections(IPC)) == []
+
+    def test_plain_tune_set_ids_do_not_reuse_golden_ids(self) -> None:
+        # The tune set's ids are ipc-501 on (the loader accepts ipc-NNN and plain-NNN only),
+        # so they must stay clear of ipc_golden_v1's ipc-001..ipc-112.
+        golden_ids = {i.id for i in load_golden(GOLDEN)}
+        assert not golden_ids & {i.id for i in load_golden(TUNE)}
 
 
 class TestLoadGolden:
