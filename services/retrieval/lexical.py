@@ -14,6 +14,7 @@ import numpy.typing as npt
 from bm25s.stopwords import STOPWORDS_EN
 
 from services.common.evidence import Chunk
+from services.common.language.lay_terms import alternatives
 from services.common.language.text import stem, words
 
 Scores = npt.NDArray[np.float32]
@@ -29,7 +30,8 @@ STOPWORDS: Final = frozenset(STOPWORDS_EN)
 # include this, so entries computed with the old tokens read as misses.
 # 1: retrieval's own suffix stripper; 2: the shared stemmer, services.common.language.text.stem;
 # 3: the shared words (services.common.language.text.words) instead of scikit-learn's pattern.
-TOKENIZER_VERSION: Final = 3
+# 4: queries also search the statute's words for everyday ones (query_tokens, lay_terms).
+TOKENIZER_VERSION: Final = 4
 
 
 def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
@@ -39,6 +41,14 @@ def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
     Words and stems are the ones every service uses (``services.common.language.text``).
     """
     return [stem(w) for w in words(text) if len(w) > 1 and (keep_stopwords or w not in STOPWORDS)]
+
+
+def query_tokens(query: str) -> list[str]:
+    """A query's BM25 tokens, each everyday word followed by the statute's words for it
+    (``services.common.language.lay_terms``): "steal" also searches "theft"."""
+    tokens = tokenize(query)
+    extra = [alt for t in tokens for alt in sorted(alternatives(t)) if alt not in tokens]
+    return tokens + list(dict.fromkeys(extra))
 
 
 def chunk_search_text(chunk: Chunk) -> str:
@@ -96,7 +106,7 @@ class LexicalIndex:
         Also returns the full score array, which the caller uses to score provisions named in
         the query that did not make the top ``k``.
         """
-        all_scores = self.scores(tokenize(query))
+        all_scores = self.scores(query_tokens(query))
         return *top_k(all_scores, k, mask=mask), all_scores
 
 

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from services.retrieval.lexical import LexicalIndex, chunk_search_text, tokenize, top_k
+from services.common.language.lay_terms import alternatives
+from services.common.language.text import stem
+from services.retrieval.lexical import (
+    LexicalIndex,
+    chunk_search_text,
+    query_tokens,
+    tokenize,
+    top_k,
+)
 from tests.unit.retrieval.search_fakes import statute_chunks
 
 
@@ -82,3 +90,26 @@ class TestTopK:
     def test_top_k_zero_returns_nothing(self) -> None:
         _, positions = top_k(np.array([1.0], dtype=np.float32), 0)
         assert positions.size == 0
+
+
+class TestLayWords:
+    def test_query_tokens_add_the_statutes_words_for_everyday_ones(self) -> None:
+        tokens = query_tokens("Can I be punished for stealing a phone?")
+        assert tokens[: len(tokenize("Can I be punished for stealing a phone?"))] == tokenize(
+            "Can I be punished for stealing a phone?"
+        )
+        assert stem("theft") in tokens
+
+    def test_query_without_everyday_words_is_unchanged(self) -> None:
+        query = "What is the punishment for theft?"
+        assert query_tokens(query) == tokenize(query)
+
+    def test_an_everyday_word_finds_the_statute_that_never_uses_it(self) -> None:
+        texts = [
+            "Whoever commits theft shall be punished with imprisonment.",
+            "Whoever commits mischief shall be punished with fine.",
+        ]
+        index = LexicalIndex(texts)
+        _, positions, _ = index.search("Someone was stealing my bicycle", 2)
+        assert list(positions[:1]) == [0]
+        assert alternatives(stem("stole")) == {stem("theft")}
