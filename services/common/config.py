@@ -217,6 +217,9 @@ class JudgeSettings:
     seconds_per_minute: float = 0.0
     logprobs: bool = False
     min_score: float = 0.5
+    # "numbered" (batched, any instruction-following model) or "document-claim" (one claim per
+    # call in the format checker models such as Bespoke-MiniCheck-7B are trained on).
+    prompt: str = "numbered"
     band_low: float | None = None
     band_high: float | None = None
     cache_url: str = ""
@@ -247,6 +250,7 @@ class JudgeSettings:
             seconds_per_minute=judge.float("SECONDS_PER_MINUTE", 0.0, minimum=0.0),
             logprobs=judge.bool("LOGPROBS", False),
             min_score=judge.float("MIN_SCORE", 0.5, minimum=0.0, maximum=1.0),
+            prompt=judge.str("PROMPT", "numbered", choices=("numbered", "document-claim")),
             band_low=judge.probability("BAND_LOW"),
             band_high=judge.probability("BAND_HIGH"),
             cache_url=judge.str("CACHE_URL", ""),

@@ -50,6 +50,20 @@ class Outcome(enum.Enum):
     BUDGET_EXHAUSTED = "budget_exhausted"  # a per-request or per-process limit was reached
 
 
+class PromptStyle(enum.Enum):
+    """How the judge is asked.
+
+    - ``NUMBERED``: one call for a batch of items, tagged data, one ``<n>: yes|no`` line each
+      (any instruction-following model).
+    - ``DOCUMENT_CLAIM``: one call per claim, ``Document: …\nClaim: …``, a bare ``Yes`` or
+      ``No`` back: the format dedicated checkers such as Bespoke-MiniCheck-7B are trained on.
+      Support claims only (a checker judges claims, not whether a question is answered).
+    """
+
+    NUMBERED = "numbered"
+    DOCUMENT_CLAIM = "document-claim"
+
+
 @dataclass(frozen=True, slots=True)
 class Item:
     """One thing to judge: a claim (or question) and the evidence passages it is judged on."""
@@ -125,10 +139,20 @@ def escape(text: str) -> str:
     return html.escape(text, quote=True)
 
 
-def build_messages(task: Task, items: Sequence[Item]) -> list[dict[str, str]]:
-    """The chat messages asking about ``items`` (system: the rules; user: the delimited data)."""
+def build_messages(
+    task: Task, items: Sequence[Item], style: PromptStyle = PromptStyle.NUMBERED
+) -> list[dict[str, str]]:
+    """The chat messages asking about ``items``: in the numbered style a system message with
+    the rules and a user message with the delimited data; in the document-claim style the one
+    user message a checker model expects (one item)."""
     if not items:
         raise ValueError("nothing to judge")
+    if style is PromptStyle.DOCUMENT_CLAIM:
+        if task is not Task.SUPPORT or len(items) != 1:
+            raise ValueError("the document-claim style takes one support claim per call")
+        (item,) = items
+        document = " ".join(_one_line(text) for _, text in item.evidence)
+        return [{"role": "user", "content": f"Document: {document}\nClaim: {_one_line(item.text)}"}]
     tag = _TAG[task]
     blocks = []
     for number, item in enumerate(items, start=1):
@@ -149,6 +173,11 @@ def build_messages(task: Task, items: Sequence[Item]) -> list[dict[str, str]]:
     ]
 
 
+def _one_line(text: str) -> str:
+    """Text on one line, so no passage can start a line of its own ("Claim: ...")."""
+    return " ".join(text.split())
+
+
 def estimate_tokens(messages: Sequence[Mapping[str, str]], max_reply_tokens: int) -> int:
     """A prompt's size in tokens, estimated before it is sent, plus the reply's allowance."""
     chars = sum(len(m["content"]) for m in messages)
@@ -163,14 +192,20 @@ def reply_tokens(count: int) -> int:
 _LINE = re.compile(r"(\d+)\s*[:.)]\s*(yes|no)", re.IGNORECASE)
 
 
-def parse_reply(text: str, count: int) -> list[bool]:
+def parse_reply(text: str, count: int, style: PromptStyle = PromptStyle.NUMBERED) -> list[bool]:
     """Each item's yes (True) or no (False), or ``ReplyError``.
 
-    Strict on purpose: the reply must be exactly ``count`` non-empty lines, each ``<n>: yes``
+    In the document-claim style the whole reply must be "Yes" or "No" (any case, a final period
+    allowed). Strict on purpose: a numbered reply must be exactly ``count`` non-empty lines, each ``<n>: yes``
     or ``<n>: no`` (``:``, ``.`` or ``)`` after the number, any case), numbering every item
     once. Anything else (prose, a "maybe", a missing or repeated item, an extra line) rejects
     the whole reply, because a model that left the format may also have left the task.
     """
+    if style is PromptStyle.DOCUMENT_CLAIM:
+        word = text.strip().rstrip(".").strip().lower()
+        if count != 1 or word not in ("yes", "no"):
+            raise ReplyError(f"expected a bare Yes or No, got {text.strip()[:80]!r}")
+        return [word == "yes"]
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     if len(lines) != count:
         raise ReplyError(f"expected {count} answer lines, got {len(lines)}")
@@ -226,10 +261,18 @@ def _alternative(top: Mapping[str, float], word: str) -> float | None:
     return max(found) if found else None
 
 
-def cache_key(task: Task, model: str, item: Item) -> str:
-    """Redis key of a verdict: the prompt version, task, model, claim and evidence, hashed."""
+def cache_key(task: Task, model: str, item: Item, style: PromptStyle = PromptStyle.NUMBERED) -> str:
+    """Redis key of a verdict: the prompt version and style, task, model, claim and evidence,
+    hashed."""
     payload = json.dumps(
-        [PROMPT_VERSION, task.value, model, item.text, [list(e) for e in item.evidence]],
+        [
+            PROMPT_VERSION,
+            style.value,
+            task.value,
+            model,
+            item.text,
+            [list(e) for e in item.evidence],
+        ],
         ensure_ascii=False,
         separators=(",", ":"),
     )

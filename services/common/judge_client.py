@@ -17,6 +17,7 @@ from services.common.judge import (
     Limits,
     Outcome,
     ProcessBudget,
+    PromptStyle,
     ReplyError,
     Task,
     TokenLogprob,
@@ -85,6 +86,7 @@ class OpenAIJudge:
             settings.calls_per_minute, settings.tokens_per_minute, settings.seconds_per_minute
         )
         self._slots = asyncio.Semaphore(settings.max_concurrency)
+        self._style = PromptStyle(settings.prompt)
 
     def __repr__(self) -> str:
         return f"OpenAIJudge(base_url={self._settings.base_url!r}, model={self.model!r})"
@@ -106,7 +108,11 @@ class OpenAIJudge:
         """A verdict per item, in order, within ``min(timeout_s, settings.timeout_s)``."""
         deadline = time.monotonic() + min(timeout_s, self._settings.timeout_s)
         verdicts: list[Verdict | None] = [None] * len(items)
-        keys = [cache_key(task, self.model, item) for item in items]
+        if self._style is PromptStyle.DOCUMENT_CLAIM and task is not Task.SUPPORT:
+            # A claim checker cannot say whether evidence answers a question (synthesis refuses
+            # to start with this setting; this guards any other caller).
+            return [self._unavailable("the document-claim prompt judges claims only")] * len(items)
+        keys = [cache_key(task, self.model, item, self._style) for item in items]
         if self._cache is not None and items:
             found = await asyncio.to_thread(self._lookup, keys)
             verdicts = list(found)
@@ -119,9 +125,9 @@ class OpenAIJudge:
         pending = pending[: self._limits.max_items]
         calls = []
         request_tokens = 0
-        per_call = self._limits.items_per_call
+        per_call = 1 if self._style is PromptStyle.DOCUMENT_CLAIM else self._limits.items_per_call
         for batch in (pending[k : k + per_call] for k in range(0, len(pending), per_call)):
-            messages = build_messages(task, [items[i] for i in batch])
+            messages = build_messages(task, [items[i] for i in batch], self._style)
             estimate = estimate_tokens(messages, reply_tokens(len(batch)))
             refusal, ticket = self._admit(request_tokens + estimate, estimate, deadline)
             if ticket is None:
@@ -223,7 +229,7 @@ class OpenAIJudge:
         choice = response.choices[0] if response.choices else None
         text = choice.message.content if choice is not None else None
         try:
-            answers = parse_reply(text or "", count)
+            answers = parse_reply(text or "", count, self._style)
         except ReplyError as exc:
             JUDGE_CALLS.labels("malformed").inc()
             logger.warning("judge reply rejected: %s", exc)

@@ -85,6 +85,11 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
     retriever = GrpcRetriever(retrieval_channel, connect_wait_s=connect_wait_s)
     validator = GrpcValidator(validator_channel, connect_wait_s=connect_wait_s)
     # Loaded at warm-up (one model and one judge per process).
+    if config.judge.enabled and config.judge.prompt == "document-claim":
+        raise ValueError(
+            "SYNTHESIS_JUDGE_PROMPT=document-claim: a claim checker cannot judge whether "
+            "evidence answers a question; use the numbered prompt with an instruction model"
+        )
     judge = build_judge(config.judge)
     answerability = AnswerabilityCheck(
         judge=judge, band=judge_band(config.judge, DEFAULT_JUDGE_BAND)

@@ -170,6 +170,23 @@ class TestJudgeClient:
         assert weak[0].outcome is Outcome.NO
         assert "below 0.70" in weak[0].detail
 
+    async def test_document_claim_style_sends_one_claim_per_call(
+        self, server: FakeOpenAIServer
+    ) -> None:
+        def checker(messages: Messages) -> str:
+            return "No" if "death" in messages[-1]["content"].split("\nClaim: ")[1] else "Yes"
+
+        server.script(Reply(checker))
+        judge = OpenAIJudge(settings(server, prompt="document-claim"))
+        verdicts = await judge.judge(Task.SUPPORT, ITEMS, timeout_s=2.0)
+        answers = await judge.judge(Task.ANSWERS, ITEMS[:1], timeout_s=2.0)
+        await judge.aclose()
+        assert [v.outcome for v in verdicts] == [Outcome.YES, Outcome.NO, Outcome.YES]
+        assert len(server.requests) == 3
+        assert all(len(r.messages) == 1 for r in server.requests)
+        assert server.requests[0].messages[0]["content"].startswith("Document: ")
+        assert answers[0].outcome is Outcome.UNAVAILABLE
+
     def test_repr_never_shows_the_key(self, server: FakeOpenAIServer) -> None:
         judge = OpenAIJudge(settings(server))
         assert "sk-judge-secret" not in repr(judge)
