@@ -134,6 +134,18 @@ def strip_citations(answer: str) -> str:
     return _CITATION_MARK.sub(" ", answer)
 
 
+def answer_claims(answer: str) -> str:
+    """What an answer states, for scoring it against gold answers: citations removed, and the
+    headings of a synthesis-mode answer too (a line ending in ":" that cites nothing names a
+    source, such as "IPC section 379, Punishment for theft:", and states nothing)."""
+    kept = [
+        line
+        for line in answer.split("\n")
+        if not (line.rstrip().endswith(":") and not _CITATION_MARK.search(line))
+    ]
+    return strip_citations("\n".join(kept))
+
+
 def normalize_answer(text: str) -> str:
     """Official SQuAD normalisation: lowercase, drop punctuation and a/an/the, fix whitespace."""
     text = "".join(ch for ch in text.lower() if ch not in _PUNCT)
@@ -291,7 +303,7 @@ def _citation_facts(
 
 def _answer_facts(item: EvalItem, answer: str) -> tuple[float | None, float | None, bool]:
     """(EM, F1, containment); EM and F1 only for ``answer_match == "any"`` (SQuAD-style) items."""
-    text = strip_citations(answer)
+    text = answer_claims(answer)
     if item.answer_match == "all":
         return None, None, all(contains_answer(text, g) for g in item.gold_answers)
     return (

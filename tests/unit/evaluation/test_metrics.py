@@ -10,6 +10,7 @@ import pytest
 
 from evaluation.metrics import (
     BootstrapConfig,
+    answer_claims,
     bootstrap_ratio,
     contains_answer,
     exact_match,
@@ -170,6 +171,17 @@ class TestAnswerMetrics:
     )
     def test_contains_answer(self, prediction: str, gold: str, expected: bool) -> None:
         assert contains_answer(prediction, gold) is expected
+
+    def test_answer_claims_drop_synthesis_headings(self) -> None:
+        answer = (
+            "Apollo 11, Spaceflight:\nIt landed in 1969 [Apollo 11_0].\n"
+            "Neil Armstrong, Astronaut:\nHe walked first [Neil Armstrong_2]."
+        )
+        text = answer_claims(answer)
+        assert "Spaceflight" not in text and "Astronaut" not in text
+        assert "It landed in 1969" in text and "[" not in text
+        # A cited sentence that ends in a colon is a claim, not a heading.
+        assert "follows" in answer_claims("It reads as follows [A_1]:")
 
     def test_strip_citations_removes_bracketed_ids(self) -> None:
         assert strip_citations("Theft [IPC_378_0] is [x, y] bad.").split() == [
