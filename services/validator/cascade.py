@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from services.common.judge import Band, Item, Outcome, Verdict
+from services.common.judge import Band, Item, Judge, Outcome, Task, Verdict
 from services.common.language.citations import EvidenceIndex, EvidenceLike, scan
 from services.common.validation import (
     JudgeDecision,
@@ -213,3 +213,22 @@ def _decided(sentence: SentenceReport, verdict: Verdict, local: float | None) ->
         judge=decision,
         detail=f"{was}; {said}",
     )
+
+
+async def escalate(
+    report: ValidationReport,
+    evidence: Sequence[EvidenceLike],
+    judge: Judge,
+    band: Band,
+    review: frozenset[Reason] = DEFAULT_REVIEW,
+    *,
+    timeout_s: float,
+) -> tuple[ValidationReport, int]:
+    """``report`` with the judge's word on its uncertain sentences (one batched request), and
+    how many sentences were asked about. The service and the ``validate`` CLI both use it, so
+    both give the same judgement."""
+    escalations = uncertain(report, evidence, band, review)
+    if not escalations:
+        return report, 0
+    verdicts = await judge.judge(Task.SUPPORT, [e.item for e in escalations], timeout_s=timeout_s)
+    return apply(report, escalations, verdicts), len(escalations)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import enum
 import json
 import sys
@@ -12,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from services.common.errors import ModelUnavailableError
+from services.common.judge_client import OpenAIJudge, build_judge, judge_band
 from services.common.validation import ValidationReport
+from services.validator import cascade
 from services.validator.config import ValidatorConfig
 from services.validator.engine import EntailmentTier, validate
 from services.validator.nli_onnx import tier_from_config
@@ -105,7 +108,8 @@ def render(report: ValidationReport) -> str:
         f"support {report.support_score:.2f}, accepted: {'yes' if report.accepted else 'no'}",
         "tiers: "
         + ", ".join(t.value for t in report.tiers)
-        + (f" (model {report.entailment_model})" if report.entailment_model else ""),
+        + (f" (model {report.entailment_model})" if report.entailment_model else "")
+        + (f" (judge {report.judge_model})" if report.judge_model else ""),
     ]
     for label, values in (
         ("invalid citations", report.invalid_citations),
@@ -126,6 +130,12 @@ def render(report: ValidationReport) -> str:
                 f"        entailment {e.entailment:.2f} neutral {e.neutral:.2f} "
                 f"contradiction {e.contradiction:.2f} from {e.semantic_id or '-'}"
                 f"[{e.char_start}:{e.char_end}]" + (" (verbatim)" if e.verbatim else "")
+            )
+        if s.judge is not None:
+            j = s.judge
+            score = f" P(yes) {j.score:.2f}" if j.score is not None else ""
+            lines.append(
+                f"        judge {j.model}: {j.outcome}{score}" + (" (cached)" if j.cached else "")
             )
         if s.detail:
             lines.append(f"        {s.detail}")
@@ -180,11 +190,35 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: entailment model unavailable: {exc.message}", file=sys.stderr)
             return EXIT_MODEL_UNAVAILABLE
     report = validate(answer, chunks, tier=tier)
+    judge = build_judge(config.judge)
+    if judge is not None:
+        # The judge tier, as the service runs it (VALIDATOR_JUDGE_*), so the same judgement.
+        report = asyncio.run(_judged(report, chunks, judge, config))
     if args.json:
         print(json.dumps(report_to_dict(report), ensure_ascii=False, indent=2))
     else:
         print(render(report))
     return EXIT_ACCEPTED if report.accepted else EXIT_REJECTED
+
+
+async def _judged(
+    report: ValidationReport,
+    chunks: Sequence[_Evidence],
+    judge: OpenAIJudge,
+    config: ValidatorConfig,
+) -> ValidationReport:
+    try:
+        judged, _ = await cascade.escalate(
+            report,
+            chunks,
+            judge,
+            judge_band(config.judge, cascade.DEFAULT_BAND),
+            config.judge_review,
+            timeout_s=judge.timeout_s,
+        )
+    finally:
+        await judge.aclose()
+    return judged
 
 
 def _plain(value: Any) -> Any:

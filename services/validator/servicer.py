@@ -12,7 +12,7 @@ from grounded.validator.v1 import validator_service_pb2_grpc as pb_grpc
 from grpc import aio
 
 from services.common.errors import ModelUnavailableError
-from services.common.judge import Band, Judge, Task
+from services.common.judge import Band, Judge
 from services.common.metrics import (
     MODEL_FAILURES,
     SUPPORT_SCORE,
@@ -89,18 +89,15 @@ class ValidatorServicer(pb_grpc.ValidatorServiceServicer):
             self.band.low if options.judge_band_low is None else options.judge_band_low,
             self.band.high if options.judge_band_high is None else options.judge_band_high,
         )
-        escalations = cascade.uncertain(report, evidence, band, self.review)
-        if not escalations:
-            return report
         remaining = context.time_remaining()
         # Leave the reply some of the caller's time; without a deadline the judge's own applies.
         budget = self.judge.timeout_s if remaining is None else remaining - _REPLY_MARGIN_S
-        with stage_span("judge", sentences=len(escalations), model=self.judge.model):
-            verdicts = await self.judge.judge(
-                Task.SUPPORT, [e.item for e in escalations], timeout_s=budget
+        with stage_span("judge", model=self.judge.model):
+            judged, asked = await cascade.escalate(
+                report, evidence, self.judge, band, self.review, timeout_s=budget
             )
-            annotate(supported=sum(v.yes for v in verdicts))
-        return cascade.apply(report, escalations, verdicts)
+            annotate(sentences=asked)
+        return judged
 
 
 # Time kept back from the caller's deadline for building and sending the response.

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from services.validator.cli import EXIT_ACCEPTED, EXIT_BAD_INPUT, EXIT_REJECTED, main
+from tests.support.fake_openai import FakeOpenAIServer, Reply
 from tests.unit.validator.samples import ipc_text
 
 GROUNDED = (
@@ -97,3 +98,26 @@ class TestCli:
 
         assert code == EXIT_BAD_INPUT
         assert "cannot read" in capsys.readouterr().err
+
+
+class TestCliWithAJudge:
+    def test_main_asks_the_configured_judge_as_the_service_does(
+        self,
+        tmp_path: Path,
+        chunks_file: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        # The grounded sentence is no quote, so the model judges it; a band of [0, 1) makes
+        # it uncertain, and the judge (the loopback server) says no.
+        with FakeOpenAIServer(Reply("1: no")) as server:
+            monkeypatch.setenv("VALIDATOR_JUDGE_BASE_URL", server.base_url)
+            monkeypatch.setenv("VALIDATOR_JUDGE_MODEL", "checker-7b")
+            monkeypatch.setenv("VALIDATOR_JUDGE_BAND_LOW", "0")
+            monkeypatch.setenv("VALIDATOR_JUDGE_BAND_HIGH", "1")
+            code = run(tmp_path, GROUNDED, chunks_file)
+            asked = len(server.requests)
+        out = capsys.readouterr().out
+        assert code == EXIT_REJECTED and asked == 1
+        assert "JUDGE_REJECTED" in out
+        assert "judge checker-7b: no" in out
