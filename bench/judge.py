@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import re
 import statistics
@@ -140,11 +141,8 @@ def validator_escalation() -> dict[str, Any]:
 
 
 def _oracle(case: Case) -> Case:
-    right = case.expected == ACCEPT
-    copy = Case(case.source, case.category, case.answer, case.evidence, case.expected, case.note)
-    copy.group = case.group
-    copy.outcome = {"accepted": right, "reason": "JUDGE", "correct": True}
-    return copy
+    outcome = {"accepted": case.expected == ACCEPT, "reason": "JUDGE", "correct": True}
+    return dataclasses.replace(case, outcome=outcome)
 
 
 def _by_source(picked: Sequence[tuple[Case, bool]]) -> dict[str, list[int]]:

@@ -167,10 +167,8 @@ class OpenAIJudge:
 
     def _lookup(self, keys: Sequence[str]) -> list[Verdict | None]:
         assert self._cache is not None
-        found = [self._cache.get(key, decode_verdict) for key in keys]
-        # A verdict cached for the same prompt by another model name cannot happen (the key
-        # holds the model), but an entry must never vouch for a model it was not made by.
-        return [v if v is not None and v.model == self.model else None for v in found]
+        # The key holds the model (and prompt version and style): an entry is this model's.
+        return [self._cache.get(key, decode_verdict) for key in keys]
 
     def _store(self, entries: Sequence[tuple[str, Verdict]]) -> None:
         assert self._cache is not None

@@ -14,6 +14,7 @@ from typing import cast
 from grounded.type.v1 import validation_pb2 as tpb
 
 from services.common import validation as r
+from services.common.judge import Outcome
 
 _VERDICT = {
     r.Verdict.GROUNDED: tpb.VALIDATION_VERDICT_GROUNDED,
@@ -41,11 +42,8 @@ _TIER: dict[r.Tier, tpb.ValidationTier] = {
     for tier in r.Tier
 }
 _JUDGE_OUTCOME: dict[str, tpb.JudgeOutcome] = {
-    outcome: cast(
-        tpb.JudgeOutcome,
-        tpb.JudgeOutcome.Value(f"JUDGE_OUTCOME_{outcome.upper()}"),
-    )
-    for outcome in ("yes", "no", "unavailable", "budget_exhausted")
+    outcome.value: cast(tpb.JudgeOutcome, tpb.JudgeOutcome.Value(f"JUDGE_OUTCOME_{outcome.name}"))
+    for outcome in Outcome
 }
 JUDGE_OUTCOME_FROM_PROTO = {v: k for k, v in _JUDGE_OUTCOME.items()}
 VERDICT_FROM_PROTO = {v: k for k, v in _VERDICT.items()}

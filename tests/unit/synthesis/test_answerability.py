@@ -147,9 +147,16 @@ class TestCombine:
 
 
 def _pipeline(
-    retriever: FakeRetriever, scorer: TableScorer | None, mode: str, **opts: float
+    retriever: FakeRetriever,
+    scorer: TableScorer | None,
+    mode: str,
+    *,
+    judge: ScriptedJudge | None = None,
+    **opts: float,
 ) -> SynthesisPipeline:
-    check = AnswerabilityCheck(AnswerabilityOptions(AnswerabilityMode(mode), **opts))
+    check = AnswerabilityCheck(
+        AnswerabilityOptions(AnswerabilityMode(mode), **opts), judge=judge, band=Band(0.2, 0.9)
+    )
     if scorer is not None:
         check.load(scorer, check.options)
     return SynthesisPipeline(
@@ -248,18 +255,9 @@ class ScriptedJudge:
 
 
 def _judged_pipeline(
-    retriever: FakeRetriever, scorer: TableScorer, judge: ScriptedJudge, mode: str = "both"
+    retriever: FakeRetriever, scorer: TableScorer, judge: ScriptedJudge
 ) -> SynthesisPipeline:
-    options = AnswerabilityOptions(AnswerabilityMode(mode), veto_below=0.5, rescue_at=0.9)
-    check = AnswerabilityCheck(options, judge=judge, band=Band(0.2, 0.9))
-    check.load(scorer, options)
-    return SynthesisPipeline(
-        retriever,
-        EngineValidator(),
-        ExtractiveGenerator(),
-        PipelineSettings(candidate_pool=0),
-        answerability=check,
-    )
+    return _pipeline(retriever, scorer, "both", judge=judge, veto_below=0.5, rescue_at=0.9)
 
 
 class TestJudgeDecisions:
