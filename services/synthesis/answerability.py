@@ -13,7 +13,8 @@ Modes (``SYNTHESIS_ANSWERABILITY``), so that each can be measured against the ot
 - ``veto``: keyword rules, and a question they pass is refused when no evidence sentence
   reaches ``veto_below`` (requirement ``ANSWERING_SENTENCE``).
 - ``rescue``: keyword rules, but a refusal for words alone (``KEY_TERM_MATCH`` or a missing
-  intent language) is overruled when some sentence reaches ``rescue_at``.
+  intent language) is overruled when some sentence reaches ``rescue_at``. Only such refusals
+  are scored (``needs_scores``): a question the keyword rules answer costs no model call.
 - ``both``: veto and rescue.
 - ``model``: the model alone decides, after the structural checks (evidence present, a named
   section present, every name and number the question writes found).
@@ -115,6 +116,25 @@ class AnswerabilityScores:
         """Ids scoring at least ``threshold``, best first."""
         ranked = sorted(self.by_id.items(), key=lambda item: (-item[1], item[0]))
         return tuple(i for i, s in ranked if s >= threshold)
+
+
+def needs_scores(decision: SufficiencyDecision, options: AnswerabilityOptions) -> bool:
+    """Whether the model must score this request's evidence under ``options.mode``.
+
+    Every mode but ``off`` scores every question (``shadow``, ``veto``, ``both`` and ``model``
+    may change or report any decision), except ``rescue``: it can only overrule a refusal for
+    words alone in a question that names no section, so it scores nothing else and the
+    response carries no score for those questions.
+    """
+    if options.mode is AnswerabilityMode.OFF:
+        return False
+    if options.mode is AnswerabilityMode.RESCUE:
+        return (
+            not decision.sufficient
+            and decision.failed in RESCUABLE
+            and not decision.key_terms.sections
+        )
+    return True
 
 
 def score_evidence(

@@ -42,6 +42,7 @@ from services.synthesis.answerability import (
     judge_item,
     judged,
     needs_judge,
+    needs_scores,
     score_evidence,
 )
 from services.synthesis.comparison import (
@@ -485,6 +486,8 @@ class SynthesisPipeline:
             return decision
         if check.scorer is None:
             raise ModelUnavailableError("the answerability model is not loaded yet")
+        if not needs_scores(decision, check.options):
+            return decision
         mark = time.perf_counter()
         with stage_span("answerability", mode=check.options.mode.value):
             scores = await asyncio.to_thread(score_evidence, check.scorer, analysis.focus, evidence)

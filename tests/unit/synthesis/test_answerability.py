@@ -21,6 +21,7 @@ from services.synthesis.answerability import (
     judge_item,
     judged,
     needs_judge,
+    needs_scores,
 )
 from services.synthesis.extractive import ExtractiveGenerator
 from services.synthesis.pipeline import (
@@ -207,6 +208,41 @@ class TestPipeline:
         # The extractive generator quotes the answering sentence, and the validator accepts it.
         assert "[IPC_378_0]" in rescued.answer
         assert rescued.validation is not None
+
+    async def test_rescue_scores_only_a_refusal_it_may_overrule(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        retriever = FakeRetriever(scored(ipc, *THEFT_IDS))
+        scorer = TableScorer({}, default=0.99)
+        synth = _pipeline(retriever, scorer, "rescue", rescue_at=0.9)
+
+        answered = await synth.answer(SynthesisRequest("What is theft?", top_k=3))
+        assert answered.status is SynthesisStatus.ANSWERED
+        assert scorer.calls == []  # the keyword rules answered: nothing to rescue, no model call
+        assert answered.sufficiency.answerability is None
+        assert "answerability" not in answered.timings_ms
+
+        await synth.answer(SynthesisRequest("Is pinching someone's bicycle a crime?", top_k=3))
+        assert len(scorer.calls) == 1  # refused for words alone: scored
+
+    def test_needs_scores_by_mode(self) -> None:
+        passed, worded, structural = (
+            decision(None),
+            decision(Requirement.KEY_TERM_MATCH),
+            decision(Requirement.EVIDENCE_PRESENT),
+        )
+        rescue = AnswerabilityOptions(AnswerabilityMode.RESCUE)
+        assert [needs_scores(d, rescue) for d in (passed, worded, structural)] == [
+            False,
+            True,
+            False,
+        ]
+        named = replace(worded, key_terms=extract_key_terms("what does section 378 say"))
+        assert not needs_scores(named, rescue)
+        for mode in ("shadow", "veto", "both", "model"):
+            options = AnswerabilityOptions(AnswerabilityMode(mode))
+            assert all(needs_scores(d, options) for d in (passed, worded, structural)), mode
+        assert not needs_scores(worded, AnswerabilityOptions())
 
     async def test_shadow_reports_the_score_and_changes_nothing(
         self, ipc: Mapping[str, Chunk]
