@@ -147,9 +147,11 @@ train-entailment: install ## The entailment model (validator): train, export, ca
 train-answerability: install ## The answerability model (synthesis): train, export, then calibrate on shadow-mode runs of the tune sets.
 	nice -n 19 $(PY) -m training.train_entailment --data training/data/answerability --out $(ANSWER_DIR)
 	$(PY) -m training.export_onnx --model $(ANSWER_DIR)/final --data training/data/answerability \
-		--out models/answerability-minilm-l6 --name answerability-minilm-l6-v1
+		--out models/answerability-minilm-l6 --name answerability-minilm-l6-v2
 	$(PY) -m evaluation --dataset squad2 --limit 300 --no-docs --set SYNTHESIS_ANSWERABILITY=shadow
 	$(PY) -m evaluation --dataset ipc --no-docs --set SYNTHESIS_ANSWERABILITY=shadow
+	$(PY) -m evaluation --dataset ipc --data data/golden/ipc_plain_tune_v1.jsonl --no-docs \
+		--set SYNTHESIS_ANSWERABILITY=shadow
 	$(PY) -m training.calibrate_answerability
 
 # ---------------------------------------------------------------------------- quality gates

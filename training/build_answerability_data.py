@@ -17,6 +17,12 @@ Sources (licences allow shipping a model trained on them; see SOURCE.md):
   distractor sentences sharing most words with it do not.
 - IPC: template questions about each section ("What is the punishment for X?", "What is X?")
   against the section's sentences and other sections' penalty sentences.
+- IPC, in plain words (``--ipc-questions``, ``training/sources/ipc_plain_questions_v1.jsonl``):
+  questions the team wrote in everyday words ("How long can the thief get for stealing from a
+  home?"), each with its gold section's answering sentences (positives); the sentences BM25
+  ranks highest for the question in other sections (what retrieval would hand synthesis) are
+  negatives, and so are an unanswerable question's top sentences. Repeated
+  ``--ipc-question-repeats`` times, since they are few against the SQuAD pairs.
 
 Sentences are split with the validator's splitter, the project's one definition of a sentence.
 Groups (a SQuAD paragraph, a HotpotQA question, an IPC section) are split 90/10 into train and
@@ -192,15 +198,66 @@ def ipc_pairs(sections: Sequence[Section], rng: random.Random) -> Iterator[dict[
                 yield pair(sentence, question, NOT_ANSWERS, "ipc_other_penalty", group)
 
 
+def _norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+def ipc_question_pairs(
+    questions: Sequence[dict[str, object]], sections: Sequence[Section], *, negatives: int = 3
+) -> Iterator[dict[str, str]]:
+    """Pairs from hand-written plain-language IPC questions (module docstring).
+
+    A section sentence answers when it lies inside one of the question's key sentences or holds
+    one (the writer quoted the section text; the chunker may split it further). Negatives are the
+    ``negatives`` sentences of other sections that BM25, with retrieval's own query tokens
+    (everyday words included), ranks highest for the question.
+    """
+    from services.retrieval.lexical import LexicalIndex
+
+    located = [(s, x) for s in sections for x in s.sentences]
+    index = LexicalIndex([f"{s.title}\n{x}" for s, x in located])
+    for row in questions:
+        question = str(row["question"]).strip()
+        group = f"ipc_plain:{row['id']}"
+        gold_docs = set(row.get("gold_doc_ids") or ())  # type: ignore[call-overload]
+        keys = [_norm(str(k)) for k in row.get("key_sentences") or ()]  # type: ignore[attr-defined]
+        if row.get("answerable"):
+            positives = [
+                x
+                for s, x in located
+                if s.doc_id in gold_docs and any(_norm(x) in k or k in _norm(x) for k in keys)
+            ]
+            if not positives:
+                raise ValueError(f"{row['id']}: no sentence of {sorted(gold_docs)} matches its key")
+            for x in positives:
+                yield pair(x, question, ANSWERS, "ipc_plain_answer", group)
+        _, positions, _ = index.search(question, negatives + 12)
+        picked = [
+            located[int(i)][1] for i in positions if located[int(i)][0].doc_id not in gold_docs
+        ][:negatives]
+        source = "ipc_plain_other_section" if row.get("answerable") else "ipc_plain_unanswerable"
+        for x in picked:
+            yield pair(x, question, NOT_ANSWERS, source, group)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shared", type=Path, default=Path("../shared/data/train"))
     parser.add_argument("--corpus", type=Path, default=Path("data/corpora/indian_law/ipc.json"))
     parser.add_argument("--out", type=Path, default=Path("training/data/answerability"))
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument(
+        "--ipc-questions",
+        type=Path,
+        default=Path("training/sources/ipc_plain_questions_v1.jsonl"),
+        help="hand-written plain-language IPC questions (an empty path: none, as in v1's mix)",
+    )
+    parser.add_argument("--ipc-question-repeats", type=int, default=3)
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     from training.build_data import ipc_sections
+
+    sections = ipc_sections(args.corpus)
 
     rows = [
         *squad_pairs(args.shared / "squad2" / "train_subset.json", rng),
@@ -208,11 +265,17 @@ def main(argv: Sequence[str] | None = None) -> None:
             read_jsonl(args.shared / "hotpotqa" / "train_rpt_devsample.jsonl"),
             read_jsonl(args.shared / "hotpotqa" / "train_evidence_only_ecm.jsonl"),
         ),
-        *ipc_pairs(ipc_sections(args.corpus), rng),
+        *ipc_pairs(sections, rng),
     ]
+    if args.ipc_questions.name:
+        plain = list(ipc_question_pairs(read_jsonl(args.ipc_questions), sections))
+        rows += plain  # de-duplicated below like every source, then repeated
     rows = list({(r["premise"], r["hypothesis"]): r for r in rows}.values())  # first label wins
     train = [r for r in rows if not held_back(r["group"])]
     heldback = [r for r in rows if held_back(r["group"])]
+    if args.ipc_question_repeats > 1:  # training pairs only: the held-back set counts each once
+        extra = [r for r in train if r["source"].startswith("ipc_plain")]
+        train += extra * (args.ipc_question_repeats - 1)
     rng.shuffle(train)
     manifest = write_mix(args.out, train, heldback, args.seed, labels=(ANSWERS, NOT_ANSWERS))
     print(json.dumps(manifest, indent=2))

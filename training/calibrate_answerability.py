@@ -2,6 +2,8 @@
 
     python -m evaluation --dataset squad2 --limit 300 --no-docs --set SYNTHESIS_ANSWERABILITY=shadow
     python -m evaluation --dataset ipc --no-docs --set SYNTHESIS_ANSWERABILITY=shadow
+    python -m evaluation --dataset ipc --data data/golden/ipc_plain_tune_v1.jsonl --no-docs \
+        --set SYNTHESIS_ANSWERABILITY=shadow
     python -m training.calibrate_answerability
 
 A shadow run scores every question's evidence with the model and lets the keyword rules
@@ -21,9 +23,11 @@ set's false-refusal rate, or lowering its correct-refusal rate, by more than
 SQuAD correct refusals with 40 % false refusals; with the false-refusal cap alone it rescued
 out-of-corpus IPC questions, golden-set correct refusal 0.846 -> 0.731). It
 reads the **tune sets only**: the
-SQuAD 2.0 items whose id has an even crc32 (the same split ``probe_answerability`` uses) and the
-team's IPC golden set (tuned on since the keyword rules were written). The SQuAD report half and
-the plain-language IPC set are never read here.
+SQuAD 2.0 items whose id has an even crc32 (the same split ``probe_answerability`` uses), the
+team's IPC golden set (tuned on since the keyword rules were written) and, since v2, the
+plain-language IPC tune set (``ipc_plain_tune_v1``, written for tuning and never trained on).
+The SQuAD report half and the report-only plain-language IPC set (``ipc_plain_v1``) are never
+read here.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from services.synthesis.answerability import RESCUABLE, STRUCTURAL
 from services.synthesis.sufficiency import extract_key_terms
 
 MODEL_DIR = Path("models/answerability-minilm-l6")
+PLAIN_TUNE = Path("data/golden/ipc_plain_tune_v1.jsonl")
 GRID = np.round(np.arange(0.02, 1.0, 0.01), 2)
 MAX_RATE_CHANGE = 0.05
 _RESCUABLE = {r.value for r in RESCUABLE}
@@ -151,16 +156,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--model-dir", type=Path, default=MODEL_DIR)
     parser.add_argument("--squad", type=Path, help="shadow report.json for SQuAD 2.0")
     parser.add_argument("--ipc", type=Path, help="shadow report.json for the IPC golden set")
+    parser.add_argument(
+        "--plain", type=Path, help="shadow report.json for the plain-language IPC tune set"
+    )
     parser.add_argument("--dry-run", action="store_true", help="print, do not write the manifest")
     args = parser.parse_args(argv)
     squad = args.squad or newest_shadow("squad2", "squad2")
     ipc = args.ipc or newest_shadow("ipc", "ipc_golden_v1")
+    plain = args.plain or newest_shadow("ipc", PLAIN_TUNE.name)
     sets = [
         tune_rows(squad, split=True, dataset="squad2"),
         tune_rows(ipc, split=False, dataset="ipc"),
+        tune_rows(plain, split=False, dataset="ipc", data=PLAIN_TUNE),
     ]
-    names = ["squad2 tune half", "ipc golden (tuned)"]
-    result: dict[str, object] = {"reports": [str(squad), str(ipc)], "n": [len(s) for s in sets]}
+    names = ["squad2 tune half", "ipc golden (tuned)", "ipc plain tune set (tuned)"]
+    result: dict[str, object] = {
+        "reports": [str(squad), str(ipc), str(plain)],
+        "n": [len(s) for s in sets],
+    }
     chosen = {}
     for mode in ("veto", "rescue", "both", "model"):
         veto, rescue = choose(sets, mode)
@@ -183,10 +196,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         "veto_below": veto,
         "rescue_at": rescue,
         "model_only_threshold": chosen["model"][0],
+        "veto_only_below": chosen["veto"][0],
+        "rescue_only_at": chosen["rescue"][1],
         "chosen_on": "tune sets only: SQuAD 2.0 dev items with even crc32(id) (first 300), "
-        "IPC golden v1; objective: mean balanced accuracy of each simulated mode, with no "
-        f"set's false refusal rising, or correct refusal falling, more than {MAX_RATE_CHANGE} "
-        "against the keyword rules",
+        "IPC golden v1, IPC plain tune set v1; objective: mean balanced accuracy of each "
+        "simulated mode, with no set's false refusal rising, or correct refusal falling, "
+        f"more than {MAX_RATE_CHANGE} against the keyword rules",
         "simulated": result,
     }
     manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")

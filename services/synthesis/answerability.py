@@ -107,9 +107,16 @@ class AnswerabilityScores:
 
     model: str
     by_id: Mapping[str, float]
+    # For a multi-part question, each part's best score (``by_id`` then holds each chunk's
+    # best over the parts); empty for a question of one part.
+    part_best: tuple[float, ...] = ()
 
     @property
     def best(self) -> float:
+        """The question's score: the best chunk's, or for a multi-part question the weakest
+        part's best, since each part needs its own answering sentence."""
+        if self.part_best:
+            return min(self.part_best)
         return max(self.by_id.values(), default=0.0)
 
     def at_least(self, threshold: float) -> tuple[str, ...]:
@@ -138,15 +145,24 @@ def needs_scores(decision: SufficiencyDecision, options: AnswerabilityOptions) -
 
 
 def score_evidence(
-    scorer: AnswerabilityScorer, question: str, evidence: Sequence[ScoredChunk]
+    scorer: AnswerabilityScorer,
+    question: str,
+    evidence: Sequence[ScoredChunk],
+    parts: Sequence[str] = (),
 ) -> AnswerabilityScores:
-    """Score every evidence chunk against the question (one batch)."""
+    """Score every evidence chunk against the question, or against each of its ``parts`` when
+    there are two or more (``question.question_parts``)."""
     ids = [s.chunk.semantic_id for s in evidence]
-    values = scorer.score(question, [s.chunk.text for s in evidence]) if evidence else []
+    texts = [s.chunk.text for s in evidence]
+    asked = list(parts) if len(parts) > 1 else [question]
     by_id: dict[str, float] = {}
-    for semantic_id, value in zip(ids, values, strict=True):
-        by_id[semantic_id] = max(value, by_id.get(semantic_id, 0.0))
-    return AnswerabilityScores(scorer.name, by_id)
+    part_best: list[float] = []
+    for part in asked:
+        values = scorer.score(part, texts) if evidence else []
+        part_best.append(max(values, default=0.0))
+        for semantic_id, value in zip(ids, values, strict=True):
+            by_id[semantic_id] = max(value, by_id.get(semantic_id, 0.0))
+    return AnswerabilityScores(scorer.name, by_id, tuple(part_best) if len(asked) > 1 else ())
 
 
 def combine(
@@ -170,7 +186,7 @@ def combine(
         if decision.failed in STRUCTURAL:
             return noted
         answering = scores.at_least(options.veto_below)
-        if not answering:
+        if not answering or scores.best < options.veto_below:
             return _refuse(noted, decided=decision.sufficient)
         return _answer(noted, answering, rescued=not decision.sufficient)
     if decision.sufficient:
@@ -179,7 +195,7 @@ def combine(
         return noted
     if mode.rescues and decision.failed in RESCUABLE:
         answering = scores.at_least(options.rescue_at)
-        if answering:
+        if answering and scores.best >= options.rescue_at:  # every part answered
             return _answer(noted, answering, rescued=True)
     return noted
 

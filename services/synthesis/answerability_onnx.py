@@ -20,17 +20,27 @@ def options_from_manifest(
 ) -> AnswerabilityOptions:
     """Options for ``mode`` with the model's calibrated thresholds unless overridden.
 
-    ``model`` mode has its own calibrated threshold (the model decides alone); the other modes
-    share the pair calibrated for ``both`` (training/calibrate_answerability.py). Shadow mode
-    only scores (it is how the thresholds are calibrated), so it needs none.
+    Each mode has its own calibrated thresholds (training/calibrate_answerability.py):
+    ``veto_below`` and ``rescue_at`` for ``both``, ``veto_only_below`` for ``veto``,
+    ``rescue_only_at`` for ``rescue``, ``model_only_threshold`` for ``model``. A manifest from
+    before the per-mode keys (v1) has only the pair for ``both``, which the other two then share.
+    Shadow mode only scores (it is how the thresholds are calibrated), so it needs none.
     """
     manifest = scorer.encoder.manifest
     chosen = AnswerabilityMode(mode)
     defaults = AnswerabilityOptions()
     shadow = chosen is AnswerabilityMode.SHADOW
-    calibrated = "model_only_threshold" if chosen is AnswerabilityMode.MODEL else "veto_below"
+    veto_key = {
+        AnswerabilityMode.MODEL: "model_only_threshold",
+        AnswerabilityMode.VETO: "veto_only_below",
+    }.get(chosen, "veto_below")
+    rescue_key = "rescue_only_at" if chosen is AnswerabilityMode.RESCUE else "rescue_at"
+    if veto_key not in manifest.calibration and veto_key != "model_only_threshold":
+        veto_key = "veto_below"
+    if rescue_key not in manifest.calibration:
+        rescue_key = "rescue_at"
     if veto_below is None:
-        veto_below = manifest.threshold(calibrated, defaults.veto_below if shadow else None)
+        veto_below = manifest.threshold(veto_key, defaults.veto_below if shadow else None)
     if rescue_at is None:
-        rescue_at = manifest.threshold("rescue_at", defaults.rescue_at if shadow else None)
+        rescue_at = manifest.threshold(rescue_key, defaults.rescue_at if shadow else None)
     return AnswerabilityOptions(mode=chosen, veto_below=veto_below, rescue_at=rescue_at)

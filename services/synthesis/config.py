@@ -34,7 +34,7 @@ class AnswerabilitySettings:
     """The answerability model (services/synthesis/answerability.py): mode, files, threads and
     threshold overrides (None keeps the model's calibrated values)."""
 
-    mode: str = "off"
+    mode: str = "both"
     model_dir: Path = DEFAULT_ANSWERABILITY_DIR
     threads: int = 1
     veto_below: float | None = None
@@ -43,7 +43,7 @@ class AnswerabilitySettings:
     @classmethod
     def from_env(cls, env: EnvReader) -> AnswerabilitySettings:
         return cls(
-            mode=env.str("ANSWERABILITY", "off", choices=ANSWERABILITY_MODES),
+            mode=env.str("ANSWERABILITY", "both", choices=ANSWERABILITY_MODES),
             model_dir=Path(env.str("ANSWERABILITY_MODEL_DIR", str(DEFAULT_ANSWERABILITY_DIR))),
             threads=env.int("MODEL_THREADS", 1, minimum=1, maximum=64),
             veto_below=env.probability("ANSWERABILITY_VETO_BELOW"),

@@ -490,7 +490,9 @@ class SynthesisPipeline:
             return decision
         mark = time.perf_counter()
         with stage_span("answerability", mode=check.options.mode.value):
-            scores = await asyncio.to_thread(score_evidence, check.scorer, analysis.focus, evidence)
+            scores = await asyncio.to_thread(
+                score_evidence, check.scorer, analysis.focus, evidence, analysis.parts
+            )
             keyword, decision = decision, combine(decision, scores, check.options)
             annotate(best=scores.best, effect=decision.answerability_effect)
         timings["answerability"] = _ms_since(mark)

@@ -25,6 +25,17 @@ from services.synthesis.sufficiency import KeyTerms, extract_key_terms
 _CONTINUATION = re.compile(
     r"^\s*(and|but|also|so|then|what about|how about|what if|same)\b", re.IGNORECASE
 )
+# Where a multi-part question splits into questions of their own: a semicolon, or "and",
+# followed by a question word ("How is X punished, and how is Y punished?"). Unlike the
+# extractive generator's clause split, "the punishment for cheating and dishonestly inducing
+# delivery" stays one part: "and" must open a new question. A bare comma never splits: "If a
+# mugger punches the person he's robbing, what can he get?" is one question.
+_QUESTION_WORD = r"(?:how|what|who|whom|whose|which|why|where|is|are|can|does|do|will|should)\b"
+_PART_BREAK = re.compile(
+    rf"\s*(?:;\s*(?:and\s+|also\s+)?|,?\s+and\s+(?:also\s+)?)(?={_QUESTION_WORD})",
+    re.IGNORECASE,
+)
+_OPENS_QUESTION = re.compile(rf"^{_QUESTION_WORD}", re.IGNORECASE)
 _ANAPHORA = re.compile(
     r"\b(it|its|this|these|those|they|them|their|such|the same|the above|said)\b", re.IGNORECASE
 )
@@ -49,6 +60,8 @@ class QuestionAnalysis:
     focus_terms: KeyTerms
     follow_up: bool = False
     comparison: Comparison | None = None
+    # The focus split into its questions (``question_parts``): one, or several when multi-part.
+    parts: tuple[str, ...] = ()
 
     @property
     def queries(self) -> tuple[str, ...]:
@@ -63,6 +76,34 @@ class QuestionAnalysis:
         if self.key_terms.effective or self.key_terms.sections:
             return self.key_terms
         return self.focus_terms
+
+
+def question_parts(question: str) -> tuple[str, ...]:
+    """The questions a multi-part question asks, each on its own, in order; else ``(question,)``.
+
+    "How is trafficking of persons punished, and how is sexual harassment punished?" asks two:
+    each needs its own answering sentence (issue 13). A piece of fewer than three words is not a
+    question of its own and stays with the one before it. The question stays whole when its
+    first part does not open with a question word, when a later part points back ("What is
+    criminal conspiracy and how is it punished?": "How is it punished?" alone asks about
+    nothing), or when a part names nothing a passage could match.
+    """
+    pieces = [p.strip(" ,;?") for p in _PART_BREAK.split(question.strip())]
+    parts: list[str] = []
+    for piece in pieces:
+        if parts and len(piece.split()) < 3:
+            parts[-1] = f"{parts[-1]} and {piece}"
+        elif piece:
+            parts.append(piece)
+    whole = (
+        len(parts) < 2
+        or not _OPENS_QUESTION.match(parts[0])  # "When the law says 'he' ...": a clause
+        or any(_ANAPHORA.search(p) for p in parts[1:])
+        or not all(extract_key_terms(p).effective for p in parts)  # "... and what is it?"
+    )
+    if whole:
+        return (question.strip(),)
+    return tuple(f"{p[0].upper()}{p[1:]}?" for p in parts)
 
 
 def previous_user_question(history: Sequence[Turn], max_turns: int) -> str | None:
@@ -110,4 +151,5 @@ def analyse_question(
         focus_terms=focus_terms,
         follow_up=follow_up,
         comparison=None if follow_up else find_comparison(question, intent),
+        parts=question_parts(focus),
     )

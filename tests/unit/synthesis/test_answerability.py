@@ -22,6 +22,7 @@ from services.synthesis.answerability import (
     judged,
     needs_judge,
     needs_scores,
+    score_evidence,
 )
 from services.synthesis.extractive import ExtractiveGenerator
 from services.synthesis.pipeline import (
@@ -70,6 +71,8 @@ def decision(failed: Requirement | None) -> SufficiencyDecision:
 
 SCORES = AnswerabilityScores("m", {"A": 0.2, "B": 0.95})
 LOW = AnswerabilityScores("m", {"A": 0.2, "B": 0.3})
+# A two-part question whose second part no chunk answers (B answers the first).
+ONE_PART_UNANSWERED = AnswerabilityScores("m", {"A": 0.2, "B": 0.95}, part_best=(0.95, 0.2))
 
 
 class TestCombine:
@@ -105,6 +108,10 @@ class TestCombine:
                 "rescued",
             ),
             ("model", None, LOW, False, "vetoed"),
+            # a multi-part question needs an answering sentence for every part
+            ("both", None, ONE_PART_UNANSWERED, False, "vetoed"),
+            ("rescue", Requirement.KEY_TERM_MATCH, ONE_PART_UNANSWERED, False, ""),
+            ("model", Requirement.KEY_TERM_MATCH, ONE_PART_UNANSWERED, False, ""),
         ],
     )
     def test_combine_applies_the_mode(
@@ -139,6 +146,26 @@ class TestCombine:
 
         assert combined.sufficient and combined.answerability_effect == ""
         assert combined.answerability == LOW.best
+
+    def test_each_part_of_a_question_is_scored_on_its_own(self, ipc: Mapping[str, Chunk]) -> None:
+        class PartScorer(TableScorer):
+            def score(self, question: str, passages: Sequence[str]) -> list[float]:
+                self.calls.append((question, tuple(passages)))
+                topic = "theft" if "theft" in question else "robbery"
+                return [0.9 if topic in p.lower() else 0.1 for p in passages]
+
+        evidence = scored(ipc, "IPC_378_0", "IPC_390_0")
+        scorer = PartScorer({})
+        parts = ("What is theft?", "What is robbery?")
+
+        scores = score_evidence(scorer, "What is theft, and what is robbery?", evidence, parts)
+
+        assert [q for q, _ in scorer.calls] == list(parts)
+        assert scores.part_best == (0.9, 0.9) and scores.best == 0.9
+        assert set(scores.at_least(0.5)) == {"IPC_378_0", "IPC_390_0"}
+        # one part: the question itself, as before
+        single = score_evidence(scorer, "What is theft?", evidence, ("What is theft?",))
+        assert single.part_best == () and single.best == 0.9
 
     def test_answerability_scores_rank_answering_ids_best_first(self) -> None:
         scores = AnswerabilityScores("m", {"a": 0.91, "b": 0.99, "c": 0.1})

@@ -113,6 +113,9 @@ class TestScores:
         )
         assert model.veto_below == calibration["model_only_threshold"]
         assert overridden.veto_below == 0.42
+        # veto and rescue alone have their own thresholds
+        assert options_from_manifest(scorer, "veto").veto_below == calibration["veto_only_below"]
+        assert options_from_manifest(scorer, "rescue").rescue_at == calibration["rescue_only_at"]
 
 
 class TestConfig:

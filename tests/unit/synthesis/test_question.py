@@ -13,7 +13,7 @@ from services.synthesis import extractive, question, sufficiency
 from services.synthesis.extractive import ExtractiveGenerator
 from services.synthesis.generation import Turn
 from services.synthesis.pipeline import SynthesisPipeline, SynthesisRequest, SynthesisStatus
-from services.synthesis.question import analyse_question
+from services.synthesis.question import analyse_question, question_parts
 from tests.unit.synthesis.fakes import FakeRetriever, RuleValidator, scored
 
 HISTORY = (
@@ -86,3 +86,37 @@ class TestAnalysedOnce:
 
         assert result.status is SynthesisStatus.ANSWERED
         assert calls == ["What is the punishment for cheating under section 420?"]
+
+
+@pytest.mark.parametrize(
+    ("question", "parts"),
+    [
+        (
+            "How is trafficking of persons punished, and how is sexual harassment punished?",
+            ("How is trafficking of persons punished?", "How is sexual harassment punished?"),
+        ),
+        ("What is theft; what is robbery?", ("What is theft?", "What is robbery?")),
+        (
+            "Who is a public servant and what is a court of justice?",
+            ("Who is a public servant?", "What is a court of justice?"),
+        ),
+        # "and" inside one question: one part
+        (
+            "What is the punishment for cheating and dishonestly inducing delivery?",
+            ("What is the punishment for cheating and dishonestly inducing delivery?",),
+        ),
+        # a later part that points back is not a question on its own
+        (
+            "What is criminal conspiracy and how is it punished?",
+            ("What is criminal conspiracy and how is it punished?",),
+        ),
+        ("What is theft?", ("What is theft?",)),
+    ],
+)
+def test_question_parts(question: str, parts: tuple[str, ...]) -> None:
+    assert question_parts(question) == parts
+
+
+def test_analysis_carries_the_focus_parts() -> None:
+    analysis = analyse_question("What is theft, and what is extortion?")
+    assert analysis.parts == ("What is theft?", "What is extortion?")

@@ -118,6 +118,70 @@ class TestAnswerabilityData:
         assert "1829" not in made["hard_number"]
         assert " not " in made["hard_negation"]
 
+    def test_plain_questions_pair_gold_sentences_and_other_sections(self) -> None:
+        from training.build_answerability_data import ipc_question_pairs
+
+        sections = [
+            statute_pairs.Section(
+                "IPC_379",
+                "Punishment for theft",
+                ("Whoever commits theft shall be punished with imprisonment for three years.",),
+            ),
+            statute_pairs.Section(
+                "IPC_378",
+                "Theft",
+                ("Whoever takes movable property dishonestly is said to commit theft.",),
+            ),
+            statute_pairs.Section(
+                "IPC_302",
+                "Punishment for murder",
+                ("Whoever commits murder shall be punished with death.",),
+            ),
+        ]
+        questions = [
+            {
+                "id": "train-001",
+                "question": "How long can someone go to jail for stealing a bike?",
+                "answerable": True,
+                "gold_doc_ids": ["IPC_379"],
+                # quoted with other spacing than the chunk: still matched
+                "key_sentences": [
+                    "Whoever commits theft shall be punished with  imprisonment for three years."
+                ],
+            },
+            {
+                "id": "train-002",
+                "question": "Can my landlord keep my deposit after I steal nothing?",
+                "answerable": False,
+                "gold_doc_ids": [],
+                "key_sentences": [],
+            },
+        ]
+        rows = list(ipc_question_pairs(questions, sections, negatives=1))
+        answers = [r for r in rows if r["label"] == "answers"]
+        assert [r["premise"] for r in answers] == [sections[0].sentences[0]]
+        first = [r for r in rows if r["group"] == "ipc_plain:train-001"]
+        # the negative comes from another section, found through "steal" -> theft
+        negatives = [r["premise"] for r in first if r["label"] == "not_answers"]
+        assert negatives == [sections[1].sentences[0]]
+        second = [r for r in rows if r["group"] == "ipc_plain:train-002"]
+        assert second and all(r["label"] == "not_answers" for r in second)
+        assert {r["source"] for r in second} == {"ipc_plain_unanswerable"}
+
+    def test_plain_question_without_a_matching_key_sentence_is_an_error(self) -> None:
+        from training.build_answerability_data import ipc_question_pairs
+
+        section = statute_pairs.Section("IPC_302", "Punishment for murder", ("Death.",))
+        row = {
+            "id": "train-009",
+            "question": "What happens to a killer?",
+            "answerable": True,
+            "gold_doc_ids": ["IPC_302"],
+            "key_sentences": ["Life imprisonment."],
+        }
+        with pytest.raises(ValueError, match="train-009"):
+            list(ipc_question_pairs([row], [section]))
+
     def test_held_back_groups_are_fixed(self) -> None:
         from training.build_answerability_data import held_back
 
@@ -135,3 +199,15 @@ class TestAnswerabilityData:
                 return {json.loads(line)["group"] for line in handle}
 
         assert not groups("heldback.jsonl.gz") & groups("train.jsonl.gz")
+
+
+def test_hand_written_plain_questions_pass_their_checker() -> None:
+    """training/sources/ipc_plain_questions_v1.jsonl: every key sentence quotes its gold
+    section, ids are unique, no question repeats the tune set's (the script's own checks)."""
+    import subprocess
+    import sys
+
+    script = Path("training/sources/check_ipc_plain_questions.py")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "all checks passed" in done.stdout
