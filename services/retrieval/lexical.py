@@ -31,7 +31,8 @@ STOPWORDS: Final = frozenset(STOPWORDS_EN)
 # 1: retrieval's own suffix stripper; 2: the shared stemmer, services.common.language.text.stem;
 # 3: the shared words (services.common.language.text.words) instead of scikit-learn's pattern.
 # 4: queries also search the statute's words for everyday ones (query_tokens, lay_terms).
-TOKENIZER_VERSION: Final = 4
+# 5: 13 more everyday words (lay_terms, from the answerability training questions).
+TOKENIZER_VERSION: Final = 5
 
 
 def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:

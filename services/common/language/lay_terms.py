@@ -4,10 +4,11 @@ Indian Penal Code uses for the same thing ("steal" for "theft", "bribe" for "gra
 Retrieval's BM25 query searches both (``services.retrieval.lexical.query_tokens``): the
 statute never says "steal", so a question that does found its section only through the dense
 retriever. Written from the plain-language tune set (data/golden/ipc_plain_tune_v1.jsonl), whose
-refused answerable questions mostly lacked these words in their gold sections; never from the
-report-only plain set. Each entry is a synonym the corpus really uses, not a topic ("money" is
-not "property"), and words that only ask for a penalty ("jail") are not here: nearly every
-penalty clause says "imprisonment", so they would find nothing in particular.
+refused answerable questions mostly lacked these words in their gold sections, and from the
+answerability model's hand-written training questions; never from the report-only plain set.
+Each entry is a synonym the corpus really uses, not a topic ("money" is not "property"), and
+words that only ask for a penalty ("jail") are not here: nearly every penalty clause says
+"imprisonment", so they would find nothing in particular.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Final
 
-from services.common.language.text import stem
+from services.common.language.text import stem, words
 
 # Lay word (any form) -> the statute's words for it.
 _LAY: Final[Mapping[str, tuple[str, ...]]] = {
@@ -48,6 +49,21 @@ _LAY: Final[Mapping[str, tuple[str, ...]]] = {
     "knife": ("weapon",),
     "abortion": ("miscarriage",),
     "remarry": ("marriage", "marries"),
+    # From the hand-written training questions (training/sources/ipc_plain_questions_v1.jsonl):
+    # their commonest everyday words that no IPC section uses.
+    "careless": ("negligent", "rash"),
+    "carelessly": ("negligent", "rash"),
+    "attack": ("assault",),
+    "attacked": ("assault",),
+    "burglar": ("house-breaking", "trespass"),
+    "thief": ("theft",),
+    "shove": ("force", "assault"),
+    "shoved": ("force", "assault"),
+    "sex": ("intercourse",),
+    "locked": ("confinement",),
+    "hid": ("conceal",),
+    "hide": ("conceal",),
+    "hiding": ("conceal",),
 }
 
 
@@ -55,7 +71,8 @@ _LAY: Final[Mapping[str, tuple[str, ...]]] = {
 def _statute_words() -> Mapping[str, frozenset[str]]:
     table: dict[str, set[str]] = {}
     for lay, statute in _LAY.items():
-        table.setdefault(stem(lay), set()).update(stem(w) for w in statute)
+        # "house-breaking" is two words to the tokeniser, as it is in the indexed text
+        table.setdefault(stem(lay), set()).update(stem(w) for s in statute for w in words(s))
     return {k: frozenset(v) for k, v in table.items()}
 
 

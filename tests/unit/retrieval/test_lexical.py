@@ -113,3 +113,16 @@ class TestLayWords:
         _, positions, _ = index.search("Someone was stealing my bicycle", 2)
         assert list(positions[:1]) == [0]
         assert alternatives(stem("stole")) == {stem("theft")}
+
+    def test_a_hyphenated_statute_word_is_searched_as_the_index_splits_it(self) -> None:
+        # "house-breaking" is indexed as "hous" + "break"; one token "house-breaking" would
+        # never match anything.
+        assert alternatives(stem("burglar")) >= {stem("house"), stem("breaking")}
+        index = LexicalIndex(
+            [
+                "Whoever commits house-breaking by night shall be punished.",
+                "Whoever commits mischief shall be punished with fine.",
+            ]
+        )
+        _, positions, _ = index.search("a burglar", 2)
+        assert list(positions) == [0]
