@@ -8,7 +8,7 @@ be punished", so every sentence passes the cheap tiers and is no quote: each rea
 (A lead-in before an exact quote is an attribution, judged verbatim without the model since
 2026-11-25.) Measured in one run, so the ratios compare like with like:
 
-(a) in-process ``validate()`` p50/p95 with the model (1 and 2 ONNX threads) and without it;
+(a) in-process ``validate()`` p50/p95 with the model (1 and 2 threads: pairs side by side) and without it;
 (b) the model alone: one pair, and batches of 5, 10 and 32 pairs (ms per call and per pair);
 (c) ``ValidateAnswer`` over the deployed app at concurrency 1, with and without the model.
 

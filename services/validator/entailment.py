@@ -25,10 +25,10 @@ from __future__ import annotations
 import enum
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Protocol
+from typing import Protocol, cast
 
 from services.common.language.text import tokenize
 from services.common.language.windows import token_windows
@@ -182,31 +182,64 @@ def judge(
     lazy: bool = True,
 ) -> list[Judgement]:
     """Judge every claim, scoring its premises lazily (see the module's docstring); with
-    ``lazy=False`` every pair is scored (the same outcomes, at the cost lazy scoring saves)."""
+    ``lazy=False`` every pair is scored (the same outcomes, at the cost lazy scoring saves).
+
+    The claims are scored in rounds: each round asks the model, in one call, for the next pair
+    of every claim not yet settled (and all remaining pairs of a claim that lazy scoring could
+    not settle), so a model that runs a call's pairs side by side (``OnnxCrossEncoder`` with
+    threads > 1) judges the sentences of an answer in parallel. Each claim's pairs are scored in
+    the order and up to the point sequential scoring would reach, and the model is
+    batch-invariant, so the judgements are those of scoring one claim after another.
+    """
     cache: dict[tuple[str, str], tuple[float, float, float]] = {}
+    plans = [_plan(claim, model, split_sentences) for claim in claims]
+    runs = [
+        _score_lazily(
+            plan, claim.text, max(thresholds.entail, claim.settle_at or 0.0) if lazy else math.inf
+        )
+        for plan, claim in zip(plans, claims, strict=True)
+    ]
+    tables: list[Rows | None] = [None] * len(claims)
+    wanted: dict[int, list[tuple[str, str]]] = {}
+    for i, run in enumerate(runs):
+        _advance(i, run, None, wanted, tables)
+    while wanted:
+        todo = list(dict.fromkeys(p for pairs in wanted.values() for p in pairs if p not in cache))
+        if todo:
+            cache.update(zip(todo, model.predict(todo), strict=True))
+        for i, pairs in list(wanted.items()):
+            _advance(i, runs[i], [cache[p] for p in pairs], wanted, tables)
+    return [
+        _decide(plan, table, thresholds)
+        for plan, table in zip(plans, cast(list[Rows], tables), strict=True)
+    ]
 
-    def score(pair: tuple[str, str]) -> tuple[float, float, float]:
-        if pair not in cache:
-            (cache[pair],) = model.predict([pair])
-        return cache[pair]
 
-    out: list[Judgement] = []
-    for claim in claims:
-        plan = _plan(claim, model, split_sentences)
-        settle = max(thresholds.entail, claim.settle_at or 0.0) if lazy else math.inf
-        out.append(_decide(plan, _score_lazily(plan, claim.text, score, settle), thresholds))
-    return out
+Scores = tuple[float, float, float]
+Rows = list[list[Scores | None]]
+# A claim's scoring as a generator: it yields the pairs it needs next, is sent their scores, and
+# returns its table of scores.
+_Run = Generator[list[tuple[str, str]], list[Scores], Rows]
 
 
-def _score_lazily(
-    plan: _Plan,
-    claim: str,
-    score: Callable[[tuple[str, str]], tuple[float, float, float]],
-    settle: float,
-) -> list[list[tuple[float, float, float] | None]]:
+def _advance(
+    i: int,
+    run: _Run,
+    scores: list[Scores] | None,
+    wanted: dict[int, list[tuple[str, str]]],
+    tables: list[Rows | None],
+) -> None:
+    try:
+        wanted[i] = next(run) if scores is None else run.send(scores)
+    except StopIteration as done:
+        wanted.pop(i, None)
+        tables[i] = done.value
+
+
+def _score_lazily(plan: _Plan, claim: str, settle: float) -> _Run:
     """Rows (one per claim window) of premise scores; None where a premise was not scored."""
     n = len(plan.premises)
-    rows: list[list[tuple[float, float, float] | None]] = [[None] * n for _ in plan.hypotheses]
+    rows: Rows = [[None] * n for _ in plan.hypotheses]
     if plan.verbatim is not None or plan.overflow or n == 0:
         return rows
     wanted = _content_terms(claim)
@@ -215,17 +248,18 @@ def _score_lazily(
     settled = True
     for h, hypothesis in enumerate(plan.hypotheses):
         for k in order:
-            rows[h][k] = score((plan.premises[k].text, hypothesis))
+            (rows[h][k],) = yield [(plan.premises[k].text, hypothesis)]
             if rows[h][k][ENTAILMENT] >= settle:  # type: ignore[index]
                 break
         else:
             settled = False
             break
     if not settled:  # the outcome needs every score (the strongest contradiction among them)
-        for h, hypothesis in enumerate(plan.hypotheses):
-            for k in range(n):
-                if rows[h][k] is None:
-                    rows[h][k] = score((plan.premises[k].text, hypothesis))
+        rest = [(h, k) for h in range(len(plan.hypotheses)) for k in range(n) if rows[h][k] is None]
+        if rest:
+            scores = yield [(plan.premises[k].text, plan.hypotheses[h]) for h, k in rest]
+            for (h, k), s in zip(rest, scores, strict=True):
+                rows[h][k] = s
     return rows
 
 

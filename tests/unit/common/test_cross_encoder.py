@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from services.common.cross_encoder import ModelManifest
+from services.common.cross_encoder import ModelManifest, OnnxCrossEncoder
 from services.common.errors import ModelUnavailableError
 from services.validator.config import DEFAULT_MODEL_DIR
 from services.validator.nli_onnx import OnnxNliModel
@@ -27,6 +27,17 @@ class TestBatchInvariance:
         alone = model.predict([pair])[0]
         together = model.predict([others[0], pair, others[1]])[1]
         assert together == alone
+
+    def test_pairs_run_side_by_side_score_exactly_as_one_after_another(self) -> None:
+        pairs = [
+            (f"Whoever commits offence {n} shall be punished with imprisonment for {n} years.",
+             f"Offence {n} is punishable with {n + 1} years.")
+            for n in range(1, 7)
+        ]  # fmt: skip
+        one = OnnxCrossEncoder(DEFAULT_MODEL_DIR, threads=1)
+        two = OnnxCrossEncoder(DEFAULT_MODEL_DIR, threads=2)
+        assert two._pool is not None and one._pool is None
+        assert (two.probabilities(pairs) == one.probabilities(pairs)).all()
 
 
 class TestManifest:

@@ -205,6 +205,53 @@ class TestDecisions:
                 bar = THRESHOLDS.rescue
                 assert (j.entailment >= bar) == (full.entailment >= bar)
 
+    def test_judge_asks_for_every_claims_next_pair_in_one_call(self) -> None:
+        model = ScriptedModel({}, default=(0.3, 0.4, 0.3))
+        claims = [
+            Claim("Theft is punished.", (("a", "Whoever commits theft is punished. Fine too."),)),
+            Claim("Hurt is punished.", (("b", "Whoever causes hurt is punished."),)),
+            Claim("Quoted.", (("c", "Quoted."),)),  # verbatim: never scored
+        ]
+        judge(claims, model, THRESHOLDS, split_sentences)
+        # Round one: the best premise of each claim the model must score, side by side; then
+        # the first claim's two other premises (two sentences and the passage) one at a time,
+        # since neither settles it; the second claim has no other premise.
+        assert [len(call) for call in model.calls] == [2, 1, 1]
+        assert {h for _, h in model.calls[0]} == {"Theft is punished.", "Hurt is punished."}
+
+    @pytest.mark.parametrize("seed", range(20))
+    def test_judging_claims_together_equals_judging_each_alone(self, seed: int) -> None:
+        import random
+
+        rng = random.Random(seed)
+        words = ["theft", "fine", "term", "years", "hurt", "property", "whoever", "punished"]
+
+        def sentence() -> str:
+            return " ".join(rng.choice(words) for _ in range(rng.randint(2, 6))).capitalize() + "."
+
+        table: dict[tuple[str, str], tuple[float, float, float]] = {}
+
+        def probs(pair: tuple[str, str]) -> tuple[float, float, float]:
+            if pair not in table:
+                e, c = rng.random(), rng.random()
+                table[pair] = (e, max(0.0, 1 - e - c), c)
+            return table[pair]
+
+        shared = " ".join(sentence() for _ in range(3))  # cited by several claims
+        claims = [
+            Claim(
+                sentence(),
+                (("s", shared), (f"p{i}", sentence())),
+                settle_at=rng.choice([None, THRESHOLDS.rescue]),
+            )
+            for i in range(5)
+        ]
+        model = ScriptedModel({})
+        model.predict = lambda pairs: [probs(p) for p in pairs]  # type: ignore[method-assign]
+        together = judge(claims, model, THRESHOLDS, split_sentences)
+        alone = [judge([c], model, THRESHOLDS, split_sentences)[0] for c in claims]
+        assert together == alone
+
     @pytest.mark.parametrize(
         ("claim", "verbatim"),
         [
