@@ -211,3 +211,15 @@ def test_hand_written_plain_questions_pass_their_checker() -> None:
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "all checks passed" in done.stdout
+
+
+def test_hand_written_statute_pairs_pass_their_checker() -> None:
+    """training/sources/ipc_nli_pairs_v1.jsonl: premises quote their section, labels and
+    categories agree, and no section is one of the adversarial evaluation set's."""
+    import subprocess
+    import sys
+
+    script = Path("training/sources/check_ipc_nli_pairs.py")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "all checks passed" in done.stdout
