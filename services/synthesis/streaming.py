@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from services.common.evidence import ScoredChunk
 from services.common.intent import Intent
 from services.common.language.citations import EvidenceIndex, resolve_positions, scan
-from services.common.language.sentences import split_sentences
+from services.common.language.sentences import is_lead_in, split_sentences
 from services.common.validation import SentenceVerdict, ValidationReport
 from services.synthesis.generation import IncrementalGenerator
 from services.synthesis.pipeline import (
@@ -127,29 +127,32 @@ async def _incremental(
                 done = True
             else:
                 buffer += piece
-            for text in _complete_sentences(buffer, taken, index, final=done):
-                taken = text[1]
-                if is_refusal(text[0]):
+            complete = _complete_sentences(buffer, taken, index, final=done)
+            for text, end in _groups(buffer, complete, final=done):
+                taken = end
+                if is_refusal(text):
                     # Not an answer sentence: the whole draft decides (declined, or refused as
                     # a refusal among claims).
                     continue
-                resolved = resolve_positions(text[0], ids, texts)
+                resolved = resolve_positions(text, ids, texts)
                 report = await pipeline.validate(resolved, base.evidence, deadline, {})
                 if not _passes(report):
                     drafting.cancel()
+                    failed = next((s for s in report.sentences if s.verdict not in _PASSING), None)
                     refusal = base.refuse(
                         SynthesisStatus.REFUSED_VALIDATION_FAILED,
                         "VALIDATION_FAILED",
                         f"answer sentence {len(sent)} failed validation: "
-                        f"{report.sentences[0].reason.value if report.sentences else report.reason.value}",
+                        f"{failed.reason.value if failed else report.reason.value}",
                         report,
                     )
                     yield FinishedEvent(refusal, bool(sent), len(sent))
                     return
-                yield SentenceEvent(
-                    len(sent), resolved, _citations(report, 0, len(sent), base.evidence)
-                )
-                sent.append(resolved)
+                for k, sentence in enumerate(report.sentences):
+                    yield SentenceEvent(
+                        len(sent), sentence.text, _citations(report, k, len(sent), base.evidence)
+                    )
+                    sent.append(sentence.text)
         drafted = drafting.result()
         if isinstance(drafted, SynthesisResult):
             yield FinishedEvent(drafted, bool(sent), len(sent))
@@ -170,8 +173,9 @@ async def _incremental(
 
 def _complete_sentences(
     buffer: str, taken: int, index: EvidenceIndex, *, final: bool
-) -> list[tuple[str, int]]:
-    """The sentences of ``buffer[taken:]`` that are complete, with the offset each ends at.
+) -> list[tuple[str, int, int]]:
+    """The sentences of ``buffer[taken:]`` that are complete, with the offsets each starts and
+    ends at.
 
     Split as the validator splits an answer: its citation tokens never split and stick to the
     sentence before them. A sentence is complete when another one has begun after it (or the
@@ -187,7 +191,29 @@ def _complete_sentences(
     spans = split_sentences(window, [(c.start, c.end) for c in scan(window, index)])
     if not final:
         spans = spans[:-1]
-    return [(window[s:e], taken + e) for s, e in spans]
+    return [(window[s:e], taken + s, taken + e) for s, e in spans]
+
+
+def _groups(
+    buffer: str, complete: list[tuple[str, int, int]], *, final: bool
+) -> list[tuple[str, int]]:
+    """The texts to validate one at a time, each with the offset it ends at: every sentence
+    alone, except that a lead-in ("... as follows:") goes with the sentence it introduces, as
+    written (the validator then splits them as in the whole answer, where a lead-in is exempt
+    unless it is last). A lead-in whose next sentence has not arrived waits (it is not
+    consumed); at the draft's end it is validated alone, as the answer's last sentence.
+    """
+    out: list[tuple[str, int]] = []
+    lead: int | None = None  # where a waiting lead-in starts
+    for text, start, end in complete:
+        if is_lead_in(text) and not is_refusal(text):
+            lead = start if lead is None else lead
+            continue
+        out.append((buffer[lead:end] if lead is not None else text, end))
+        lead = None
+    if lead is not None and final:
+        out.append((buffer[lead : complete[-1][2]], complete[-1][2]))
+    return out
 
 
 def _passes(report: ValidationReport) -> bool:

@@ -26,7 +26,7 @@ from services.common.language.quantities import (
     swapped,
     unsupported,
 )
-from services.common.language.sentences import list_marker_length, split_sentences
+from services.common.language.sentences import is_lead_in, list_marker_length, split_sentences
 from services.common.language.text import META_TERMS, blank_meta, id_terms
 from services.common.refusal import REFUSAL
 from services.common.validation import (
@@ -391,7 +391,7 @@ def _judge(
     terms = claim.terms
     if not citations:
         stripped = claim_text.rstrip()
-        if terms <= META_TERMS or stripped.endswith("?") or (stripped.endswith(":") and not last):
+        if terms <= META_TERMS or stripped.endswith("?") or (is_lead_in(stripped) and not last):
             return report(SentenceVerdict.EXEMPT, Reason.META_STATEMENT), None
         return report(
             SentenceVerdict.UNSUPPORTED,

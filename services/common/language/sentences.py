@@ -54,6 +54,15 @@ def list_marker_length(line: str) -> int:
     return match.end() if match else 0
 
 
+def is_lead_in(sentence: str) -> bool:
+    """A sentence that introduces what follows ("The Code punishes cheating as follows:").
+
+    The validator exempts one from citation unless it is an answer's last sentence; StreamAnswer
+    validates one together with the sentence it introduces.
+    """
+    return sentence.rstrip().endswith(":")
+
+
 def sentences(text: str) -> list[str]:
     """The sentences of ``text``, each with its runs of whitespace collapsed to one space.
 

@@ -163,6 +163,46 @@ class TestIncremental:
         assert end.result.status is SynthesisStatus.REFUSED_VALIDATION_FAILED
         assert end.retract and end.sentences_sent == len(sentences(events)) == 1
 
+    async def test_a_lead_in_is_validated_with_the_sentence_it_introduces(
+        self, ipc: Mapping[str, Chunk], fake_llm: FakeOpenAIServer, llm: OpenAIGenerator
+    ) -> None:
+        # Alone, "... as follows:" is a last sentence stating something without a citation
+        # (NO_CITATION); in the whole answer it is an exempt lead-in, so the stream must agree.
+        def draft(messages: Messages) -> str:
+            return f"Section 420 punishes cheating as follows:\n{quote_evidence(1)(messages)}"
+
+        fake_llm.script(Reply(draft, token_delay_s=0.002), Reply(draft))
+        synth = self.synth(ipc, llm)
+
+        events = await collect(stream_answer(synth, SynthesisRequest(CHEATING)))
+        unary = await synth.answer(SynthesisRequest(CHEATING))
+
+        end = finished(events)
+        assert unary.status is SynthesisStatus.ANSWERED, unary.refusal_reason
+        assert end.result.status is SynthesisStatus.ANSWERED, end.result.refusal_reason
+        assert not end.retract and end.sentences_sent == 2
+        streamed = sentences(events)
+        assert streamed[0].text == "Section 420 punishes cheating as follows:"
+        assert not streamed[0].citations and streamed[1].citations
+        assert [s.text for s in streamed] == [
+            s.text
+            for s in unary.validation.sentences  # type: ignore[union-attr]
+        ]
+
+    async def test_a_lead_in_that_ends_the_draft_fails_as_in_the_whole_answer(
+        self, ipc: Mapping[str, Chunk], fake_llm: FakeOpenAIServer, llm: OpenAIGenerator
+    ) -> None:
+        fake_llm.script(
+            Reply(lambda m: f"{quote_evidence(1)(m)}\nSection 420 also provides as follows:")
+        )
+
+        events = await collect(stream_answer(self.synth(ipc, llm), SynthesisRequest(CHEATING)))
+
+        end = finished(events)
+        assert end.result.status is SynthesisStatus.REFUSED_VALIDATION_FAILED
+        assert end.retract and end.sentences_sent == 1
+        assert "NO_CITATION" in end.result.refusal_reason
+
     async def test_a_refusal_after_claims_is_never_sent_and_retracts_them(
         self, ipc: Mapping[str, Chunk], fake_llm: FakeOpenAIServer, llm: OpenAIGenerator
     ) -> None:
