@@ -173,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "onnx_fp32": onnx_predictor(fp32, tokenizer, args.threads),
             "onnx_int8": onnx_predictor(int8, tokenizer, args.threads),
         }
-        measured: dict[str, dict[str, float]] = {}
+        measured: dict[str, dict[str, float]] = {}  # per candidate, and extra tables
         for name, predict in candidates.items():
             measured[name] = {
                 "heldback_accuracy": round(accuracy(labels, predict, heldback), 4),
@@ -181,6 +181,15 @@ def main(argv: Sequence[str] | None = None) -> None:
                 "ms_per_batch_of_10": round(latency_ms(predict, sample, 15), 2),
             }
             print(name, measured[name], flush=True)
+        # Where the int8 graph is right and wrong: the held-back pairs by their source.
+        int8_predict = candidates["onnx_int8"]
+        measured["onnx_int8_by_source"] = {
+            source: round(
+                accuracy(labels, int8_predict, [r for r in heldback if r["source"] == source]), 4
+            )
+            for source in sorted({r["source"] for r in heldback if "source" in r})
+        }
+        print("onnx_int8_by_source", measured["onnx_int8_by_source"], flush=True)
         measured["size_mb"] = {
             "onnx_fp32": round(fp32.stat().st_size / 1e6, 1),
             "onnx_int8": round(int8.stat().st_size / 1e6, 1),

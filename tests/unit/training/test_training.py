@@ -223,3 +223,24 @@ def test_hand_written_statute_pairs_pass_their_checker() -> None:
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "all checks passed" in done.stdout
+
+
+def test_heldback_accuracy_scores_the_shipped_model_by_source(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import gzip
+
+    from training import heldback_accuracy
+
+    rows = [
+        {"premise": "A man is sleeping.", "hypothesis": "A man is sleeping.",
+         "label": "entailment", "source": "a"},
+        {"premise": "A man is sleeping.", "hypothesis": "Nobody is sleeping.",
+         "label": "entailment", "source": "b"},
+    ]  # fmt: skip
+    with gzip.open(tmp_path / "heldback.jsonl.gz", "wt") as handle:
+        handle.writelines(json.dumps(r) + "\n" for r in rows)
+    heldback_accuracy.main(["--data", str(tmp_path), "--threads", "1"])
+    accuracy = json.loads(capsys.readouterr().out)["accuracy"]
+    assert accuracy["source:a"] == 1.0 and accuracy["source:b"] == 0.0  # a contradiction
+    assert accuracy["all"] == 0.5 and accuracy["label:entailment"] == 0.5
