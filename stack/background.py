@@ -60,11 +60,17 @@ def _spawn(name: str, argv: list[str], env: dict[str, str]) -> None:
     if pid := _pid_alive(name):
         print(f"{name}: already running (pid {pid})")
         return
-    log = _log(name).open("ab")
-    # A new session: the process outlives this command and make's terminal.
-    proc = subprocess.Popen(
-        argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=Path.cwd()
-    )
+    # A new session: the process outlives this command and make's terminal. The child has its
+    # own copy of the log's descriptor, so this process closes its one.
+    with _log(name).open("ab") as log:
+        proc = subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            cwd=Path.cwd(),
+        )
     (RUN_DIR / f"{name}.pid").write_text(str(proc.pid))
     print(f"{name}: started (pid {proc.pid}), log {_log(name)}")
 

