@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 
 
@@ -50,3 +51,9 @@ class ScoredChunk:
     chunk: Chunk
     score: float
     stages: StageScores = field(default_factory=StageScores)
+
+
+class StageSkip(enum.Enum):
+    """Why a pipeline stage a request asked for did not run (``StageSkipReason`` in the contract)."""
+
+    DEADLINE = "deadline"  # the caller's deadline left less time than the stage usually takes

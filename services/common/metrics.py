@@ -58,6 +58,12 @@ RETRIEVED_CHUNKS = Histogram(
     "Chunks returned per RetrievePassages call.",
     buckets=(0, 1, 2, 3, 5, 10, 20, 50, 100, 200),
 )
+RETRIEVAL_STAGES_SKIPPED = Counter(
+    "grounded_retrieval_stages_skipped_total",
+    "Requested retrieval stages that did not run, by stage and reason (deadline: the caller's "
+    "deadline left less time than the stage usually takes).",
+    ["stage", "reason"],
+)
 RETRIEVAL_TOP_SCORE = Histogram(
     "grounded_retrieval_top_score",
     "Final relevance score of the best chunk per RetrievePassages call (calls with results).",

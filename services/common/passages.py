@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 
 from grounded.type.v1 import evidence_pb2
 
-from services.common.evidence import Chunk, ScoredChunk, StageScores
+from services.common.evidence import Chunk, ScoredChunk, StageScores, StageSkip
 from services.common.intent import Intent
 
 INTENT_TO_PROTO: Mapping[Intent, evidence_pb2.QueryIntent] = {
@@ -89,5 +89,24 @@ def scored_from_proto(passage: evidence_pb2.Passage) -> ScoredChunk:
     return ScoredChunk(chunk=chunk_from_proto(passage), score=scores.final_score, stages=stages)
 
 
-def timings_to_proto(timings: Iterable[tuple[str, bool, float]]) -> list[evidence_pb2.StageTiming]:
-    return [evidence_pb2.StageTiming(stage=s, ran=r, duration_ms=d) for s, r, d in timings]
+SKIP_TO_PROTO: Mapping[StageSkip, evidence_pb2.StageSkipReason] = {
+    StageSkip.DEADLINE: evidence_pb2.STAGE_SKIP_REASON_DEADLINE,
+}
+
+
+def timings_to_proto(
+    timings: Iterable[tuple[str, bool, float]], skipped: Mapping[str, StageSkip] | None = None
+) -> list[evidence_pb2.StageTiming]:
+    """Stage timings; ``skipped`` names the requested stages that did not run, and why."""
+    skipped = skipped or {}
+    return [
+        evidence_pb2.StageTiming(
+            stage=s,
+            ran=r,
+            duration_ms=d,
+            skip_reason=SKIP_TO_PROTO[skipped[s]]
+            if s in skipped
+            else evidence_pb2.STAGE_SKIP_REASON_UNSPECIFIED,
+        )
+        for s, r, d in timings
+    ]

@@ -28,7 +28,11 @@ def encode_result(result: SearchResult) -> bytes:
         "intent": result.intent.value,
         "expanded_queries": result.expanded_queries,
         "index_version": result.index_version,
-        "timings": [dataclasses.asdict(t) for t in result.timings],
+        # Without ``skipped``: a result with a skipped stage is never cached, and an entry
+        # stays readable by a replica that predates the field.
+        "timings": [
+            {"stage": t.stage, "ran": t.ran, "duration_ms": t.duration_ms} for t in result.timings
+        ],
         "chunks": [
             {
                 "chunk": dataclasses.asdict(s.chunk),

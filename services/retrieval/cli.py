@@ -60,6 +60,9 @@ def _print_human(response: pb.RetrievePassagesResponse) -> None:
         print(textwrap.indent(textwrap.fill(p.text, width=92), "    "))
     timings = ", ".join(f"{t.stage} {t.duration_ms:.1f} ms" for t in response.timings if t.ran)
     print(f"\ntimings: {timings}")
+    skipped = [t.stage for t in response.timings if t.skip_reason]
+    if skipped:
+        print(f"skipped for the deadline: {', '.join(skipped)}")
 
 
 def search(args: argparse.Namespace) -> int:

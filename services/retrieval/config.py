@@ -24,6 +24,8 @@ class RetrievalConfig:
     cross_encoder_path: str = ""
     # The answerability model directory for stage-2 rerank (issue 13); empty: not used.
     rerank_model_dir: str = ""
+    # Skip rerank when the caller's deadline leaves less than its expected cost plus this.
+    rerank_deadline_margin_s: float = 0.005
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> RetrievalConfig:
@@ -39,4 +41,7 @@ class RetrievalConfig:
             torch_threads=env.int("TORCH_THREADS", 1, minimum=1, maximum=64),
             cross_encoder_path=env.str("CROSS_ENCODER_PATH", "").strip(),
             rerank_model_dir=env.str("RERANK_MODEL_DIR", "").strip(),
+            rerank_deadline_margin_s=env.float(
+                "RERANK_DEADLINE_MARGIN_S", 0.005, minimum=0.0, maximum=5.0
+            ),
         )

@@ -64,6 +64,9 @@ def result_to_proto(result: SearchResult) -> pb.RetrievePassagesResponse:
         cache_hit=result.cache_hit,
         intent=INTENT_TO_PROTO[result.intent],
         expanded_queries=result.expanded_queries,
-        timings=timings_to_proto((t.stage, t.ran, t.duration_ms) for t in result.timings),
+        timings=timings_to_proto(
+            ((t.stage, t.ran, t.duration_ms) for t in result.timings),
+            {t.stage: t.skipped for t in result.timings if t.skipped is not None},
+        ),
         index_version=result.index_version,
     )

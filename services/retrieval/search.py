@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from services.common.errors import DeadlineExceededError, FieldViolation, InvalidInputError
-from services.common.evidence import Chunk, ScoredChunk, StageScores
+from services.common.evidence import Chunk, ScoredChunk, StageScores, StageSkip
 from services.common.intent import Intent
 from services.common.tracing import stage_span
 from services.retrieval.aggregation import DEFAULT_PER_DOC_CAP, DEFAULT_SIBLING_RATIO, aggregate
@@ -133,11 +133,13 @@ def request_violations(
 
 @dataclass(frozen=True, slots=True)
 class StageTiming:
-    """Whether a stage ran for a request and how long it took."""
+    """Whether a stage ran for a request and how long it took; ``skipped``: why a stage the
+    request asked for did not run."""
 
     stage: str
     ran: bool
     duration_ms: float
+    skipped: StageSkip | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +166,10 @@ class SearchSettings:
     candidate_depth: int = 100
     # Stage 2 reranks max(top_k, rerank_slate) candidates.
     rerank_slate: int = 20
+    # Under a deadline, rerank is skipped (and the response says so) when the time left is
+    # less than its expected cost (recent mean per candidate x slate, x1.5) plus this margin for
+    # the stages after it. Results without rerank are never cached.
+    rerank_deadline_margin_s: float = 0.005
     rerank_weights: RerankWeights = field(default_factory=RerankWeights)
     # Optional local sentence-transformers CrossEncoder directory; None keeps rerank heuristic.
     cross_encoder_path: str | None = None
@@ -292,6 +298,10 @@ class _Clock:
     def __init__(self) -> None:
         self.ms: dict[str, float] = {}
         self.ran: set[str] = set()
+        self.skipped: dict[str, StageSkip] = {}
+
+    def skip(self, name: str, reason: StageSkip) -> None:
+        self.skipped[name] = reason
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -304,7 +314,10 @@ class _Clock:
             self.ms[name] = self.ms.get(name, 0.0) + (time.perf_counter() - started) * 1000
 
     def timings(self) -> list[StageTiming]:
-        return [StageTiming(s, s in self.ran, round(self.ms.get(s, 0.0), 3)) for s in STAGES]
+        return [
+            StageTiming(s, s in self.ran, round(self.ms.get(s, 0.0), 3), self.skipped.get(s))
+            for s in STAGES
+        ]
 
 
 class _Budget:
@@ -318,6 +331,31 @@ class _Budget:
             raise DeadlineExceededError(
                 f"deadline exceeded before the {stage} stage", metadata={"stage": stage}
             )
+
+    def allows(self, seconds: float) -> bool:
+        """Whether ``seconds`` of work still fit before the deadline (always, without one)."""
+        return self.deadline is None or time.monotonic() + seconds <= self.deadline
+
+
+class _CostEstimate:
+    """A stage's recent cost per item (exponential moving average), 0 until it has run.
+
+    Written by concurrent searches without a lock: a lost update only delays the average.
+    """
+
+    def __init__(self, weight: float = 0.2) -> None:
+        self.weight = weight
+        self.ms_per_item = 0.0
+
+    def expected_s(self, items: int) -> float:
+        return self.ms_per_item * items / 1000
+
+    def update(self, ms: float, items: int) -> None:
+        per_item = ms / max(items, 1)
+        if self.ms_per_item == 0.0:
+            self.ms_per_item = per_item
+        else:
+            self.ms_per_item += self.weight * (per_item - self.ms_per_item)
 
 
 class Searcher:
@@ -362,6 +400,7 @@ class Searcher:
                 self._by_section_number.setdefault(chunk.section, []).append(position)
         self._acts = frozenset(self._by_act)
         self._doc_ids = frozenset(self._by_doc)
+        self._rerank_cost = _CostEstimate()
         if reranker is not None:
             self._reranker = reranker
         elif settings.cross_encoder_path:
@@ -447,12 +486,18 @@ class Searcher:
         slate = ordered[:slate_size]
         if stages.rerank and slate:
             budget.check("rerank")
-            with clock.stage("rerank"):
-                chunks = [self._chunks[c.position] for c in slate]
-                scores = self._reranker.score(analysis, chunks, [c.first for c in slate])
-                for candidate, score in zip(slate, scores, strict=True):
-                    candidate.rerank = float(score)
-                slate.sort(key=self._rank_key)
+            expected = 1.5 * self._rerank_cost.expected_s(len(slate))
+            if not budget.allows(expected + self.settings.rerank_deadline_margin_s):
+                # Answer in time without it rather than not at all (the response says so).
+                clock.skip("rerank", StageSkip.DEADLINE)
+            else:
+                with clock.stage("rerank"):
+                    chunks = [self._chunks[c.position] for c in slate]
+                    scores = self._reranker.score(analysis, chunks, [c.first for c in slate])
+                    for candidate, score in zip(slate, scores, strict=True):
+                        candidate.rerank = float(score)
+                    slate.sort(key=self._rank_key)
+                self._rerank_cost.update(clock.ms["rerank"], len(slate))
 
         scored = [self._scored(c) for c in slate]
         scored = [s for s in scored if s.score >= request.min_score]
@@ -475,7 +520,7 @@ class Searcher:
             cache_hit=False,
             index_version=self._index_version,
         )
-        if key is not None and self._cache is not None:
+        if key is not None and self._cache is not None and not clock.skipped:
             self._cache.set(key, result)
         return result
 

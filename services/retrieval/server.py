@@ -37,6 +37,7 @@ def search_settings(config: RetrievalConfig) -> SearchSettings:
         cross_encoder_path=config.cross_encoder_path or None,
         answerability_model_dir=config.rerank_model_dir or None,
         default_stages=StageSwitches(rerank=bool(config.rerank_model_dir)),
+        rerank_deadline_margin_s=config.rerank_deadline_margin_s,
     )
 
 

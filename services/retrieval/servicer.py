@@ -12,7 +12,11 @@ from grounded.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc
 from grpc import aio
 
 from services.common.errors import DeadlineExceededError, NotReadyError
-from services.common.metrics import RETRIEVAL_TOP_SCORE, RETRIEVED_CHUNKS
+from services.common.metrics import (
+    RETRIEVAL_STAGES_SKIPPED,
+    RETRIEVAL_TOP_SCORE,
+    RETRIEVED_CHUNKS,
+)
 from services.retrieval import convert
 from services.retrieval.search import Searcher
 
@@ -55,6 +59,9 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
         result = await asyncio.to_thread(searcher.search, search_request, deadline=deadline)
         top = [round(c.score, 4) for c in result.chunks[:3]]
         RETRIEVED_CHUNKS.observe(len(result.chunks))
+        for timing in result.timings:
+            if timing.skipped is not None:
+                RETRIEVAL_STAGES_SKIPPED.labels(timing.stage, timing.skipped.value).inc()
         if top:
             RETRIEVAL_TOP_SCORE.observe(top[0])
         logger.info(

@@ -11,7 +11,7 @@ import numpy.typing as npt
 import pytest
 
 from services.common.errors import DeadlineExceededError, InvalidInputError
-from services.common.evidence import Chunk, ScoredChunk
+from services.common.evidence import Chunk, ScoredChunk, StageSkip
 from services.retrieval import search
 from services.retrieval.expansion import QueryAnalysis
 from services.retrieval.rerank import HeuristicReranker, Scores
@@ -22,6 +22,7 @@ from services.retrieval.search import (
     SearchResult,
     SearchSettings,
     StageSwitches,
+    _CostEstimate,
     cache_key,
 )
 from tests.unit.retrieval.search_fakes import HashingEncoder, make_artifacts, statute_chunks
@@ -385,6 +386,51 @@ class TestDeadline:
         searcher = make_searcher(encoder=SlowEncoder(delay_s=0.001))
         result = searcher.search(SearchRequest("theft"), deadline=time.monotonic() + 30)
         assert result.chunks
+
+
+class TestRerankUnderDeadline:
+    def test_rerank_expected_to_overrun_the_deadline_is_skipped_and_said(self) -> None:
+        cache = DictCache()
+        reranker = SpyReranker()
+        searcher = make_searcher(cache=cache, reranker=reranker)
+        request = SearchRequest("theft", stages=ALL_ON)
+        searcher.search(request)  # measures the rerank's cost
+        assert len(reranker.slates) == 1 and searcher._rerank_cost.ms_per_item > 0
+        searcher._rerank_cost.ms_per_item = 10_000.0  # a reranker far slower than the deadline
+        cache.entries.clear()
+        cache.sets.clear()
+
+        result = searcher.search(request, deadline=time.monotonic() + 30)
+
+        assert result.chunks, "answered without rerank rather than not at all"
+        (rerank,) = [t for t in result.timings if t.stage == "rerank"]
+        assert not rerank.ran and rerank.skipped is StageSkip.DEADLINE
+        assert len(reranker.slates) == 1, "the reranker was not called again"
+        assert all(s.stages.rerank is None for s in result.chunks)
+        assert cache.sets == [], "a result without its rerank must not be cached"
+
+    def test_rerank_runs_without_a_deadline_or_with_time_for_it(self) -> None:
+        reranker = SpyReranker()
+        searcher = make_searcher(cache=DictCache(), reranker=reranker)
+        request = SearchRequest("theft", stages=ALL_ON)
+        searcher._rerank_cost.ms_per_item = 10_000.0
+        unbounded = searcher.search(request)
+        searcher._rerank_cost.ms_per_item = 0.01
+        roomy = searcher.search(
+            SearchRequest("theft", stages=ALL_ON, top_k=3), deadline=time.monotonic() + 30
+        )
+        for result in (unbounded, roomy):
+            (rerank,) = [t for t in result.timings if t.stage == "rerank"]
+            assert rerank.ran and rerank.skipped is None
+        assert len(reranker.slates) == 2
+
+    def test_cost_estimate_starts_at_the_first_measurement_then_averages(self) -> None:
+        cost = _CostEstimate(weight=0.5)
+        assert cost.expected_s(20) == 0.0  # unknown: never a reason to skip
+        cost.update(40.0, 20)
+        assert cost.ms_per_item == 2.0
+        cost.update(80.0, 20)
+        assert cost.ms_per_item == 3.0 and cost.expected_s(10) == 0.03
 
 
 class TestCacheKey:

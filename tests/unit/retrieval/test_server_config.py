@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from grounded.retrieval.v1 import retrieval_service_pb2 as pb
+from grounded.type.v1 import evidence_pb2
 
 from services.common.errors import DeadlineExceededError
 from services.retrieval import server
@@ -118,6 +119,33 @@ class TestServicerDeadline:
         context: Any = FakeContext(None)
         await servicer.RetrievePassages(pb.RetrievePassagesRequest(query="theft"), context)
         assert searcher.deadlines == [None]
+
+    async def test_a_rerank_skipped_for_the_deadline_is_in_the_response_and_counted(
+        self,
+    ) -> None:
+        from prometheus_client import REGISTRY
+
+        servicer = RetrievalServicer()
+        servicer.searcher = searcher = RecordingSearcher()
+        searcher._rerank_cost.ms_per_item = 10_000.0  # far more than the 5 s the caller gives
+        labels = {"stage": "rerank", "reason": "deadline"}
+        before = REGISTRY.get_sample_value("grounded_retrieval_stages_skipped_total", labels) or 0
+        request = pb.RetrievePassagesRequest(query="theft")
+        request.stages.rerank = True
+        context: Any = FakeContext(5.0)
+        response = await servicer.RetrievePassages(request, context)
+        assert response.passages
+        (rerank,) = [t for t in response.timings if t.stage == "rerank"]
+        assert not rerank.ran and rerank.skip_reason == evidence_pb2.STAGE_SKIP_REASON_DEADLINE
+        others = [t for t in response.timings if t.stage != "rerank"]
+        assert all(t.skip_reason == evidence_pb2.STAGE_SKIP_REASON_UNSPECIFIED for t in others)
+        after = REGISTRY.get_sample_value("grounded_retrieval_stages_skipped_total", labels)
+        assert after == before + 1
+
+    def test_rerank_deadline_margin_from_env(self) -> None:
+        assert RetrievalConfig.from_env({}).rerank_deadline_margin_s == 0.005
+        config = RetrievalConfig.from_env({"RETRIEVAL_RERANK_DEADLINE_MARGIN_S": "0.05"})
+        assert server.search_settings(config).rerank_deadline_margin_s == 0.05
 
 
 class TestThreadConfig:
