@@ -222,6 +222,7 @@ class SearchSettings:
         """Hash of every setting that changes results (default_stages only fills requests)."""
         data = dataclasses.asdict(self)
         del data["default_stages"]
+        del data["rerank_deadline_margin_s"]  # a result with rerank skipped is never cached
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
