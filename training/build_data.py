@@ -9,8 +9,11 @@ the vendored files, so a clone can retrain without the shared folder. Output:
 
 Sources (all with licences that allow shipping a model trained on them; see SOURCE.md):
 the permissive NLI mix (SNLI, MNLI, CAD-SNLI, FEVER), "related but not saying that" neutral
-pairs made from FEVER and HotpotQA evidence, and rule-made statute pairs over the IPC.
-The restricted NLI file (non-commercial / no licence) is never read.
+pairs made from FEVER and HotpotQA evidence, and rule-made statute pairs over the IPC; with
+``--ipc-written-repeats N`` also the team's hand-written statute pairs
+(``training/sources/ipc_nli_pairs_v1.jsonl``, on sections the adversarial evaluation set does not
+use; the 2026-11-25 v2 experiment, not shipped). The restricted NLI file (non-commercial / no
+licence) is never read.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from training import statute_pairs
 LABELS = ("entailment", "neutral", "contradiction")
 DEFAULT_SEED = 20261124
 HELDBACK_PER_LABEL = 800
+IPC_WRITTEN = Path("training/sources/ipc_nli_pairs_v1.jsonl")
 _WORD = re.compile(r"[a-z0-9]{3,}")
 # Only for picking related-but-neutral pairs by word overlap. Frozen as the shipped model's data
 # was built with it: the validator's STOP_WORDS picks other pairs (checked: other sha256).
@@ -203,6 +207,19 @@ def scifact_tune_pairs(folder: Path, rng: random.Random) -> list[dict[str, objec
     return out
 
 
+def ipc_written_pairs(path: Path) -> list[dict[str, object]]:
+    """The hand-written statute pairs as training rows (source ``ipc_written:<category>``)."""
+    return [
+        {
+            "premise": row["premise"],
+            "hypothesis": row["hypothesis"],
+            "label": row["label"],
+            "source": f"ipc_written:{row['category']}",
+        }
+        for row in read_jsonl(path)
+    ]
+
+
 def ipc_sections(corpus: Path) -> list[statute_pairs.Section]:
     """The corpus's sections split into sentences by the project's own chunker."""
     from services.retrieval.chunking import chunk_document
@@ -267,6 +284,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="add the SciFact tune-half pairs this many times (0: not at all, as in the shipped "
         "mix; 3 was the 2026-11-25 experiment, see the model card)",
     )
+    parser.add_argument(
+        "--ipc-written",
+        type=Path,
+        default=IPC_WRITTEN,
+        help="hand-written statute NLI pairs ('' leaves them out: the v1 mix)",
+    )
+    parser.add_argument(
+        "--ipc-written-repeats",
+        type=int,
+        default=0,
+        help="how many times the hand-written pairs are added (0: not at all, as in the shipped "
+        "mix; 3 was the 2026-11-25 v2 experiment, not shipped: see the model card)",
+    )
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
 
@@ -283,6 +313,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         for p in statute_pairs.generate(ipc_sections(args.corpus), args.seed)
     ]
     rows = train + extra + statute
+    if args.ipc_written_repeats > 0 and str(args.ipc_written) not in ("", "."):
+        rows += ipc_written_pairs(args.ipc_written) * args.ipc_written_repeats
     if args.scifact_tune_repeats > 0:
         rows += scifact_tune_pairs(SCIFACT, rng) * args.scifact_tune_repeats
     rng.shuffle(rows)

@@ -244,3 +244,15 @@ def test_heldback_accuracy_scores_the_shipped_model_by_source(
     accuracy = json.loads(capsys.readouterr().out)["accuracy"]
     assert accuracy["source:a"] == 1.0 and accuracy["source:b"] == 0.0  # a contradiction
     assert accuracy["all"] == 0.5 and accuracy["label:entailment"] == 0.5
+
+
+def test_hand_written_statute_pairs_become_training_rows_by_category() -> None:
+    from training.build_data import IPC_WRITTEN, ipc_written_pairs
+
+    rows = ipc_written_pairs(IPC_WRITTEN)
+    assert len(rows) == 1455
+    assert {r["label"] for r in rows} == {"entailment", "neutral", "contradiction"}
+    assert all(str(r["source"]).startswith("ipc_written:") for r in rows)
+    assert {"ipc_written:role_swap", "ipc_written:paraphrase_partial"} <= {
+        r["source"] for r in rows
+    }
