@@ -34,6 +34,7 @@ LABELS = ("entailment", "neutral", "contradiction")
 DEFAULT_SEED = 20261124
 HELDBACK_PER_LABEL = 800
 IPC_WRITTEN = Path("training/sources/ipc_nli_pairs_v1.jsonl")
+IPC_CONTRASTS = Path("training/sources/ipc_nli_contrasts_v1.jsonl")
 _WORD = re.compile(r"[a-z0-9]{3,}")
 # Only for picking related-but-neutral pairs by word overlap. Frozen as the shipped model's data
 # was built with it: the validator's STOP_WORDS picks other pairs (checked: other sha256).
@@ -297,6 +298,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="how many times the hand-written pairs are added (0: not at all, as in the shipped "
         "mix; 3 was the 2026-11-25 v2 experiment, not shipped: see the model card)",
     )
+    parser.add_argument(
+        "--ipc-contrasts",
+        type=Path,
+        default=IPC_CONTRASTS,
+        help="a faithful paraphrase for each hand-written contradiction (same premise)",
+    )
+    parser.add_argument(
+        "--ipc-contrasts-repeats",
+        type=int,
+        default=0,
+        help="how many times the contrasting paraphrases are added (0: not at all, as in the "
+        "shipped mix; 3 was the 2026-11-25 v3 experiment: see the model card)",
+    )
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
 
@@ -315,6 +329,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     rows = train + extra + statute
     if args.ipc_written_repeats > 0 and str(args.ipc_written) not in ("", "."):
         rows += ipc_written_pairs(args.ipc_written) * args.ipc_written_repeats
+    if args.ipc_contrasts_repeats > 0 and str(args.ipc_contrasts) not in ("", "."):
+        rows += ipc_written_pairs(args.ipc_contrasts) * args.ipc_contrasts_repeats
     if args.scifact_tune_repeats > 0:
         rows += scifact_tune_pairs(SCIFACT, rng) * args.scifact_tune_repeats
     rng.shuffle(rows)

@@ -1,4 +1,7 @@
-"""Sanity checks for training/sources/ipc_nli_pairs_v1.jsonl (hand-written statute NLI pairs).
+"""Sanity checks for the hand-written statute NLI pairs in training/sources/.
+
+ipc_nli_pairs_v1.jsonl (pairs of every label) and ipc_nli_contrasts_v1.jsonl (a faithful
+paraphrase of the same premise for each contradiction of the first, with ``contrast_of``).
 
 Run from the repository root:
     .venv/bin/python training/sources/check_ipc_nli_pairs.py
@@ -19,6 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "training" / "sources" / "ipc_nli_pairs_v1.jsonl"
+CONTRASTS = ROOT / "training" / "sources" / "ipc_nli_contrasts_v1.jsonl"
 CORPUS = ROOT / "data" / "corpora" / "indian_law" / "ipc.json"
 ADVERSARIAL = ROOT / "data" / "eval" / "ipc_adversarial" / "pairs.jsonl"
 
@@ -51,15 +55,26 @@ def main() -> int:
         if line.strip()
     }
     problems: list[str] = []
+    by_id: dict[str, dict[str, str]] = {}
     ids: Counter[str] = Counter()
     pairs: Counter[tuple[str, str]] = Counter()
     labels: Counter[str] = Counter()
-    for n, line in enumerate(DATA.read_text(encoding="utf-8").splitlines(), 1):
+    lines = [(DATA.name, line) for line in DATA.read_text(encoding="utf-8").splitlines()]
+    lines += [(CONTRASTS.name, line) for line in CONTRASTS.read_text(encoding="utf-8").splitlines()]
+    for n, (name, line) in enumerate(lines, 1):
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             problems.append(f"line {n}: not JSON ({exc})")
             continue
+        if name == CONTRASTS.name:
+            target = by_id.get(row.get("contrast_of", ""))
+            if target is None or target["label"] != "contradiction":
+                problems.append(f"{row.get('id')}: contrast_of names no contradiction")
+            elif target["premise"] != row.get("premise") or row.get("label") != "entailment":
+                problems.append(f"{row.get('id')}: not an entailment of its contrast's premise")
+        else:
+            by_id[row.get("id", "")] = row
         missing = [f for f in FIELDS if not isinstance(row.get(f), str) or not row[f].strip()]
         if missing:
             problems.append(f"line {n}: missing or empty {missing}")
@@ -82,7 +97,7 @@ def main() -> int:
         print(problem)
     if problems:
         return 1
-    print(f"{sum(ids.values())} pairs {dict(labels)}: all checks passed")
+    print(f"{sum(ids.values())} pairs {dict(labels)} in two files: all checks passed")
     return 0
 
 
