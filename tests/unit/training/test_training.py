@@ -60,13 +60,13 @@ class TestData:
         assert not {r["premise"] for r in held} & {r["premise"] for r in train}
 
     def test_vendored_heldback_pairs_are_not_trained_on(self) -> None:
-        import gzip
+        from training.train_entailment import read_pairs, training_file
 
-        def pairs(name: str) -> set[tuple[str, str]]:
-            with gzip.open(DATA / name, "rt", encoding="utf-8") as handle:
-                return {(r["premise"], r["hypothesis"]) for r in map(json.loads, handle)}
+        def pairs(path: Path) -> set[tuple[str, str]]:
+            return {(r["premise"], r["hypothesis"]) for r in read_pairs(path)}
 
-        assert not pairs("heldback.jsonl.gz") & pairs("train.jsonl.gz")
+        assert training_file(DATA).name == "train.jsonl.xz"
+        assert not pairs(DATA / "heldback.jsonl.gz") & pairs(training_file(DATA))
 
     def test_bucketed_batches_cover_every_pair_once(self) -> None:
         lengths = [random.Random(i).randint(5, 200) for i in range(500)]
