@@ -17,7 +17,7 @@ Sources (licences allow shipping a model trained on them; see SOURCE.md):
   distractor sentences sharing most words with it do not.
 - IPC: template questions about each section ("What is the punishment for X?", "What is X?")
   against the section's sentences and other sections' penalty sentences.
-- IPC, in plain words (``--ipc-questions``, ``training/sources/ipc_plain_questions_v1.jsonl``):
+- IPC, in plain words (``--ipc-questions``, ``training/sources/ipc_plain_questions_v*.jsonl``):
   questions the team wrote in everyday words ("How long can the thief get for stealing from a
   home?"), each with its gold section's answering sentences (positives); the sentences BM25
   ranks highest for the question in other sections (what retrieval would hand synthesis) are
@@ -249,8 +249,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--ipc-questions",
         type=Path,
-        default=Path("training/sources/ipc_plain_questions_v1.jsonl"),
-        help="hand-written plain-language IPC questions (an empty path: none, as in v1's mix)",
+        nargs="*",
+        default=[
+            Path("training/sources/ipc_plain_questions_v1.jsonl"),
+            Path("training/sources/ipc_plain_questions_v2.jsonl"),
+        ],
+        help="hand-written plain-language IPC question files (none given: none, as in v1's "
+        "mix; v2's mix: only ipc_plain_questions_v1.jsonl)",
     )
     parser.add_argument("--ipc-question-repeats", type=int, default=3)
     args = parser.parse_args(argv)
@@ -267,8 +272,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         ),
         *ipc_pairs(sections, rng),
     ]
-    if args.ipc_questions.name:
-        plain = list(ipc_question_pairs(read_jsonl(args.ipc_questions), sections))
+    for questions in (q for q in args.ipc_questions if q.name):  # '' (v1's mix): none
+        plain = list(ipc_question_pairs(read_jsonl(questions), sections))
         rows += plain  # de-duplicated below like every source, then repeated
     rows = list({(r["premise"], r["hypothesis"]): r for r in rows}.values())  # first label wins
     train = [r for r in rows if not held_back(r["group"])]

@@ -1,26 +1,34 @@
-"""Sanity checks for training/sources/ipc_plain_questions_v1.jsonl.
+"""Sanity checks for the hand-written plain-language IPC questions in training/sources/.
 
 Run from the repository root:
-    .venv/bin/python training/sources/check_ipc_plain_questions.py
+    .venv/bin/python training/sources/check_ipc_plain_questions.py            # every shipped file
+    .venv/bin/python training/sources/check_ipc_plain_questions.py FILE --prefix part3
 
-Checks: valid JSON per line, required fields, ids train-001... unique and in
-order, gold doc ids exist in the IPC corpus, key sentences are verbatim
-substrings of their gold sections (after collapsing whitespace), answer
-strings occur in the key sentences, answerable/unanswerable field rules, no
-duplicate questions within the file or with data/golden/ipc_plain_tune_v1.jsonl.
-Exits non-zero if any problem is found.
+Checks, per file: valid JSON per line, required fields, ids ``<prefix>-001``... unique and in
+order (``train`` for v1, ``more`` for v2, ``--prefix`` for a file given by name), gold doc ids
+exist in the IPC corpus, key sentences are verbatim substrings of their gold sections (after
+collapsing whitespace), answer strings occur in the key sentences, answerable/unanswerable
+field rules; and no duplicate question within or across the files checked, or with
+data/golden/ipc_plain_tune_v1.jsonl. Exits non-zero if any problem is found.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "training" / "sources" / "ipc_plain_questions_v1.jsonl"
+SOURCES = ROOT / "training" / "sources"
+# Each shipped file and the prefix of its ids.
+FILES = {
+    SOURCES / "ipc_plain_questions_v1.jsonl": "train",
+    SOURCES / "ipc_plain_questions_v2.jsonl": "more",
+}
 CORPUS = ROOT / "data" / "corpora" / "indian_law" / "ipc.json"
 TUNE = ROOT / "data" / "golden" / "ipc_plain_tune_v1.jsonl"
 
@@ -46,7 +54,16 @@ def qkey(text: str) -> str:
     return norm(text).casefold()
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Check hand-written plain IPC questions.")
+    parser.add_argument("files", nargs="*", type=Path, help="default: every shipped file")
+    parser.add_argument("--prefix", default=None, help="id prefix of the files given")
+    args = parser.parse_args(argv)
+    files = (
+        {f: args.prefix or FILES.get(f.resolve(), "train") for f in args.files}
+        if args.files
+        else {f: prefix for f, prefix in FILES.items() if f.exists()}
+    )
     corpus = {
         f"IPC_{row['Section']}": norm(row["section_desc"])
         for row in json.loads(CORPUS.read_text(encoding="utf-8"))
@@ -57,24 +74,27 @@ def main() -> int:
 
     problems: list[str] = []
     rows = []
-    for n, line in enumerate(DATA.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            problems.append(f"line {n}: blank line")
-            continue
-        try:
-            rows.append((n, json.loads(line)))
-        except json.JSONDecodeError as exc:
-            problems.append(f"line {n}: invalid JSON ({exc})")
+    for data, prefix in files.items():
+        for idx, (n, line) in enumerate(
+            enumerate(data.read_text(encoding="utf-8").splitlines(), 1), 1
+        ):
+            if not line.strip():
+                problems.append(f"{data.name} line {n}: blank line")
+                continue
+            try:
+                rows.append((f"{data.name} line {n}", f"{prefix}-{idx:03d}", json.loads(line)))
+            except json.JSONDecodeError as exc:
+                problems.append(f"{data.name} line {n}: invalid JSON ({exc})")
 
     seen_q: dict[str, str] = {}
-    for idx, (n, r) in enumerate(rows, 1):
-        where = f"line {n} ({r.get('id')})"
+    for line, expected_id, r in rows:
+        where = f"{line} ({r.get('id')})"
         missing = [f for f in FIELDS if f not in r]
         if missing:
             problems.append(f"{where}: missing fields {missing}")
             continue
-        if r["id"] != f"train-{idx:03d}":
-            problems.append(f"{where}: expected id train-{idx:03d}")
+        if r["id"] != expected_id:
+            problems.append(f"{where}: expected id {expected_id}")
         if r["intent"] not in INTENTS:
             problems.append(f"{where}: unknown intent {r['intent']!r}")
         if not isinstance(r["answerable"], bool):
@@ -116,14 +136,15 @@ def main() -> int:
             if golds or keys or answers:
                 problems.append(f"{where}: unanswerable item must have empty gold/key/answer lists")
 
-    answerable = [r for _, r in rows if r.get("answerable") is True]
-    unanswerable = [r for _, r in rows if r.get("answerable") is False]
+    answerable = [r for _, _, r in rows if r.get("answerable") is True]
+    unanswerable = [r for _, _, r in rows if r.get("answerable") is False]
     sections = {g for r in answerable for g in r["gold_doc_ids"]}
     chapters = {}
     for row in json.loads(CORPUS.read_text(encoding="utf-8")):
         chapters[f"IPC_{row['Section']}"] = row["chapter"]
-    section_refs = sum(1 for _, r in rows if SECTION_REF.search(r["question"]))
+    section_refs = sum(1 for _, _, r in rows if SECTION_REF.search(r["question"]))
 
+    print(f"files: {', '.join(f.name for f in files)}")
     print(f"items: {len(rows)}")
     print(f"answerable: {len(answerable)}")
     print(f"unanswerable: {len(unanswerable)}")
