@@ -63,6 +63,37 @@ class ScriptedModel:
         return [next((v for k, v in self.rules.items() if k in h), self.default) for _, h in pairs]
 
 
+class RandomCase:
+    """Random claims and passages over a small vocabulary, and a model whose probabilities are
+    random but fixed per pair: the property tests below compare two ways of judging them."""
+
+    WORDS = ("theft", "fine", "term", "years", "hurt", "property", "whoever", "punished")
+
+    def __init__(self, seed: int) -> None:
+        import random
+
+        self.rng = random.Random(seed)
+        self._table: dict[tuple[str, str], tuple[float, float, float]] = {}
+
+    def sentence(self) -> str:
+        n = self.rng.randint(2, 6)
+        return " ".join(self.rng.choice(self.WORDS) for _ in range(n)).capitalize() + "."
+
+    def settle_at(self) -> float | None:
+        return self.rng.choice([None, THRESHOLDS.rescue])
+
+    def model(self) -> ScriptedModel:
+        model = ScriptedModel({})
+        model.predict = lambda pairs: [self._probs(p) for p in pairs]  # type: ignore[method-assign]
+        return model
+
+    def _probs(self, pair: tuple[str, str]) -> tuple[float, float, float]:
+        if pair not in self._table:
+            e, c = self.rng.random(), self.rng.random()
+            self._table[pair] = (e, max(0.0, 1 - e - c), c)
+        return self._table[pair]
+
+
 def tier(model: ScriptedModel) -> EntailmentTier:
     return EntailmentTier(model, THRESHOLDS)
 
@@ -163,40 +194,21 @@ class TestDecisions:
 
     @pytest.mark.parametrize("seed", range(40))
     def test_lazy_scoring_gives_the_outcome_exhaustive_scoring_gives(self, seed: int) -> None:
-        import random
-
-        rng = random.Random(seed)
-        words = ["theft", "fine", "term", "years", "hurt", "property", "whoever", "punished"]
-
-        def sentence() -> str:
-            return " ".join(rng.choice(words) for _ in range(rng.randint(2, 6))).capitalize() + "."
-
-        table: dict[tuple[str, str], tuple[float, float, float]] = {}
-
-        def probs(pair: tuple[str, str]) -> tuple[float, float, float]:
-            if pair not in table:
-                e, c = rng.random(), rng.random()
-                table[pair] = (e, max(0.0, 1 - e - c), c)
-            return table[pair]
-
+        case = RandomCase(seed)
         claims = [
             Claim(
-                sentence(),
+                case.sentence(),
                 tuple(
-                    (f"p{i}", " ".join(sentence() for _ in range(rng.randint(1, 4))))
-                    for i in range(rng.randint(1, 3))
+                    (f"p{i}", " ".join(case.sentence() for _ in range(case.rng.randint(1, 4))))
+                    for i in range(case.rng.randint(1, 3))
                 ),
-                settle_at=rng.choice([None, THRESHOLDS.rescue]),
+                settle_at=case.settle_at(),
             )
             for _ in range(4)
         ]
-        lazy = ScriptedModel({})
-        lazy.predict = lambda pairs: [probs(p) for p in pairs]  # type: ignore[method-assign]
-        got = judge(claims, lazy, THRESHOLDS, split_sentences)
+        got = judge(claims, case.model(), THRESHOLDS, split_sentences)
         for claim, j in zip(claims, got, strict=True):
-            every = ScriptedModel({})
-            every.predict = lambda pairs: [probs(p) for p in pairs]  # type: ignore[method-assign]
-            (full,) = judge([claim], every, THRESHOLDS, split_sentences, lazy=False)
+            (full,) = judge([claim], case.model(), THRESHOLDS, split_sentences, lazy=False)
             assert full.scores.windows >= j.scores.windows
             assert j.outcome is full.outcome
             if j.outcome is not Outcome.ENTAILED:
@@ -221,33 +233,17 @@ class TestDecisions:
 
     @pytest.mark.parametrize("seed", range(20))
     def test_judging_claims_together_equals_judging_each_alone(self, seed: int) -> None:
-        import random
-
-        rng = random.Random(seed)
-        words = ["theft", "fine", "term", "years", "hurt", "property", "whoever", "punished"]
-
-        def sentence() -> str:
-            return " ".join(rng.choice(words) for _ in range(rng.randint(2, 6))).capitalize() + "."
-
-        table: dict[tuple[str, str], tuple[float, float, float]] = {}
-
-        def probs(pair: tuple[str, str]) -> tuple[float, float, float]:
-            if pair not in table:
-                e, c = rng.random(), rng.random()
-                table[pair] = (e, max(0.0, 1 - e - c), c)
-            return table[pair]
-
-        shared = " ".join(sentence() for _ in range(3))  # cited by several claims
+        case = RandomCase(seed)
+        shared = " ".join(case.sentence() for _ in range(3))  # cited by several claims
         claims = [
             Claim(
-                sentence(),
-                (("s", shared), (f"p{i}", sentence())),
-                settle_at=rng.choice([None, THRESHOLDS.rescue]),
+                case.sentence(),
+                (("s", shared), (f"p{i}", case.sentence())),
+                settle_at=case.settle_at(),
             )
             for i in range(5)
         ]
-        model = ScriptedModel({})
-        model.predict = lambda pairs: [probs(p) for p in pairs]  # type: ignore[method-assign]
+        model = case.model()
         together = judge(claims, model, THRESHOLDS, split_sentences)
         alone = [judge([c], model, THRESHOLDS, split_sentences)[0] for c in claims]
         assert together == alone
