@@ -45,6 +45,8 @@ from services.validator.server import create_app
 ROOT: Final = Path(__file__).resolve().parents[1]
 REPORTS: Final = ROOT / "reports"
 SENTENCES: Final = 5
+# The model measured: the shipped one unless --model-dir names a candidate.
+model_dir: Path = DEFAULT_MODEL_DIR
 TARGET_P95_MS: Final = 30.0
 
 
@@ -86,7 +88,7 @@ def multi_citation_workload() -> tuple[str, list[Chunk]]:
 def lazy_vs_exhaustive(iterations: int) -> dict[str, Any]:
     """validate() with lazy and with exhaustive premise scoring, alternating, 1 ONNX thread."""
     answer, chunks = multi_citation_workload()
-    loaded = load_tier(DEFAULT_MODEL_DIR, threads=1)
+    loaded = load_tier(model_dir, threads=1)
     tiers = {
         "lazy": loaded,
         "exhaustive": EntailmentTier(loaded.model, loaded.thresholds, lazy=False),
@@ -137,8 +139,8 @@ def in_process(answer: str, chunks: list[Chunk], iterations: int) -> dict[str, A
     out: dict[str, Any] = {}
     tiers: dict[str, EntailmentTier | None] = {
         "lexical_only": None,
-        "model_1_thread": load_tier(DEFAULT_MODEL_DIR, threads=1),
-        "model_2_threads": load_tier(DEFAULT_MODEL_DIR, threads=2),
+        "model_1_thread": load_tier(model_dir, threads=1),
+        "model_2_threads": load_tier(model_dir, threads=2),
     }
     for name, tier in tiers.items():
         report = validate(answer, chunks, tier=tier)
@@ -159,7 +161,7 @@ def in_process(answer: str, chunks: list[Chunk], iterations: int) -> dict[str, A
 def model_alone(chunks: list[Chunk], iterations: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for threads in (1, 2):
-        model = load_tier(DEFAULT_MODEL_DIR, threads=threads).model
+        model = load_tier(model_dir, threads=threads).model
         pairs = [(c.text, f"Under the Code, {c.text}") for c in chunks]
         for size in (1, 5, 10, 32):
             batch = [pairs[i % len(pairs)] for i in range(size)]
@@ -174,7 +176,7 @@ async def over_grpc(answer: str, chunks: list[Chunk], iterations: int) -> dict[s
     out: dict[str, Any] = {}
     for name, env in (
         ("lexical_only", {"VALIDATOR_ENTAILMENT": "off"}),
-        ("model", {"VALIDATOR_ENTAILMENT": "on"}),
+        ("model", {"VALIDATOR_ENTAILMENT": "on", "VALIDATOR_ENTAILMENT_MODEL_DIR": str(model_dir)}),
     ):
         app = create_app(ValidatorConfig.from_env({"VALIDATOR_PORT": "0", **env}))
         await app.start()
@@ -253,7 +255,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="smoke run: few iterations")
     parser.add_argument("--out", type=Path, default=REPORTS / "validator_model.json")
+    parser.add_argument(
+        "--model-dir",
+        type=Path,
+        default=DEFAULT_MODEL_DIR,
+        help="entailment model directory (default: the shipped one; a candidate to compare)",
+    )
     args = parser.parse_args(argv)
+    global model_dir
+    model_dir = args.model_dir
     iterations = 10 if args.quick else 300
     uptime = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
     answer, chunks = workload()
@@ -262,6 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "uptime": uptime,
         "machine": machine_context(),
         "target_p95_ms": TARGET_P95_MS,
+        "model_dir": str(model_dir),
         "answer": answer,
         "in_process": in_process(answer, chunks, iterations),
         "model_alone": model_alone(chunks, iterations),

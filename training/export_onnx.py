@@ -71,6 +71,36 @@ def quantise(fp32: Path, int8: Path) -> None:
     quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True)
 
 
+def fuse_and_quantise(model_dir: Path, tokenizer: Any, out: Path) -> None:
+    """The fused-graph candidate (measured, never shipped): the model exported with eager
+    attention, its attention, embedding and layer-norm subgraphs fused by onnxruntime's
+    transformer optimizer, then quantised (QAttention, QEmbedLayerNormalization)."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    eager = AutoModelForSequenceClassification.from_pretrained(
+        str(model_dir), attn_implementation="eager"
+    )
+    config = eager.config
+    raw, fused = out.with_suffix(".eager.onnx"), out.with_suffix(".fused.onnx")
+    export(eager, tokenizer, raw)
+    optimised = optimize_model(
+        str(raw),
+        model_type="bert",
+        num_heads=config.num_attention_heads,
+        hidden_size=config.hidden_size,
+    )
+    optimised.save_model_to_file(str(fused))
+    quantize_dynamic(
+        str(fused),
+        str(out),
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},  # fused ops lack types
+    )
+
+
 def onnx_predictor(
     path: Path, tokenizer: Any, threads: int
 ) -> Callable[[Sequence[tuple[str, str]]], np.ndarray]:
@@ -150,6 +180,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--name", default="entailment-minilm-l6-v1")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--heldback-limit", type=int, default=0)
+    parser.add_argument(
+        "--fused",
+        action="store_true",
+        help="also measure a fused-attention int8 graph (needs --model; never shipped: on this "
+        "CPU it was slower, see docs/VALIDATOR.md)",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
@@ -173,6 +209,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             "onnx_fp32": onnx_predictor(fp32, tokenizer, args.threads),
             "onnx_int8": onnx_predictor(int8, tokenizer, args.threads),
         }
+        if args.fused:
+            if args.model is None:
+                parser.error("--fused needs --model (a Hugging Face model directory)")
+            fused = Path(tmp) / "model.int8.fused.onnx"
+            fuse_and_quantise(args.model, tokenizer, fused)
+            candidates["onnx_int8_fused"] = onnx_predictor(fused, tokenizer, args.threads)
         measured: dict[str, dict[str, float]] = {}  # per candidate, and extra tables
         for name, predict in candidates.items():
             measured[name] = {
