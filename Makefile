@@ -140,14 +140,15 @@ train-models: train-entailment train-answerability ## Train, export (int8 ONNX) 
 .PHONY: train-entailment
 train-entailment: install ## The entailment model (validator): train, export, calibrate.
 	nice -n 19 $(PY) -m training.train_entailment --out $(TRAIN_DIR) --epochs $(EPOCHS) --lr 6e-5
-	$(PY) -m training.export_onnx --model $(TRAIN_DIR)/final --out models/entailment-minilm-l6
+	$(PY) -m training.export_onnx --model $(TRAIN_DIR)/final --out models/entailment-minilm-l6 \
+		--name entailment-minilm-l6-v3
 	$(PY) -m training.calibrate --model-dir models/entailment-minilm-l6
 
 .PHONY: train-answerability
 train-answerability: install ## The answerability model (synthesis): train, export, then calibrate on shadow-mode runs of the tune sets.
 	nice -n 19 $(PY) -m training.train_entailment --data training/data/answerability --out $(ANSWER_DIR)
 	$(PY) -m training.export_onnx --model $(ANSWER_DIR)/final --data training/data/answerability \
-		--out models/answerability-minilm-l6 --name answerability-minilm-l6-v2
+		--out models/answerability-minilm-l6 --name answerability-minilm-l6-v3
 	$(PY) -m evaluation --dataset squad2 --limit 300 --no-docs --set SYNTHESIS_ANSWERABILITY=shadow
 	$(PY) -m evaluation --dataset ipc --no-docs --set SYNTHESIS_ANSWERABILITY=shadow
 	$(PY) -m evaluation --dataset ipc --data data/golden/ipc_plain_tune_v1.jsonl --no-docs \
