@@ -174,7 +174,12 @@ def combine(
     (``answerability_effect``: ``""``, ``"vetoed"`` or ``"rescued"``).
     """
     mode = options.mode
-    noted = replace(decision, answerability=scores.best, answerability_model=scores.model)
+    noted = replace(
+        decision,
+        answerability=scores.best,
+        answerability_model=scores.model,
+        answerability_by_id=tuple(scores.by_id.items()),
+    )
     if mode in (AnswerabilityMode.OFF, AnswerabilityMode.SHADOW):
         return noted
     if decision.key_terms.sections:
@@ -229,7 +234,7 @@ def _answer(
 
 
 # The judge tier (issue 17): a question whose best P(answers) is inside this band is asked
-# about, when a judge is configured. It straddles the calibrated veto threshold (0.41) and sends
+# about, when a judge is configured. It straddled model v1's veto threshold (0.41) and sends
 # 4.5-10 % of the dev sets' questions (docs/JUDGE.md, "Choosing the band").
 DEFAULT_JUDGE_BAND = Band(0.3, 0.6)
 # The passages sent to the judge with a question: the best-scoring ones.

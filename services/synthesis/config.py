@@ -39,6 +39,9 @@ class AnswerabilitySettings:
     threads: int = 1
     veto_below: float | None = None
     rescue_at: float | None = None
+    # How much the extractive generator's sentence score gains per unit of the chunk's
+    # P(answers) (0: the scores do not reach the generator).
+    extractive_weight: float = 0.0
 
     @classmethod
     def from_env(cls, env: EnvReader) -> AnswerabilitySettings:
@@ -48,6 +51,9 @@ class AnswerabilitySettings:
             threads=env.int("MODEL_THREADS", 1, minimum=1, maximum=64),
             veto_below=env.probability("ANSWERABILITY_VETO_BELOW"),
             rescue_at=env.probability("ANSWERABILITY_RESCUE_AT"),
+            extractive_weight=env.float(
+                "EXTRACTIVE_ANSWERABILITY_WEIGHT", 0.0, minimum=0.0, maximum=1.0
+            ),
         )
 
 

@@ -50,6 +50,9 @@ class ExtractiveOptions:
     weight_intent: float = 0.25
     weight_title: float = 0.15
     weight_retrieval: float = 0.15
+    # Added: this weight x the answerability model's P(answers) for the sentence's chunk, when
+    # the model scored the request (SYNTHESIS_EXTRACTIVE_ANSWERABILITY_WEIGHT).
+    weight_answerability: float = 0.0
     # Long sentences lose up to this much, so a focused provision beats a long proviso.
     max_length_penalty: float = 0.05
     long_sentence_words: int = 60
@@ -164,6 +167,7 @@ class ExtractiveGenerator:
         opts = self._options
         evidence = request.evidence
         answering = frozenset(request.answering)
+        answers = request.answer_scores
         scores = [scored.score for scored in evidence]
         low, high = min(scores, default=0.0), max(scores, default=0.0)
         seen_ids: set[str] = set()
@@ -199,6 +203,7 @@ class ExtractiveGenerator:
                     + opts.weight_intent * cue
                     + opts.weight_title * title_signal
                     + opts.weight_retrieval * retrieval
+                    + opts.weight_answerability * answers.get(chunk.semantic_id, 0.0)
                     - opts.max_length_penalty * min(1.0, overflow)
                 )
                 if text.rstrip().endswith(":"):

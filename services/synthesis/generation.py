@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, runtime_checkable
 
 from services.common.evidence import ScoredChunk
@@ -41,6 +41,9 @@ class GenerationRequest:
     # (answerability.py): a generator should draw on those even if they share no word with the
     # question.
     answering: tuple[str, ...] = ()
+    # Each evidence chunk's P(answers) from the answerability model, when it scored the request
+    # (semantic id -> score); empty when it did not run.
+    answer_scores: Mapping[str, float] = field(default_factory=dict)
     # What the answer must address, as the request's QuestionAnalysis found it (its
     # ``answer_terms``); None: a generator that needs them extracts them itself.
     key_terms: KeyTerms | None = None

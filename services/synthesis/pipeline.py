@@ -533,6 +533,7 @@ class SynthesisPipeline:
                 else ()
             ),
             key_terms=analysis.answer_terms,
+            answer_scores=dict(decision.answerability_by_id),
         )
 
     async def validate(

@@ -23,7 +23,7 @@ from services.synthesis.clients import (
     GrpcValidator,
 )
 from services.synthesis.config import SERVICE_NAME, SynthesisConfig
-from services.synthesis.extractive import ExtractiveGenerator
+from services.synthesis.extractive import ExtractiveGenerator, ExtractiveOptions
 from services.synthesis.limits import MAX_QUESTION_CHARS, MAX_TOP_K
 from services.synthesis.openai_generator import OpenAIGenerator, OpenAISettings
 from services.synthesis.pipeline import PipelineSettings, SynthesisPipeline
@@ -110,7 +110,9 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
     # routing.py. Every request goes through this one pipeline.
     pool, default_openai = offered_generators(
         config,
-        extractive=ExtractiveGenerator(),
+        extractive=ExtractiveGenerator(
+            ExtractiveOptions(weight_answerability=config.answerability.extractive_weight)
+        ),
         openai=lambda model: OpenAIGenerator(_openai_settings(config, model)),
         capacity=MAX_MODEL_VARIANTS,
     )

@@ -273,6 +273,8 @@ class SufficiencyDecision:
     answerability: float | None = None
     answerability_model: str = ""
     answerability_effect: str = ""
+    # Each evidence chunk's P(answers) when the model scored the request (semantic id, score).
+    answerability_by_id: tuple[tuple[str, float], ...] = ()
     # The judge (issue 17), when the model left the question uncertain: its model and P(yes).
     judge_model: str = ""
     judge_score: float | None = None

@@ -180,6 +180,7 @@ def _pipeline(
     mode: str,
     *,
     judge: ScriptedJudge | None = None,
+    generator: ExtractiveGenerator | None = None,
     **opts: float,
 ) -> SynthesisPipeline:
     check = AnswerabilityCheck(
@@ -190,7 +191,7 @@ def _pipeline(
     return SynthesisPipeline(
         retriever,
         EngineValidator(),
-        ExtractiveGenerator(),
+        generator or ExtractiveGenerator(),
         PipelineSettings(candidate_pool=0),
         answerability=check,
     )
@@ -235,6 +236,22 @@ class TestPipeline:
         # The extractive generator quotes the answering sentence, and the validator accepts it.
         assert "[IPC_378_0]" in rescued.answer
         assert rescued.validation is not None
+
+    @pytest.mark.parametrize(("weight", "leading"), [(0.0, "IPC_379_0"), (1.0, "IPC_380_0")])
+    async def test_the_models_scores_reach_the_extractive_generator(
+        self, ipc: Mapping[str, Chunk], weight: float, leading: str
+    ) -> None:
+        from services.synthesis.extractive import ExtractiveOptions
+
+        retriever = FakeRetriever(scored(ipc, *THEFT_IDS))
+        scorer = TableScorer({"human dwelling": 0.95}, default=0.6)  # s.380 answers best
+        generator = ExtractiveGenerator(ExtractiveOptions(weight_answerability=weight))
+        synth = _pipeline(retriever, scorer, "both", generator=generator, veto_below=0.5)
+
+        result = await synth.answer(SynthesisRequest("What is the punishment for theft?", top_k=3))
+
+        assert result.status is SynthesisStatus.ANSWERED
+        assert result.answer.split("]")[0].endswith(leading)
 
     async def test_rescue_scores_only_a_refusal_it_may_overrule(
         self, ipc: Mapping[str, Chunk]

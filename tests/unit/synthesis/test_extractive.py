@@ -453,3 +453,33 @@ class TestSynthesisMode:
         self, title: str, label: str
     ) -> None:
         assert source_label(article("DOC", 0, "Text.", title)) == label
+
+
+class TestAnswerabilityWeight:
+    """SYNTHESIS_EXTRACTIVE_ANSWERABILITY_WEIGHT: the model's P(answers) per chunk, when the
+    answerability model scored the request, adds to each sentence's score."""
+
+    QUESTION = "What is the punishment for theft?"
+
+    async def answer(
+        self, ipc: Mapping[str, Chunk], weight: float, scores: Mapping[str, float]
+    ) -> str:
+        from services.synthesis.extractive import ExtractiveOptions
+
+        generator = ExtractiveGenerator(ExtractiveOptions(weight_answerability=weight))
+        base = request(self.QUESTION, scored(ipc, "IPC_378_0", "IPC_379_0"))
+        result = await generator.generate(
+            dataclasses.replace(base, answer_scores=scores), timeout_s=1.0
+        )
+        return result.text
+
+    async def test_the_weight_lets_the_model_choose_the_leading_sentence(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        plain = await self.answer(ipc, 0.0, {})
+        assert plain.startswith("Whoever commits theft shall be punished")  # s.379
+        # A model sure the definition answers, and sure the penalty does not, outweighs the
+        # keyword score at weight 1; at weight 0 its scores change nothing.
+        scores = {"IPC_378_0": 1.0, "IPC_379_0": 0.0}
+        assert (await self.answer(ipc, 0.0, scores)) == plain
+        assert (await self.answer(ipc, 1.0, scores)).startswith("Whoever, intending to take")
