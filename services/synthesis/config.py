@@ -41,7 +41,7 @@ class AnswerabilitySettings:
     rescue_at: float | None = None
     # How much the extractive generator's sentence score gains per unit of the chunk's
     # P(answers) (0: the scores do not reach the generator).
-    extractive_weight: float = 0.0
+    extractive_weight: float = 0.15
 
     @classmethod
     def from_env(cls, env: EnvReader) -> AnswerabilitySettings:
@@ -52,7 +52,7 @@ class AnswerabilitySettings:
             veto_below=env.probability("ANSWERABILITY_VETO_BELOW"),
             rescue_at=env.probability("ANSWERABILITY_RESCUE_AT"),
             extractive_weight=env.float(
-                "EXTRACTIVE_ANSWERABILITY_WEIGHT", 0.0, minimum=0.0, maximum=1.0
+                "EXTRACTIVE_ANSWERABILITY_WEIGHT", 0.15, minimum=0.0, maximum=1.0
             ),
         )
 

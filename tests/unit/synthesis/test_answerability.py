@@ -427,3 +427,26 @@ class TestJudgeDecisions:
         )
         assert result.status is SynthesisStatus.ANSWERED
         assert judge.asked == []
+
+
+class TestExtractiveWeightSetting:
+    def test_default_and_override(self) -> None:
+        from services.synthesis.config import SynthesisConfig
+
+        assert SynthesisConfig.from_env({}).answerability.extractive_weight == 0.15
+        config = SynthesisConfig.from_env({"SYNTHESIS_EXTRACTIVE_ANSWERABILITY_WEIGHT": "0"})
+        assert config.answerability.extractive_weight == 0.0
+
+    @pytest.mark.parametrize("raw", ["1.5", "-0.1", "heavy"])
+    def test_a_bad_value_keeps_the_default_with_a_warning(
+        self, raw: str, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        from services.synthesis.config import SynthesisConfig
+
+        config = SynthesisConfig.from_env({"SYNTHESIS_EXTRACTIVE_ANSWERABILITY_WEIGHT": raw})
+
+        assert config.answerability.extractive_weight == 0.15  # every EnvReader setting does so
+        assert any(
+            getattr(r, "setting", "") == "SYNTHESIS_EXTRACTIVE_ANSWERABILITY_WEIGHT"
+            for r in caplog.records
+        )
