@@ -95,6 +95,9 @@ class AnswerabilityOptions:
     mode: AnswerabilityMode = AnswerabilityMode.OFF
     veto_below: float = 0.5
     rescue_at: float = 0.9
+    # Whether the model also judges statements (claims to verify, ``intent.is_statement``);
+    # False leaves them to the keyword rules: the model was trained on questions only.
+    statements: bool = True
 
     @property
     def enabled(self) -> bool:

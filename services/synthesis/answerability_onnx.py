@@ -17,6 +17,8 @@ def options_from_manifest(
     mode: str,
     veto_below: float | None = None,
     rescue_at: float | None = None,
+    *,
+    statements: bool = True,
 ) -> AnswerabilityOptions:
     """Options for ``mode`` with the model's calibrated thresholds unless overridden.
 
@@ -43,4 +45,6 @@ def options_from_manifest(
         veto_below = manifest.threshold(veto_key, defaults.veto_below if shadow else None)
     if rescue_at is None:
         rescue_at = manifest.threshold(rescue_key, defaults.rescue_at if shadow else None)
-    return AnswerabilityOptions(mode=chosen, veto_below=veto_below, rescue_at=rescue_at)
+    return AnswerabilityOptions(
+        mode=chosen, veto_below=veto_below, rescue_at=rescue_at, statements=statements
+    )

@@ -42,6 +42,9 @@ class AnswerabilitySettings:
     # How much the extractive generator's sentence score gains per unit of the chunk's
     # P(answers) (0: the scores do not reach the generator).
     extractive_weight: float = 0.15
+    # Whether the model also judges statements (claims to verify), or leaves them to the
+    # keyword rules ("keywords").
+    statements: bool = True
 
     @classmethod
     def from_env(cls, env: EnvReader) -> AnswerabilitySettings:
@@ -51,6 +54,8 @@ class AnswerabilitySettings:
             threads=env.int("MODEL_THREADS", 1, minimum=1, maximum=64),
             veto_below=env.probability("ANSWERABILITY_VETO_BELOW"),
             rescue_at=env.probability("ANSWERABILITY_RESCUE_AT"),
+            statements=env.str("ANSWERABILITY_STATEMENTS", "model", choices=("model", "keywords"))
+            == "model",
             extractive_weight=env.float(
                 "EXTRACTIVE_ANSWERABILITY_WEIGHT", 0.15, minimum=0.0, maximum=1.0
             ),

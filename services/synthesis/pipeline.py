@@ -29,7 +29,7 @@ from services.common.errors import (
     Violations,
 )
 from services.common.evidence import Chunk, ScoredChunk
-from services.common.intent import Intent
+from services.common.intent import Intent, is_statement
 from services.common.judge import Task
 from services.common.language.citations import resolve_positions
 from services.common.refusal import REFUSAL
@@ -488,6 +488,8 @@ class SynthesisPipeline:
             raise ModelUnavailableError("the answerability model is not loaded yet")
         if not needs_scores(decision, check.options):
             return decision
+        if not check.options.statements and is_statement(analysis.focus):
+            return decision  # a claim to verify, left to the keyword rules by configuration
         mark = time.perf_counter()
         with stage_span("answerability", mode=check.options.mode.value):
             scores = await asyncio.to_thread(

@@ -131,7 +131,9 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
             return
         try:
             scorer = await asyncio.to_thread(load_scorer, a.model_dir, threads=a.threads)
-            options = options_from_manifest(scorer, a.mode, a.veto_below, a.rescue_at)
+            options = options_from_manifest(
+                scorer, a.mode, a.veto_below, a.rescue_at, statements=a.statements
+            )
         except ModelUnavailableError as exc:
             logger.error(
                 "answerability model unavailable, not serving: %s (set "

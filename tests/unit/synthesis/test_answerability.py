@@ -253,6 +253,27 @@ class TestPipeline:
         assert result.status is SynthesisStatus.ANSWERED
         assert result.answer.split("]")[0].endswith(leading)
 
+    @pytest.mark.parametrize("statements", [True, False])
+    async def test_statements_may_be_left_to_the_keyword_rules(
+        self, ipc: Mapping[str, Chunk], statements: bool
+    ) -> None:
+        retriever = FakeRetriever(scored(ipc, *THEFT_IDS))
+        scorer = TableScorer({}, default=0.05)  # the model would veto anything
+        synth = _pipeline(retriever, scorer, "both", statements=statements, veto_below=0.5)
+        claim = "Theft is punished with imprisonment which may extend to three years."
+
+        result = await synth.answer(SynthesisRequest(claim, top_k=3))
+
+        if statements:  # the default: the model judges claims too
+            assert result.sufficiency.answerability_effect == "vetoed"
+            assert len(scorer.calls) == 1
+        else:
+            assert result.status is SynthesisStatus.ANSWERED  # the keyword rules' decision
+            assert scorer.calls == [] and result.sufficiency.answerability is None
+        # A question is scored either way.
+        await synth.answer(SynthesisRequest("What is the punishment for theft?", top_k=3))
+        assert len(scorer.calls) == (2 if statements else 1)
+
     async def test_rescue_scores_only_a_refusal_it_may_overrule(
         self, ipc: Mapping[str, Chunk]
     ) -> None:
@@ -434,6 +455,9 @@ class TestExtractiveWeightSetting:
         from services.synthesis.config import SynthesisConfig
 
         assert SynthesisConfig.from_env({}).answerability.extractive_weight == 0.15
+        assert SynthesisConfig.from_env({}).answerability.statements is True
+        keywords = {"SYNTHESIS_ANSWERABILITY_STATEMENTS": "keywords"}
+        assert SynthesisConfig.from_env(keywords).answerability.statements is False
         config = SynthesisConfig.from_env({"SYNTHESIS_EXTRACTIVE_ANSWERABILITY_WEIGHT": "0"})
         assert config.answerability.extractive_weight == 0.0
 

@@ -116,6 +116,8 @@ class TestScores:
         # veto and rescue alone have their own thresholds
         assert options_from_manifest(scorer, "veto").veto_below == calibration["veto_only_below"]
         assert options_from_manifest(scorer, "rescue").rescue_at == calibration["rescue_only_at"]
+        assert both.statements is True
+        assert options_from_manifest(scorer, "both", statements=False).statements is False
 
 
 class TestConfig:
