@@ -213,6 +213,7 @@ def sufficiency_to_proto(decision: SufficiencyDecision) -> pb.SufficiencyReport:
         answerability_score=decision.answerability,
         answerability_model=decision.answerability_model,
         answerability_effect=_EFFECT[decision.answerability_effect],
+        answerability_by_id=dict(decision.answerability_by_id),
         answerability_judge_model=decision.judge_model,
         answerability_judge_score=decision.judge_score,
     )

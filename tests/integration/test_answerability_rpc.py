@@ -60,6 +60,9 @@ class TestAnswerabilityOverGrpc:
         assert report.answerability_score >= MANIFEST["calibration"]["veto_below"]
         assert report.answerability_model == MODEL_NAME
         assert "IPC_379" in response.answer
+        # Every evidence passage's own score, by id; the report's score is the best of them.
+        assert set(report.answerability_by_id) == {p.semantic_id for p in response.evidence}
+        assert max(report.answerability_by_id.values()) == pytest.approx(report.answerability_score)
         assert any(t.stage == "answerability" and t.ran for t in response.timings)
 
     async def test_rpc_an_out_of_corpus_question_is_refused(self, both_stack: Stack) -> None:
@@ -77,6 +80,7 @@ class TestAnswerabilityOverGrpc:
 
         assert not response.sufficiency.HasField("answerability_score")
         assert response.sufficiency.answerability_model == ""
+        assert dict(response.sufficiency.answerability_by_id) == {}
 
     async def test_rpc_a_corrupt_model_never_serves(self, tmp_path: Path) -> None:
         broken = tmp_path / "model"
