@@ -4,12 +4,12 @@ questions: how much of a set's score could come from questions the model has nea
     .venv/bin/python -m bench.contamination --data data/golden/ipc_plain_v1.jsonl \
         reports/eval/<run>/report.json [more report.json ...]
 
-A question is *near* when its embedding (all-MiniLM-L6-v2, the retrieval model) has cosine
-similarity >= 0.75 with any hand-written training question (``training/sources/
-ipc_plain_questions_v*.jsonl``), the rule ``training/sources/merge_plain_questions.py`` drops
-such training questions by. For each report: false refusal and gold-cited rate of the
-answerable questions, and correct refusal of the others, on each subset. Reads no question
-text out; prints counts and rates only.
+A question is *near* when it is a near-duplicate (``training.near_duplicates``: cosine >= 0.75
+between all-MiniLM-L6-v2 embeddings) of any hand-written training question
+(``training/sources/ipc_plain_questions_v*.jsonl``), the rule by which
+``training/sources/merge_plain_questions.py`` drops training questions. For each report: false
+refusal and gold-cited rate of the answerable questions, and correct refusal of the others, on
+each subset. Reads no question text out; prints counts and rates only.
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
-TRAINING = sorted(Path("training/sources").glob("ipc_plain_questions_v*.jsonl"))
-THRESHOLD = 0.75
-
-
-def read(path: Path) -> list[dict[str, object]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+from training.build_data import read_jsonl
+from training.near_duplicates import (
+    MAX_SIMILARITY,
+    TRAINING_SETS,
+    embed,
+    nearest_similarity,
+    questions,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -37,12 +37,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from services.retrieval.embedding import load_encoder
 
     encoder = load_encoder()
-    train = [str(r["question"]) for path in TRAINING for r in read(path)]
-    items = read(args.data)
-    train_vectors = np.asarray(encoder.encode(train), dtype=np.float32)
-    vectors = np.asarray(encoder.encode([str(r["question"]) for r in items]), dtype=np.float32)
-    nearest = (vectors @ train_vectors.T).max(axis=1)
-    near = {str(r["id"]): bool(s >= THRESHOLD) for r, s in zip(items, nearest, strict=True)}
+    train = embed(encoder, [q for path in TRAINING_SETS for q in questions(path)])
+    items = read_jsonl(args.data)
+    nearest = nearest_similarity(embed(encoder, [str(r["question"]) for r in items]), train)
+    near = {str(r["id"]): bool(s >= MAX_SIMILARITY) for r, s in zip(items, nearest, strict=True)}
     print(f"{args.data}: {sum(near.values())} of {len(items)} questions near a training question")
     print(
         "| report | subset | answerable | false refusal | gold cited | unanswerable | correct refusal |"

@@ -47,8 +47,6 @@ REPORTS: Final = ROOT / "reports"
 SENTENCES: Final = 5
 # A long answer as well: where pairs scored side by side (2 threads) should pay.
 LONG_SENTENCES: Final = 20
-# The model measured: the shipped one unless --model-dir names a candidate.
-model_dir: Path = DEFAULT_MODEL_DIR
 TARGET_P95_MS: Final = 30.0
 
 
@@ -88,7 +86,7 @@ def multi_citation_workload() -> tuple[str, list[Chunk]]:
     return answer, chunks
 
 
-def lazy_vs_exhaustive(iterations: int) -> dict[str, Any]:
+def lazy_vs_exhaustive(model_dir: Path, iterations: int) -> dict[str, Any]:
     """validate() with lazy and with exhaustive premise scoring, alternating, 1 ONNX thread."""
     answer, chunks = multi_citation_workload()
     loaded = load_tier(model_dir, threads=1)
@@ -138,7 +136,9 @@ def timed(fn: Callable[[], Any], iterations: int) -> dict[str, float]:
     }
 
 
-def in_process(answer: str, chunks: list[Chunk], iterations: int) -> dict[str, Any]:
+def in_process(
+    model_dir: Path, answer: str, chunks: list[Chunk], iterations: int
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     tiers: dict[str, EntailmentTier | None] = {
         "lexical_only": None,
@@ -161,7 +161,7 @@ def in_process(answer: str, chunks: list[Chunk], iterations: int) -> dict[str, A
     return out
 
 
-def model_alone(chunks: list[Chunk], iterations: int) -> dict[str, Any]:
+def model_alone(model_dir: Path, chunks: list[Chunk], iterations: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for threads in (1, 2):
         model = load_tier(model_dir, threads=threads).model
@@ -174,7 +174,9 @@ def model_alone(chunks: list[Chunk], iterations: int) -> dict[str, Any]:
     return out
 
 
-async def over_grpc(answer: str, chunks: list[Chunk], iterations: int) -> dict[str, Any]:
+async def over_grpc(
+    model_dir: Path, answer: str, chunks: list[Chunk], iterations: int
+) -> dict[str, Any]:
     request = grpc_request(answer, chunks)
     out: dict[str, Any] = {}
     for name, env in (
@@ -203,6 +205,21 @@ async def over_grpc(answer: str, chunks: list[Chunk], iterations: int) -> dict[s
     return out
 
 
+def _validate_table(rows: dict[str, Any]) -> list[str]:
+    """A validate() timing table: one row per tier configuration."""
+    lines = [
+        "",
+        "| tiers | verdict | judged by the model | p50 ms | p95 ms | max ms |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, row in rows.items():
+        lines.append(
+            f"| {name} | {row['verdict']} | {row['model_judged']} | {row['p50_ms']} "
+            f"| {row['p95_ms']} | {row['max_ms']} |"
+        )
+    return lines
+
+
 def markdown(report: dict[str, Any]) -> str:
     local, alone, remote = report["in_process"], report["model_alone"], report["grpc"]
     lines = [
@@ -214,25 +231,11 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         f"## validate(): {SENTENCES} sentences, each citing one passage (target p95 <= "
         f"{TARGET_P95_MS:g} ms)",
-        "",
-        "| tiers | verdict | judged by the model | p50 ms | p95 ms | max ms |",
-        "| --- | --- | --- | --- | --- | --- |",
+        *_validate_table(local),
     ]
-    for name, row in local.items():
-        lines.append(
-            f"| {name} | {row['verdict']} | {row['model_judged']} | {row['p50_ms']} "
-            f"| {row['p95_ms']} | {row['max_ms']} |"
-        )
-    long = report.get("in_process_long")
-    if long:
-        lines += ["", f"## validate(): {LONG_SENTENCES} sentences, each citing one passage", "",
-                  "| tiers | verdict | judged by the model | p50 ms | p95 ms | max ms |",
-                  "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
-        for name, row in long.items():
-            lines.append(
-                f"| {name} | {row['verdict']} | {row['model_judged']} | {row['p50_ms']} "
-                f"| {row['p95_ms']} | {row['max_ms']} |"
-            )
+    if "in_process_long" in report:
+        lines += ["", f"## validate(): {LONG_SENTENCES} sentences, each citing one passage"]
+        lines += _validate_table(report["in_process_long"])
     lines += ["", "## The model alone (int8 ONNX)", "",
               "| ONNX threads, pairs per call | p50 ms | p95 ms | ms per pair |",
               "| --- | --- | --- | --- |"]  # fmt: skip
@@ -275,7 +278,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="entailment model directory (default: the shipped one; a candidate to compare)",
     )
     args = parser.parse_args(argv)
-    global model_dir
     model_dir = args.model_dir
     iterations = 10 if args.quick else 300
     uptime = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
@@ -287,11 +289,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "target_p95_ms": TARGET_P95_MS,
         "model_dir": str(model_dir),
         "answer": answer,
-        "in_process": in_process(answer, chunks, iterations),
-        "in_process_long": in_process(*workload(LONG_SENTENCES), iterations // 3 or 1),
-        "model_alone": model_alone(chunks, iterations),
-        "grpc": asyncio.run(over_grpc(answer, chunks, iterations)),
-        "lazy_vs_exhaustive": lazy_vs_exhaustive(iterations // 3 or 1),
+        "in_process": in_process(model_dir, answer, chunks, iterations),
+        "in_process_long": in_process(model_dir, *workload(LONG_SENTENCES), iterations // 3 or 1),
+        "model_alone": model_alone(model_dir, chunks, iterations),
+        "grpc": asyncio.run(over_grpc(model_dir, answer, chunks, iterations)),
+        "lazy_vs_exhaustive": lazy_vs_exhaustive(model_dir, iterations // 3 or 1),
     }
     write_report(args.out, report, markdown(report))
     print(markdown(report))

@@ -22,15 +22,14 @@ from pathlib import Path
 
 import numpy as np
 
-EVALUATION_SETS = (
-    Path("data/golden/ipc_golden_v1.jsonl"),
-    Path("data/golden/ipc_plain_tune_v1.jsonl"),
-    Path("data/golden/ipc_plain_v1.jsonl"),
+from training.build_data import read_jsonl
+from training.near_duplicates import (
+    EVALUATION_SETS,
+    MAX_SIMILARITY,
+    embed,
+    nearest_similarity,
+    questions,
 )
-
-
-def read(path: Path) -> list[dict[str, object]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -38,18 +37,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("parts", nargs="+", type=Path)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--prefix", required=True)
-    parser.add_argument("--max-similarity", type=float, default=0.75)
+    parser.add_argument("--max-similarity", type=float, default=MAX_SIMILARITY)
     args = parser.parse_args(argv)
     from services.retrieval.embedding import load_encoder
 
     encoder = load_encoder()
-    rows = [row for part in args.parts for row in read(part)]
-    vectors = np.asarray(encoder.encode([str(r["question"]) for r in rows]), dtype=np.float32)
+    rows = [row for part in args.parts for row in read_jsonl(part)]
+    vectors = embed(encoder, [str(r["question"]) for r in rows])
     near = np.zeros(len(rows), dtype=bool)
     for path in EVALUATION_SETS:
-        questions = [str(r["question"]) for r in read(path)]
-        other = np.asarray(encoder.encode(questions), dtype=np.float32)
-        close = (vectors @ other.T).max(axis=1) >= args.max_similarity
+        close = nearest_similarity(vectors, embed(encoder, questions(path))) >= args.max_similarity
         print(f"{path}: {int(close.sum())} of {len(rows)} questions too close")
         near |= close
     kept = [r for r, drop in zip(rows, near, strict=True) if not drop]

@@ -256,3 +256,13 @@ def test_hand_written_statute_pairs_become_training_rows_by_category() -> None:
     assert {"ipc_written:role_swap", "ipc_written:paraphrase_partial"} <= {
         r["source"] for r in rows
     }
+
+
+def test_nearest_similarity_is_each_rows_best_cosine() -> None:
+    import numpy as np
+
+    from training.near_duplicates import nearest_similarity
+
+    vectors = np.array([[1.0, 0.0], [0.6, 0.8]], dtype=np.float32)
+    others = np.array([[0.0, 1.0], [0.8, 0.6]], dtype=np.float32)
+    assert nearest_similarity(vectors, others).tolist() == pytest.approx([0.8, 0.96])
