@@ -155,6 +155,10 @@ train-answerability: install ## The answerability model (synthesis): train, expo
 		--set SYNTHESIS_ANSWERABILITY=shadow
 	$(PY) -m training.calibrate_answerability
 
+.PHONY: train-retrieval
+train-retrieval: install ## Experiment (not shipped): fine-tune the retrieval bi-encoder into var/train/retrieval/final.
+	nice -n 19 $(PY) -m training.train_retrieval --out var/train/retrieval
+
 # ---------------------------------------------------------------------------- quality gates
 node_modules/.bin/buf: package.json
 	npm install --no-audit --no-fund --silent

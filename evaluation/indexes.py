@@ -70,6 +70,10 @@ def _current_manifest(index_dir: Path, checksum: str, model: str) -> dict[str, o
     return manifest if same else None
 
 
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
 def prepare_index(
     dataset: EvalDataset,
     *,
@@ -86,7 +90,10 @@ def prepare_index(
     """
     cache = dataset.cache_dir(root)
     source = _corpus_file(dataset, cache)
-    index_dir = cache / "index"
+    # One index per model: switching --set RETRIEVAL_MODEL_PATH back and forth reuses both.
+    index_dir = cache / (
+        "index" if model_name == DEFAULT_MODEL_NAME else f"index-{_slug(model_name)}"
+    )
     checksum = corpus_checksum(
         [source],
         fmt=dataset.corpus_format,

@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -67,7 +67,7 @@ from evaluation.targets import render_targets
 from services.common.channels import open_channel
 from services.common.refusal import REFUSAL
 from services.common.validation import Verdict
-from services.retrieval.embedding import Encoder, load_encoder
+from services.retrieval.embedding import Encoder, encoder_name, load_encoder
 from stack.inprocess import start_in_process
 
 logger = logging.getLogger("evaluation")
@@ -391,10 +391,16 @@ async def evaluate(options: RunOptions) -> list[DatasetResult]:
     if options.endpoints is None and options.index_dir is None:
         # Every index is built (or found current) before any server starts; the encoder is
         # loaded at most once, and only when something must be built.
-        encoder: Callable[[], Encoder] = cache(load_encoder)
+        # The in-process retrieval server loads RETRIEVAL_MODEL_PATH (--set); the index must be
+        # built with the same model.
+        model_path = options.server_settings.get("RETRIEVAL_MODEL_PATH") or None
+        encoder: Callable[[], Encoder] = cache(partial(load_encoder, model_path))
         for dataset, _ in datasets:
             prepared[dataset.name] = prepare_index(
-                dataset, root=options.cache_root, encoder_factory=encoder
+                dataset,
+                root=options.cache_root,
+                encoder_factory=encoder,
+                model_name=encoder_name(model_path),
             )
     results: list[DatasetResult] = []
     for dataset, data_path in datasets:

@@ -26,6 +26,9 @@ class RetrievalConfig:
     rerank_model_dir: str = ""
     # Skip rerank when the caller's deadline leaves less than its expected cost plus this.
     rerank_deadline_margin_s: float = 0.005
+    # Reciprocal-rank-fusion weights of the dense and BM25 lists (SearchSettings).
+    dense_weight: float = 1.0
+    lexical_weight: float = 1.0
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> RetrievalConfig:
@@ -44,4 +47,6 @@ class RetrievalConfig:
             rerank_deadline_margin_s=env.float(
                 "RERANK_DEADLINE_MARGIN_S", 0.005, minimum=0.0, maximum=5.0
             ),
+            dense_weight=env.float("DENSE_WEIGHT", 1.0, minimum=0.0, maximum=100.0),
+            lexical_weight=env.float("LEXICAL_WEIGHT", 1.0, minimum=0.0, maximum=100.0),
         )

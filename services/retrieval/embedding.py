@@ -68,6 +68,12 @@ def set_torch_threads(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
+def encoder_name(model_path: str | None) -> str:
+    """The name :func:`load_encoder` gives the encoder at ``model_path`` (without loading it):
+    index manifests record it, and a cached index is reused only under the same name."""
+    return DEFAULT_MODEL_NAME if model_path is None else Path(model_path).name
+
+
 def load_encoder(
     model_path: str | None = None, *, device: str = "cpu", name: str | None = None
 ) -> Encoder:

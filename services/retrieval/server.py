@@ -38,6 +38,8 @@ def search_settings(config: RetrievalConfig) -> SearchSettings:
         answerability_model_dir=config.rerank_model_dir or None,
         default_stages=StageSwitches(rerank=bool(config.rerank_model_dir)),
         rerank_deadline_margin_s=config.rerank_deadline_margin_s,
+        dense_weight=config.dense_weight,
+        lexical_weight=config.lexical_weight,
     )
 
 

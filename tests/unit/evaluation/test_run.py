@@ -18,7 +18,7 @@ from evaluation.client import (
     resolve_citations,
 )
 from evaluation.datasets import load_dataset
-from evaluation.indexes import prepare_index
+from evaluation.indexes import PreparedIndex, prepare_index
 from evaluation.metrics import score_run
 from evaluation.records import EvalItem, Outcome, Status
 from evaluation.run import parse_args
@@ -26,6 +26,7 @@ from evaluation.stack import Endpoints
 from evaluation.targets import TARGETS, render_targets
 from services.common.refusal import REFUSAL
 from services.common.validation import Verdict
+from services.retrieval.embedding import DEFAULT_MODEL_NAME
 from tests.support.fake_encoder import HashingEncoder
 
 SQUAD = {
@@ -181,11 +182,12 @@ class TestPrepareIndex:
         )
         assert not first.reused and second.reused
         assert len(loads) == 1 and encoder.calls >= 1
-        assert first.index_dir == dataset.cache_dir(root) / "index"
+        # The packaged model's index is cache/index; any other model's is named after it.
+        assert first.index_dir == dataset.cache_dir(root) / "index-fake-encoder"
         assert first.corpus_file.read_bytes() == dataset.corpus_bytes()
         assert second.chunk_count == first.chunk_count > 0
 
-    def test_prepare_index_rebuilds_for_another_model(self, tmp_path: Path) -> None:
+    def test_prepare_index_keeps_one_index_per_model(self, tmp_path: Path) -> None:
         data = tmp_path / "dev.json"
         data.write_text(json.dumps(SQUAD), encoding="utf-8")
         dataset = load_dataset("squad2", data)
@@ -195,18 +197,32 @@ class TestPrepareIndex:
         )
         other.name = "another-encoder"
         root = tmp_path / "cache"
-        first = prepare_index(
+
+        def prepare(enc: HashingEncoder) -> PreparedIndex:
+            return prepare_index(
+                dataset, root=root, encoder_factory=lambda: enc, model_name=enc.name, progress=False
+            )
+
+        first, second, again = prepare(encoder), prepare(other), prepare(encoder)
+        assert not first.reused and not second.reused
+        assert second.model == "another-encoder" and other.calls >= 1
+        assert second.index_dir != first.index_dir
+        # Switching back to the first model finds its index untouched.
+        assert again.reused and again.index_dir == first.index_dir
+
+    def test_default_model_keeps_the_plain_index_directory(self, tmp_path: Path) -> None:
+        data = tmp_path / "dev.json"
+        data.write_text(json.dumps(SQUAD), encoding="utf-8")
+        dataset = load_dataset("squad2", data)
+        encoder = HashingEncoder(dim=4, name=DEFAULT_MODEL_NAME)
+        prepared = prepare_index(
             dataset,
-            root=root,
+            root=tmp_path,
             encoder_factory=lambda: encoder,
             model_name=encoder.name,
             progress=False,
         )
-        second = prepare_index(
-            dataset, root=root, encoder_factory=lambda: other, model_name=other.name, progress=False
-        )
-        assert not first.reused and not second.reused
-        assert second.model == "another-encoder" and other.calls >= 1
+        assert prepared.index_dir == dataset.cache_dir(tmp_path) / "index"
 
 
 class TestParseArgs:

@@ -13,7 +13,7 @@ from services.common.errors import DeadlineExceededError
 from services.retrieval import server
 from services.retrieval.config import RetrievalConfig
 from services.retrieval.embedding import set_torch_threads
-from services.retrieval.search import Searcher, SearchRequest, SearchResult
+from services.retrieval.search import Searcher, SearchRequest, SearchResult, StageSwitches
 from services.retrieval.servicer import MIN_REMAINING_S, RetrievalServicer
 from tests.unit.retrieval.search_fakes import HashingEncoder, make_artifacts, statute_chunks
 
@@ -158,3 +158,49 @@ class TestThreadConfig:
     def test_set_torch_threads_rejects_zero(self) -> None:
         with pytest.raises(ValueError, match="threads"):
             set_torch_threads(0)
+
+
+class TestFusionWeights:
+    def test_fusion_weights_default_to_equal(self) -> None:
+        settings = server.search_settings(RetrievalConfig.from_env({}))
+        assert (settings.dense_weight, settings.lexical_weight) == (1.0, 1.0)
+
+    def test_fusion_weights_reach_search_settings_and_the_cache_key(self) -> None:
+        default = server.search_settings(RetrievalConfig.from_env({}))
+        config = RetrievalConfig.from_env(
+            {"RETRIEVAL_DENSE_WEIGHT": "1.5", "RETRIEVAL_LEXICAL_WEIGHT": "0.25"}
+        )
+        settings = server.search_settings(config)
+        assert (settings.dense_weight, settings.lexical_weight) == (1.5, 0.25)
+        # Cached results of one weighting are never served under another.
+        assert settings.fingerprint() != default.fingerprint()
+
+    @pytest.mark.parametrize("name", ["RETRIEVAL_DENSE_WEIGHT", "RETRIEVAL_LEXICAL_WEIGHT"])
+    def test_a_negative_fusion_weight_keeps_the_default_with_a_warning(
+        self, name: str, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        config = RetrievalConfig.from_env({name: "-0.5"})
+        assert (config.dense_weight, config.lexical_weight) == (1.0, 1.0)
+        assert any(getattr(r, "setting", "") == name for r in caplog.records)
+
+    def test_lexical_weight_changes_the_fused_order(self) -> None:
+        """With BM25 weighted 0, the fused order is the dense order."""
+        encoder = HashingEncoder()
+        artifacts = make_artifacts(statute_chunks(), encoder)
+        query = "punishment for cheating property"
+
+        def order(lexical_weight: float) -> list[str]:
+            config = RetrievalConfig.from_env({"RETRIEVAL_LEXICAL_WEIGHT": str(lexical_weight)})
+            searcher = Searcher(artifacts, encoder, server.search_settings(config), cache=None)
+            return [c.chunk.semantic_id for c in searcher.search(SearchRequest(query, 5)).chunks]
+
+        default = server.search_settings(RetrievalConfig.from_env({}))
+        dense_only = Searcher(artifacts, encoder, default, cache=None)
+        expected = [
+            c.chunk.semantic_id
+            for c in dense_only.search(
+                SearchRequest(query, 5, stages=StageSwitches(lexical=False))
+            ).chunks
+        ]
+        assert order(0.0) == expected
+        assert order(1.0) != expected  # BM25 at full weight does reorder this query

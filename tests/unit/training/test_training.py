@@ -266,3 +266,33 @@ def test_nearest_similarity_is_each_rows_best_cosine() -> None:
     vectors = np.array([[1.0, 0.0], [0.6, 0.8]], dtype=np.float32)
     others = np.array([[0.0, 1.0], [0.8, 0.6]], dtype=np.float32)
     assert nearest_similarity(vectors, others).tolist() == pytest.approx([0.8, 0.96])
+
+
+RETRIEVAL_ROWS = (
+    {"hypothesis": "q1", "premise": "a1", "label": "answers", "group": "g1"},
+    {"hypothesis": "q1", "premise": "a1", "label": "answers", "group": "g1"},  # a copy
+    {"hypothesis": "q1", "premise": "b1", "label": "answers", "group": "g1"},
+    {"hypothesis": "q1", "premise": "n1", "label": "not_answers", "group": "g1"},
+    {"hypothesis": "q2", "premise": "a2", "label": "answers", "group": "g2"},
+    {"hypothesis": "q3", "premise": "n3", "label": "not_answers", "group": "g2"},
+    {"hypothesis": "q4", "premise": "a4", "label": "answers", "group": "g4"},
+)
+
+
+class TestRetrievalTriplets:
+    def test_one_row_per_distinct_answer_with_a_hard_negative(self) -> None:
+        from training.train_retrieval import triplets
+
+        rows = triplets(RETRIEVAL_ROWS, random.Random(1))
+        # q1's copy counts once; q2 borrows its group's negative; q4 has none and is left out.
+        assert rows == [("q1", "a1", "n1"), ("q1", "b1", "n1"), ("q2", "a2", "n3")]
+
+    def test_no_batch_repeats_a_question_or_a_sentence(self) -> None:
+        from training.train_retrieval import batches
+
+        items = [(f"q{i % 7}", f"s{i % 5}", f"n{i}") for i in range(40)]
+        plan = batches(items, 4, random.Random(3))
+        assert sorted(i for batch in plan for i in batch) == list(range(40))
+        for batch in plan:
+            texts = [t for i in batch for t in items[i]]
+            assert len(texts) == len(set(texts)) and len(batch) <= 4

@@ -1,0 +1,291 @@
+"""Fine-tune the bundled all-MiniLM-L6-v2 bi-encoder so a question lands near the sentence that
+answers it (CPU, resumable).
+
+Input: the answerability mix in ``training/data/answerability/`` (already vendored: no new
+data). Every ``answers`` pair is one (question, answering sentence) row; a ``not_answers``
+sentence the mix paired with the same question (another sentence of the paragraph, the
+closest distractor, the sections BM25 ranks highest for a plain IPC question) is its hard
+negative. Questions within cosine 0.75 of an IPC evaluation question
+(``training.near_duplicates``) are dropped first, so no evaluation set is trained on.
+
+Loss: sentence-transformers' MultipleNegativesRankingLoss (in-batch negatives plus the hard
+negative); batches never hold the same question or the same sentence twice, because either
+would turn a right answer into an in-batch "negative". A checkpoint every
+``--checkpoint-every`` steps (model, optimiser, scheduler, RNG and position: a killed run
+resumes), a log file and tqdm progress. Before training and at the end, recall@1/@10 of the
+held-back pairs (``heldback.jsonl.gz``: groups the training split never saw) over the pool of
+every held-back sentence is logged, base model and fine-tuned side by side. The final model is
+written in sentence-transformers format to ``<out>/final``; retrieval loads it with
+``RETRIEVAL_MODEL_PATH=<out>/final`` (and ``python -m evaluation --set
+RETRIEVAL_MODEL_PATH=...`` builds its indexes with it). Not shipped: the first model trained
+here did not meet its decision rule (docs/EVALUATION.md, "A retrieval model fine-tuned for
+questions").
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import logging
+import random
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+from transformers import get_linear_schedule_with_warmup
+
+from training.near_duplicates import EVALUATION_SETS, MAX_SIMILARITY, nearest_similarity
+from training.train_entailment import base_model_path, read_pairs, save_checkpoint
+
+logger = logging.getLogger("training.retrieval")
+
+
+def triplets(rows: Sequence[dict[str, str]], rng: random.Random) -> list[tuple[str, str, str]]:
+    """One row per distinct (question, answering sentence); the hard negative is drawn (seeded)
+    from the sentences the mix marked as not answering that question, else from the
+    not-answering sentences of the question's group."""
+    positives: dict[str, list[str]] = collections.defaultdict(list)
+    negatives: dict[str, list[str]] = collections.defaultdict(list)
+    group_negatives: dict[str, list[str]] = collections.defaultdict(list)
+    group_of: dict[str, str] = {}
+    for row in rows:
+        question, sentence = row["hypothesis"], row["premise"]
+        group_of.setdefault(question, row["group"])
+        if row["label"] == "answers":
+            if sentence not in positives[question]:
+                positives[question].append(sentence)
+        else:
+            negatives[question].append(sentence)
+            group_negatives[row["group"]].append(sentence)
+    out: list[tuple[str, str, str]] = []
+    for question in sorted(positives):
+        answering = set(positives[question])
+        pool = [s for s in negatives[question] if s not in answering] or [
+            s for s in group_negatives[group_of[question]] if s not in answering
+        ]
+        if not pool:
+            continue
+        pool = sorted(set(pool))
+        for sentence in positives[question]:
+            out.append((question, sentence, rng.choice(pool)))
+    return out
+
+
+def drop_near_duplicates(
+    items: list[tuple[str, str, str]], encoder: Any
+) -> tuple[list[tuple[str, str, str]], int]:
+    """Drop rows whose question is within ``MAX_SIMILARITY`` of an IPC evaluation question."""
+    evaluation: list[str] = []
+    for path in EVALUATION_SETS:
+        evaluation += [json.loads(line)["question"] for line in path.open() if line.strip()]
+    questions = sorted({q for q, _, _ in items})
+    near = nearest_similarity(encode(encoder, questions), encode(encoder, evaluation))
+    dropped = {q for q, s in zip(questions, near, strict=True) if s >= MAX_SIMILARITY}
+    return [t for t in items if t[0] not in dropped], len(dropped)
+
+
+def encode(model: Any, texts: Sequence[str]) -> np.ndarray:
+    return np.asarray(
+        model.encode(list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True),
+        dtype=np.float32,
+    )
+
+
+def batches(
+    items: Sequence[tuple[str, str, str]], size: int, rng: random.Random
+) -> list[list[int]]:
+    """Shuffled batches in which no question and no sentence (positive or negative) repeats."""
+    order = list(range(len(items)))
+    rng.shuffle(order)
+    out: list[list[int]] = []
+    pending = order
+    while pending:
+        batch: list[int] = []
+        seen: set[str] = set()
+        rest: list[int] = []
+        for i in pending:
+            q, p, n = items[i]
+            if len(batch) < size and not ({q, p, n} & seen):
+                batch.append(i)
+                seen |= {q, p, n}
+            else:
+                rest.append(i)
+        out.append(batch)
+        pending = rest
+    return out
+
+
+def heldback_recall(model: Any, rows: Sequence[dict[str, str]]) -> dict[str, float]:
+    """Recall@1/@10 of an answering sentence, each held-back question against every held-back
+    sentence (a pool of a few thousand: a miniature corpus none of which was trained on)."""
+    sentences = sorted({r["premise"] for r in rows})
+    index = {s: i for i, s in enumerate(sentences)}
+    answering: dict[str, set[int]] = collections.defaultdict(set)
+    for r in rows:
+        if r["label"] == "answers":
+            answering[r["hypothesis"]].add(index[r["premise"]])
+    questions = sorted(answering)
+    scores = encode(model, questions) @ encode(model, sentences).T
+    top = np.argsort(-scores, axis=1)[:, :10]
+    hits1 = [bool(answering[q] & {int(top[i, 0])}) for i, q in enumerate(questions)]
+    hits10 = [bool(answering[q] & {int(j) for j in top[i]}) for i, q in enumerate(questions)]
+    return {
+        "questions": len(questions),
+        "pool": len(sentences),
+        "recall@1": float(np.mean(hits1)),
+        "recall@10": float(np.mean(hits10)),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=Path("training/data/answerability"))
+    parser.add_argument("--out", type=Path, default=Path("var/train/retrieval"))
+    parser.add_argument("--epochs", type=float, default=1.0)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--lr", type=float, default=2e-5)
+    parser.add_argument("--warmup", type=float, default=0.1)
+    parser.add_argument("--scale", type=float, default=20.0, help="MNRL similarity scale")
+    parser.add_argument(
+        "--max-length", type=int, default=128, help="training truncation (99%% are <= 116 tokens)"
+    )
+    parser.add_argument("--seed", type=int, default=20261126)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--checkpoint-every", type=int, default=50)
+    parser.add_argument("--limit", type=int, default=0, help="train on N rows (smoke runs)")
+    parser.add_argument(
+        "--max-steps", type=int, default=0, help="stop after N steps (a later run resumes)"
+    )
+    args = parser.parse_args(argv)
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    handlers: list[logging.Handler] = [
+        logging.FileHandler(args.out / "train.log"),
+        logging.StreamHandler(),
+    ]
+    for handler in handlers:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        _train(args)
+    finally:
+        for handler in handlers:
+            logger.removeHandler(handler)
+            handler.close()
+
+
+def _train(args: argparse.Namespace) -> None:
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    rng = random.Random(args.seed)
+
+    model = SentenceTransformer(str(base_model_path()), device="cpu")
+    serving_length = model.max_seq_length
+    rows = read_pairs(args.data / "train.jsonl.gz")
+    heldback = read_pairs(args.data / "heldback.jsonl.gz")
+    items = triplets(rows, rng)
+    items, dropped = drop_near_duplicates(items, model)
+    if args.limit:
+        items = items[: args.limit]
+    logger.info(
+        "train rows %d (%d questions; %d questions dropped as near-duplicates of an IPC "
+        "evaluation question), held back %d pairs",
+        len(items), len({q for q, _, _ in items}), dropped, len(heldback),
+    )  # fmt: skip
+
+    ckpt = args.out / "checkpoint.pt"
+    base_file = args.out / "base_heldback.json"
+    if not base_file.exists():
+        model.eval()
+        base_file.write_text(json.dumps(heldback_recall(model, heldback), indent=2) + "\n")
+    logger.info("base model held-back %s", base_file.read_text().strip().replace("\n", ""))
+
+    model.max_seq_length = args.max_length
+    loss_fn = MultipleNegativesRankingLoss(model, scale=args.scale)
+    model.train()
+    epoch_batches = batches(items, args.batch_size, random.Random(args.seed))
+    total = max(1, int(len(epoch_batches) * args.epochs))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(total * args.warmup), total)
+    state: dict[str, Any] = {"step": 0, "epoch": 0, "batch": 0, "loss_ema": None}
+    if ckpt.exists():
+        saved = torch.load(ckpt, weights_only=False)
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        scheduler.load_state_dict(saved["scheduler"])
+        torch.set_rng_state(saved["torch_rng"])
+        state = saved["state"]
+        logger.info("resumed from %s at step %d", ckpt, state["step"])
+
+    started = time.monotonic()
+    progress = tqdm(total=total, initial=state["step"], desc="train", unit="step", mininterval=30)
+    stop_at = min(total, args.max_steps) if args.max_steps else total
+    while state["step"] < stop_at:
+        # An epoch's batches depend only on the seed and the epoch number, so a resumed run
+        # replays the same order and skips the batches it already did.
+        plan = batches(items, args.batch_size, random.Random(args.seed + state["epoch"]))
+        for b in range(state["batch"], len(plan)):
+            if state["step"] >= stop_at:
+                break
+            chosen = [items[i] for i in plan[b]]
+            features = [model.preprocess([row[column] for row in chosen]) for column in range(3)]
+            loss = loss_fn(features, None)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+            value = loss.item()
+            ema = state["loss_ema"]
+            state["loss_ema"] = value if ema is None else 0.95 * ema + 0.05 * value
+            state["step"] += 1
+            state["batch"] = b + 1
+            progress.update(1)
+            if state["step"] % args.checkpoint_every == 0:
+                save_checkpoint(ckpt, model, optimizer, scheduler, state)
+                rate = state["step"] / max(1e-9, time.monotonic() - started)
+                logger.info(
+                    "step %d/%d epoch %d loss_ema %.4f lr %.2e (%.3f steps/s this run)",
+                    state["step"], total, state["epoch"], state["loss_ema"],
+                    scheduler.get_last_lr()[0], rate,
+                )  # fmt: skip
+        else:
+            state["epoch"] += 1
+            state["batch"] = 0
+    progress.close()
+    save_checkpoint(ckpt, model, optimizer, scheduler, state)
+    if state["step"] < total:
+        logger.info(
+            "stopped at step %d of %d (--max-steps); run again to resume", state["step"], total
+        )
+        return
+
+    model.eval()
+    model.max_seq_length = serving_length
+    tuned = heldback_recall(model, heldback)
+    logger.info("fine-tuned held-back %s", json.dumps(tuned))
+    final = args.out / "final"
+    model.save(str(final))
+    summary = {
+        **{k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "steps": state["step"],
+        "train_rows": len(items),
+        "dropped_near_duplicate_questions": dropped,
+        "heldback_base": json.loads(base_file.read_text()),
+        "heldback_finetuned": tuned,
+        "base": "sentence-transformers/all-MiniLM-L6-v2",
+    }
+    (final / "training.json").write_text(json.dumps(summary, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
