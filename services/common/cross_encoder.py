@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from services.common.errors import ModelUnavailableError
+from services.common.evidence import PASSAGE_FORMATS
 
 REQUIRED_FILES = ("model.onnx", "tokenizer.json")
 # Every pair runs alone. The int8 graph quantises activations dynamically with one scale per
@@ -47,6 +48,8 @@ class ModelManifest:
     labels: tuple[str, ...]
     max_tokens: int
     calibration: dict[str, Any] = field(default_factory=dict)
+    # How the model reads an evidence chunk (``services.common.evidence.passage_text``).
+    passage_format: str = "text"
 
     @classmethod
     def read(cls, directory: Path) -> ModelManifest:
@@ -59,11 +62,19 @@ class ModelManifest:
                 labels=tuple(str(x) for x in raw["labels"]),
                 max_tokens=int(raw["max_tokens"]),
                 calibration=dict(raw.get("calibration", {})),
+                passage_format=str(raw.get("passage_format", "text")),
             )
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ModelUnavailableError(
                 f"cannot read the model manifest {path}: {exc}", metadata={"path": str(path)}
             ) from exc
+
+    def __post_init__(self) -> None:
+        if self.passage_format not in PASSAGE_FORMATS:
+            raise ModelUnavailableError(
+                f"model manifest of {self.name}: unknown passage_format {self.passage_format!r} "
+                f"(expected one of {', '.join(PASSAGE_FORMATS)})"
+            )
 
     def threshold(self, name: str, default: float | None = None) -> float:
         """A calibrated threshold; a missing one is a broken manifest unless given a default."""

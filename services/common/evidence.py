@@ -34,6 +34,33 @@ class Chunk:
     extra: dict[str, str] = field(default_factory=dict)
 
 
+def heading(chunk: Chunk) -> str:
+    """``Section 420. Cheating`` (``Article 21A. …`` in the constitution); else the title."""
+    if not chunk.section:
+        return chunk.title
+    label = f"{'Article' if chunk.act == 'COI' else 'Section'} {chunk.section}"
+    return f"{label}. {chunk.title}" if chunk.title else label
+
+
+# How a trained pair model reads an evidence chunk (its manifest's ``passage_format``):
+# ``text``, the sentence alone; ``statute-heading``, a statute sentence after its heading
+# (``Section 380. Theft in dwelling house, &c.: Whoever commits theft …``), other corpora's
+# sentences alone. A plain-language question ("someone took my laptop from my flat") often
+# shares nothing with the sentence that answers it but the offence its heading names.
+PASSAGE_FORMATS = ("text", "statute-heading")
+
+
+def passage_text(chunk: Chunk, passage_format: str = "text") -> str:
+    """The text a pair model scores for ``chunk`` under ``passage_format``."""
+    if passage_format == "statute-heading" and chunk.section:
+        return f"{heading(chunk)}: {chunk.text}"
+    if passage_format in PASSAGE_FORMATS:
+        return chunk.text
+    raise ValueError(
+        f"unknown passage format {passage_format!r}; expected one of {PASSAGE_FORMATS}"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class StageScores:
     """Per-stage scores of a retrieved chunk; a stage that did not run leaves its score None."""

@@ -20,7 +20,7 @@ import numpy as np
 from tqdm import tqdm
 
 from services.common.errors import CorpusFormatError, IndexIntegrityError
-from services.common.evidence import Chunk
+from services.common.evidence import Chunk, heading
 from services.retrieval.chunking import (
     DEFAULT_MIN_WORDS,
     SPLITTER_VERSION,
@@ -167,14 +167,6 @@ def embedding_texts(chunks: Sequence[Chunk], embed_text: str) -> list[str]:
     if embed_text == "heading+text":
         return [f"{heading(c)}: {c.text}" if heading(c) else c.text for c in chunks]
     raise ValueError(f"unknown embed_text {embed_text!r}; expected one of {EMBED_TEXTS}")
-
-
-def heading(chunk: Chunk) -> str:
-    """``Section 420. Cheating`` (``Article 21A. …`` in the constitution); else the title."""
-    if not chunk.section:
-        return chunk.title
-    label = f"{'Article' if chunk.act == 'COI' else 'Section'} {chunk.section}"
-    return f"{label}. {chunk.title}" if chunk.title else label
 
 
 def load_corpus(

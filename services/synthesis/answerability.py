@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from services.common.evidence import ScoredChunk
+from services.common.evidence import ScoredChunk, passage_text
 from services.common.judge import Band, Item, Judge, Outcome, Verdict
 from services.synthesis.sufficiency import Requirement, SufficiencyDecision
 
@@ -43,6 +43,11 @@ class AnswerabilityScorer(Protocol):
 
     @property
     def name(self) -> str: ...
+
+    @property
+    def passage_format(self) -> str:
+        """How the model reads a chunk (``services.common.evidence.passage_text``)."""
+        ...
 
     def score(self, question: str, passages: Sequence[str]) -> list[float]: ...
 
@@ -156,7 +161,7 @@ def score_evidence(
     """Score every evidence chunk against the question, or against each of its ``parts`` when
     there are two or more (``question.question_parts``)."""
     ids = [s.chunk.semantic_id for s in evidence]
-    texts = [s.chunk.text for s in evidence]
+    texts = [passage_text(s.chunk, scorer.passage_format) for s in evidence]
     asked = list(parts) if len(parts) > 1 else [question]
     by_id: dict[str, float] = {}
     part_best: list[float] = []

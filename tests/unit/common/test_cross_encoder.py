@@ -56,3 +56,50 @@ class TestManifest:
         (target / "manifest.json").write_text(json.dumps(manifest))
         with pytest.raises(ModelUnavailableError, match="not an NLI model"):
             OnnxNliModel(target)
+
+
+class TestPassageFormat:
+    def test_a_manifest_without_a_passage_format_reads_bare_sentences(self) -> None:
+        manifest = ModelManifest.read(DEFAULT_MODEL_DIR)
+        assert manifest.passage_format == "text"
+
+    def test_the_manifest_passage_format_reaches_the_answerability_scorer(
+        self, tmp_path: Path
+    ) -> None:
+        from services.common.answerability_model import OnnxAnswerabilityScorer
+        from services.synthesis.config import DEFAULT_ANSWERABILITY_DIR
+
+        target = tmp_path / "model"
+        shutil.copytree(DEFAULT_ANSWERABILITY_DIR, target)
+        manifest = json.loads((target / "manifest.json").read_text())
+        manifest["passage_format"] = "statute-heading"
+        (target / "manifest.json").write_text(json.dumps(manifest))
+        assert OnnxAnswerabilityScorer(target).passage_format == "statute-heading"
+
+    def test_an_unknown_passage_format_stops_the_model_loading(self, tmp_path: Path) -> None:
+        target = tmp_path / "model"
+        shutil.copytree(DEFAULT_MODEL_DIR, target)
+        manifest = json.loads((target / "manifest.json").read_text())
+        manifest["passage_format"] = "title+text"
+        (target / "manifest.json").write_text(json.dumps(manifest))
+        with pytest.raises(ModelUnavailableError, match="passage_format"):
+            OnnxNliModel(target)
+
+
+class TestPassageText:
+    def test_statute_heading_prefixes_a_statute_sentence_only(self) -> None:
+        from services.common.evidence import Chunk, passage_text
+
+        statute = Chunk("IPC_380_0", "IPC_380", "Whoever commits theft.", "Theft in dwelling house",
+                        section="380", act="IPC")  # fmt: skip
+        article = Chunk("COI_21_0", "COI_21", "No person shall be deprived.", "Protection",
+                        section="21", act="COI")  # fmt: skip
+        other = Chunk("doc_0", "doc", "Paris is in France.", "Paris")
+        assert passage_text(statute) == "Whoever commits theft."
+        assert passage_text(statute, "statute-heading") == (
+            "Section 380. Theft in dwelling house: Whoever commits theft."
+        )
+        assert passage_text(article, "statute-heading").startswith("Article 21. Protection: ")
+        assert passage_text(other, "statute-heading") == "Paris is in France."
+        with pytest.raises(ValueError, match="passage format"):
+            passage_text(other, "title+text")

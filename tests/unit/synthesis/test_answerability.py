@@ -45,6 +45,7 @@ class TableScorer:
     default: float = 0.05
     error: Exception | None = None
     calls: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    passage_format: str = "text"
 
     @property
     def name(self) -> str:
@@ -166,6 +167,23 @@ class TestCombine:
         # one part: the question itself, as before
         single = score_evidence(scorer, "What is theft?", evidence, ("What is theft?",))
         assert single.part_best == () and single.best == 0.9
+
+    @pytest.mark.parametrize(
+        ("passage_format", "expected"),
+        [
+            ("text", "Whoever commits theft"),
+            ("statute-heading", "Section 379. Punishment for theft: Whoever commits theft"),
+        ],
+    )
+    def test_the_model_reads_chunks_in_its_manifests_passage_format(
+        self, ipc: Mapping[str, Chunk], passage_format: str, expected: str
+    ) -> None:
+        scorer = TableScorer({}, passage_format=passage_format)
+
+        score_evidence(scorer, "What is the punishment for theft?", scored(ipc, "IPC_379_0"))
+
+        ((_, (passage,)),) = scorer.calls
+        assert passage.startswith(expected)
 
     def test_answerability_scores_rank_answering_ids_best_first(self) -> None:
         scores = AnswerabilityScores("m", {"a": 0.91, "b": 0.99, "c": 0.1})

@@ -296,3 +296,20 @@ class TestRetrievalTriplets:
         for batch in plan:
             texts = [t for i in batch for t in items[i]]
             assert len(texts) == len(set(texts)) and len(batch) <= 4
+
+
+def test_statute_headings_are_added_to_ipc_premises_only() -> None:
+    from training.add_statute_headings import convert, headed_premises
+
+    unique, shared = headed_premises()
+    theft = next(t for t, p in unique.items() if p.startswith("Section 379. "))
+    clause = next(iter(shared))
+    rows = [
+        {"premise": theft, "hypothesis": "q", "label": "answers", "source": "ipc_plain_answer"},
+        {"premise": clause, "hypothesis": "q", "label": "not_answers", "source": "ipc_punishment"},
+        {"premise": theft, "hypothesis": "q", "label": "answers", "source": "squad_answer"},
+    ]
+    out, counts = convert(rows, unique, shared)
+    assert out[0]["premise"] == f"{unique[theft]}" and out[0]["premise"].endswith(theft)
+    assert out[1] == rows[1] and out[2] == rows[2]  # a shared clause and SQuAD stay bare
+    assert counts == {"headed": 1, "shared_text": 1}
