@@ -93,6 +93,8 @@ class SynthesisConfig:
     load_balancing: str = "round_robin"
     retry_attempts: int = 4
     reconnect_backoff_max_s: float = 1.0
+    # A second retrieval with the question and the first passage (PipelineSettings.second_hop).
+    second_hop: bool = False
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> SynthesisConfig:
@@ -111,6 +113,7 @@ class SynthesisConfig:
             generator=env.str("GENERATOR", "extractive", choices=GENERATORS),
             default_top_k=env.int("DEFAULT_TOP_K", DEFAULT_TOP_K, minimum=1, maximum=MAX_TOP_K),
             history_turns=env.int("HISTORY_TURNS", 4, minimum=0, maximum=50),
+            second_hop=env.bool("SECOND_HOP", False),
             openai=OpenAISettings(
                 base_url=env.str("OPENAI_BASE_URL", "https://api.openai.com/v1"),
                 api_key=env.secret("OPENAI_API_KEY"),

@@ -14,6 +14,9 @@ MAX_QUESTION_CHARS: Final = 2000
 # (tests/unit/synthesis/test_limits.py keeps them equal).
 MAX_TOP_K: Final = 100
 DEFAULT_TOP_K: Final = 5
+# RetrievePassages' own query limit (tests/unit/synthesis/test_limits.py keeps them equal):
+# the second hop's query (question + first passage) is cut to fit it.
+MAX_RETRIEVAL_QUERY_CHARS: Final = 2000
 MAX_HISTORY_TURNS: Final = 50
 MAX_TURN_CHARS: Final = 8000
 # Per-stage time limits; a call gets min(the caller's remaining deadline, the limit).

@@ -65,6 +65,7 @@ from services.synthesis.limits import (
     DEFAULT_TOP_K,
     GENERATION_TIMEOUT_S,
     MAX_QUESTION_CHARS,
+    MAX_RETRIEVAL_QUERY_CHARS,
     MAX_TOP_K,
     RETRIEVAL_TIMEOUT_S,
     VALIDATION_TIMEOUT_S,
@@ -162,6 +163,12 @@ class PipelineSettings:
     # defining s.378 seventh). 0 = exactly ``top_k``.
     candidate_pool: int = 10
     max_promoted: int = 2
+    # A second retrieval ("hop") for a question the first passage does not finish: the
+    # question plus the first passage's text, so a bridge entity the first passage names
+    # ("... directed by John Smith") pulls in its own document. Its best passage from a
+    # document not already among the first ``top_k - 1`` takes the last evidence slot.
+    # Comparisons (one retrieval per compared term already) never take a second hop.
+    second_hop: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -429,7 +436,35 @@ class SynthesisPipeline:
         timings["retrieval"] = _ms_since(mark)
         for stage, ms in results[0].timings_ms.items():
             timings[f"retrieval.{stage}"] = ms
+        if settings.second_hop and analysis.comparison is None and results[0].chunks:
+            results = [
+                await self._second_hop(analysis, request, results[0], pool, deadline, timings)
+            ]
         return results
+
+    async def _second_hop(
+        self,
+        analysis: QuestionAnalysis,
+        request: SynthesisRequest,
+        first: RetrievedEvidence,
+        pool: int,
+        deadline: float | None,
+        timings: dict[str, float],
+    ) -> RetrievedEvidence:
+        """Step 1b (``second_hop``): retrieve again with the question and the first passage;
+        the best passage of a new document takes the last evidence slot."""
+        query = hop_query(analysis.retrieval_query, first.chunks[0].chunk.text)
+        mark = time.perf_counter()
+        with stage_span("retrieval.second_hop", pool=pool):
+            (second,) = await self._bounded(
+                "retrieval",
+                deadline,
+                self._settings.retrieval_timeout_s,
+                lambda timeout_s: self._retrieve_all((query,), request, pool, timeout_s),
+            )
+        timings["retrieval.second_hop"] = _ms_since(mark)
+        chunks = merge_hop(first.chunks, second.chunks, request.top_k)
+        return replace(first, chunks=chunks, cache_hit=first.cache_hit and second.cache_hit)
 
     def _assess(
         self,
@@ -711,6 +746,30 @@ def _interleave(
         return list(results[0].chunks)
     rankings = [r.chunks for r in results[1:]]
     return interleave(rankings, comparison.terms, results[0].chunks, intent)
+
+
+def hop_query(question: str, passage: str, limit: int = MAX_RETRIEVAL_QUERY_CHARS) -> str:
+    """The second hop's query: the question, then as much of the passage as fits ``limit``
+    (cut at a word boundary: the question always goes whole, the passage is only a hint)."""
+    query = f"{question} {passage}"
+    if len(query) <= limit:
+        return query
+    end = query[: limit + 1].rfind(" ")  # the last word that ends within the limit
+    return query[:end] if end >= len(question) else question[:limit]
+
+
+def merge_hop(
+    first: Sequence[ScoredChunk], second: Sequence[ScoredChunk], top_k: int
+) -> list[ScoredChunk]:
+    """The first hop's ``top_k - 1`` best, then the second hop's best passage from a document
+    not among them, then the rest of the first hop (the pool ``promote_supporting`` reads)."""
+    head = list(first[: max(top_k - 1, 1)])
+    seen = {s.chunk.doc_id for s in head}
+    bridge = next((s for s in second if s.chunk.doc_id not in seen), None)
+    if bridge is None:
+        return list(first)
+    rest = [s for s in first[len(head) :] if s.chunk.semantic_id != bridge.chunk.semantic_id]
+    return [*head, bridge, *rest]
 
 
 def _dedupe(chunks: Sequence[ScoredChunk]) -> list[ScoredChunk]:

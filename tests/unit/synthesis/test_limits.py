@@ -18,6 +18,9 @@ class TestLimits:
         assert limits.MAX_TOP_K == retrieval_limits.MAX_TOP_K
         assert limits.DEFAULT_TOP_K == retrieval_limits.DEFAULT_TOP_K
 
+    def test_second_hop_query_limit_matches_retrievals(self) -> None:
+        assert limits.MAX_RETRIEVAL_QUERY_CHARS == retrieval_limits.MAX_QUERY_CHARS
+
     def test_pipeline_and_settings_defaults_come_from_the_limits(self) -> None:
         settings, config = PipelineSettings(), SynthesisConfig.from_env({})
 

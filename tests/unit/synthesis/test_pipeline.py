@@ -788,3 +788,82 @@ class TestSourceRelations:
 
         assert result.answered and result.synthesis_mode
         assert result.source_relations == ()
+
+
+class TestSecondHop:
+    """SYNTHESIS_SECOND_HOP: a second retrieval with the question and the first passage."""
+
+    QUESTION = "What is the punishment for theft?"
+    FIRST = ("IPC_379_0", "IPC_380_0", "IPC_381_0", "IPC_382_0")
+
+    def hop(self, ipc: Mapping[str, Chunk]) -> str:
+        return f"{self.QUESTION} {ipc['IPC_379_0'].text}"
+
+    async def test_off_by_default_one_retrieval(self, ipc: Mapping[str, Chunk]) -> None:
+        retriever = FakeRetriever(scored(ipc, *self.FIRST))
+
+        result = await pipeline(retriever, ExtractiveGenerator()).answer(
+            SynthesisRequest(self.QUESTION, top_k=3)
+        )
+
+        assert [c.query for c in retriever.calls] == [self.QUESTION]
+        assert "retrieval.second_hop" not in result.timings_ms
+
+    async def test_a_new_documents_best_passage_takes_the_last_slot(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        # The second hop ranks s.379 (already held) first, then s.378 (a new document).
+        second = scored(ipc, "IPC_379_0", "IPC_378_0", "IPC_380_0")
+        retriever = FakeRetriever(scored(ipc, *self.FIRST), by_query={self.hop(ipc): second})
+        synth = pipeline(retriever, ExtractiveGenerator(), second_hop=True)
+
+        result = await synth.answer(SynthesisRequest(self.QUESTION, top_k=3))
+
+        assert [c.query for c in retriever.calls] == [self.QUESTION, self.hop(ipc)]
+        assert retriever.calls[1].top_k == retriever.calls[0].top_k  # the same pool
+        evidence = [s.chunk.semantic_id for s in result.evidence]
+        assert evidence == ["IPC_379_0", "IPC_380_0", "IPC_378_0"]
+        assert result.timings_ms["retrieval.second_hop"] >= 0
+
+    async def test_nothing_new_leaves_the_first_hop_unchanged(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        retriever = FakeRetriever(
+            scored(ipc, *self.FIRST), by_query={self.hop(ipc): scored(ipc, "IPC_380_0")}
+        )
+        synth = pipeline(retriever, ExtractiveGenerator(), second_hop=True)
+
+        result = await synth.answer(SynthesisRequest(self.QUESTION, top_k=3))
+
+        assert [s.chunk.semantic_id for s in result.evidence] == list(self.FIRST[:3])
+
+    async def test_comparisons_take_no_second_hop(self, ipc: Mapping[str, Chunk]) -> None:
+        retriever = FakeRetriever(scored(ipc, "IPC_378_0", "IPC_390_0"))
+        synth = pipeline(retriever, ExtractiveGenerator(), second_hop=True)
+
+        await synth.answer(SynthesisRequest("What is the difference between theft and robbery?"))
+
+        assert len(retriever.calls) == 3  # the question and each compared term, no hop
+
+    async def test_a_failed_second_hop_fails_closed(self, ipc: Mapping[str, Chunk]) -> None:
+        generator = ScriptedGenerator("anything")
+        retriever = FakeRetriever(
+            scored(ipc, *self.FIRST),
+            by_query={self.hop(ipc): DependencyUnavailableError("retrieval", "refused")},
+        )
+
+        with pytest.raises(DependencyUnavailableError):
+            await pipeline(retriever, generator, second_hop=True).answer(
+                SynthesisRequest(self.QUESTION)
+            )
+
+        assert generator.requests == []
+
+    def test_the_hop_query_keeps_the_question_whole_and_cuts_the_passage(self) -> None:
+        from services.synthesis.pipeline import hop_query
+
+        assert hop_query("Who?", "Alice met Bob.") == "Who? Alice met Bob."
+        assert hop_query("Who directed it?", "Alice met Bob there.", limit=26) == (
+            "Who directed it? Alice met"
+        )
+        assert hop_query("Who directed it?", "Alicemetbobthere", limit=20) == "Who directed it?"
