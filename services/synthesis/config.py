@@ -42,6 +42,9 @@ class AnswerabilitySettings:
     # How much the extractive generator's sentence score gains per unit of the chunk's
     # P(answers) (0: the scores do not reach the generator).
     extractive_weight: float = 0.15
+    # The extractive complement's bar for a second document the model finds answering
+    # (ExtractiveOptions.complement_answering_at); None: off.
+    complement_answering_at: float | None = None
     # Whether the model also judges statements (claims to verify), or leaves them to the
     # keyword rules ("keywords").
     statements: bool = True
@@ -56,6 +59,7 @@ class AnswerabilitySettings:
             rescue_at=env.probability("ANSWERABILITY_RESCUE_AT"),
             statements=env.str("ANSWERABILITY_STATEMENTS", "model", choices=("model", "keywords"))
             == "model",
+            complement_answering_at=env.probability("EXTRACTIVE_COMPLEMENT_ANSWERING_AT"),
             extractive_weight=env.float(
                 "EXTRACTIVE_ANSWERABILITY_WEIGHT", 0.15, minimum=0.0, maximum=1.0
             ),

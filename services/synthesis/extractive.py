@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from services.common.evidence import Chunk, ScoredChunk
@@ -61,6 +62,12 @@ class ExtractiveOptions:
     # that adds a question term none of them has is appended (a bridge or comparison question
     # needs both documents), if it scores at least this share of the best sentence's score.
     complement_threshold: float = 0.5
+    # The complement's first choice, when set and the answerability model scored the request:
+    # the best sentence of another document whose chunk scores at least this P(answers), even
+    # if it adds no question word (a bridge document: "His small oil company was bought out by
+    # Standard Oil" answers "... sold his oil company to whom?" better than the first
+    # document's word-sharing sentence). None: off.
+    complement_answering_at: float | None = None
     # In synthesis mode, each document that gave 2+ passages contributes its best sentence when
     # that scores at least ``complement_threshold`` of the best sentence's score. Off: on the
     # tune sets it cost SQuAD's even half 28 citations with no supporting one more, for one gold
@@ -137,7 +144,7 @@ class ExtractiveGenerator:
         if request.synthesis_mode and self._options.synthesis_one_per_source:
             seed = self._one_per_source(units, request.evidence, seed)
         chosen = self._select(units, request.synthesis_mode, aspects, seed)
-        chosen = self._complement(units, chosen, key_terms)
+        chosen = self._complement(units, chosen, key_terms, request.answer_scores)
         if request.synthesis_mode:
             return by_source(chosen, request.evidence)
         return " ".join(_cite_unit(unit) for unit in _reading_order(chosen))
@@ -265,12 +272,32 @@ class ExtractiveGenerator:
         return chosen
 
     def _complement(
-        self, units: list[_Unit], chosen: list[_Unit], key_terms: KeyTerms
+        self,
+        units: list[_Unit],
+        chosen: list[_Unit],
+        key_terms: KeyTerms,
+        answer_scores: Mapping[str, float],
     ) -> list[_Unit]:
-        """Add one sentence from a second document when it covers question terms the chosen
-        sentences (all from one document) lack."""
+        """Add one sentence from a second document when the chosen sentences all come from one:
+        the best of another document the answerability model finds answering
+        (``complement_answering_at``), else one that covers question terms they lack."""
         docs = {unit.doc_id for unit in chosen}
-        if len(docs) != 1 or not key_terms.effective:
+        if len(docs) != 1:
+            return chosen
+        bar = self._options.complement_answering_at
+        if bar is not None and answer_scores:
+            answering = [
+                unit
+                for unit in units
+                if unit.doc_id not in docs and answer_scores.get(unit.semantic_id, 0.0) >= bar
+            ]
+            if answering:
+                best = max(
+                    answering,
+                    key=lambda u: (answer_scores[u.semantic_id], u.score, -u.position, -u.piece),
+                )
+                return [*chosen, best]
+        if not key_terms.effective:
             return chosen
         covered = frozenset().union(*(unit.stems for unit in chosen))
         missing = {term for term in key_terms.effective if term not in covered}

@@ -112,7 +112,10 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
     pool, default_openai = offered_generators(
         config,
         extractive=ExtractiveGenerator(
-            ExtractiveOptions(weight_answerability=config.answerability.extractive_weight)
+            ExtractiveOptions(
+                weight_answerability=config.answerability.extractive_weight,
+                complement_answering_at=config.answerability.complement_answering_at,
+            )
         ),
         openai=lambda model: OpenAIGenerator(_openai_settings(config, model)),
         capacity=MAX_MODEL_VARIANTS,

@@ -483,3 +483,41 @@ class TestAnswerabilityWeight:
         scores = {"IPC_378_0": 1.0, "IPC_379_0": 0.0}
         assert (await self.answer(ipc, 0.0, scores)) == plain
         assert (await self.answer(ipc, 1.0, scores)).startswith("Whoever, intending to take")
+
+
+class TestAnsweringComplement:
+    """SYNTHESIS_EXTRACTIVE_COMPLEMENT_ANSWERING_AT: when every quoted sentence comes from one
+    document, another document's sentence the model finds answering is added."""
+
+    QUESTION = "The benefactor who paid for Archbold Gymnasium sold his oil firm to whom?"
+    EVIDENCE = ranked(
+        article("Gym", 0, "Archbold Gymnasium was paid for by a benefactor in 1908.", "Gym"),
+        article("Gym", 1, "The gymnasium was rebuilt after a fire in 1947.", "Gym"),
+        article("Man", 0, "His small business was bought out by Standard Oil.", "Man"),
+    )
+
+    async def answer(self, bar: float | None, scores: Mapping[str, float]) -> str:
+        from services.synthesis.extractive import ExtractiveOptions
+
+        generator = ExtractiveGenerator(ExtractiveOptions(complement_answering_at=bar))
+        base = request(self.QUESTION, self.EVIDENCE)
+        result = await generator.generate(
+            dataclasses.replace(base, answer_scores=scores), timeout_s=1.0
+        )
+        return result.text
+
+    async def test_a_second_document_the_model_finds_answering_is_quoted(self) -> None:
+        scores = {"Gym_0": 0.3, "Gym_1": 0.05, "Man_0": 0.8}
+        off = await self.answer(None, scores)
+        assert "[Man_0]" not in off  # it shares only "oil" with the question: below the floor
+        on = await self.answer(0.62, scores)
+        assert "[Gym_0]" in on and "[Man_0]" in on
+        report = await EngineValidator().validate(
+            on, [s.chunk for s in self.EVIDENCE], timeout_s=1.0
+        )
+        assert report.verdict is Verdict.GROUNDED, report
+
+    async def test_below_the_bar_or_without_scores_nothing_is_added(self) -> None:
+        low = {"Gym_0": 0.3, "Gym_1": 0.05, "Man_0": 0.5}
+        assert "[Man_0]" not in await self.answer(0.62, low)
+        assert "[Man_0]" not in await self.answer(0.62, {})
