@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -157,10 +157,14 @@ class CrossEncoderReranker:
         weight: float = 0.7,
         heuristic: HeuristicReranker | None = None,
         batch_size: int = 32,
+        pair_text: Callable[[Chunk], str] | None = None,
     ) -> None:
         if not 0.0 <= weight <= 1.0:
             raise ValueError(f"cross-encoder weight must be within 0..1, got {weight}")
         self._model = model
+        # What the model reads of a chunk: "title: text" for a general cross-encoder; a shipped
+        # pair model's own manifest format (``passage_text``) for the answerability model.
+        self._pair_text = pair_text or _pair_text
         self.weight = weight
         self._heuristic = heuristic or HeuristicReranker()
         self.batch_size = batch_size
@@ -170,7 +174,7 @@ class CrossEncoderReranker:
     ) -> Scores:
         if not chunks:
             return np.zeros(0, dtype=np.float64)
-        pairs = [(analysis.query, _pair_text(c)) for c in chunks]
+        pairs = [(analysis.query, self._pair_text(c)) for c in chunks]
         predicted = self._model.predict(pairs, batch_size=self.batch_size, show_progress_bar=False)
         relevance = np.clip(np.asarray(predicted, dtype=np.float64).reshape(len(chunks)), 0.0, 1.0)
         heuristic = self._heuristic.score(analysis, chunks, prior)

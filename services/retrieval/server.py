@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from functools import partial
 from pathlib import Path
 
 from grounded.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc
 
 from services.common.answerability_model import load_scorer
+from services.common.evidence import passage_text
 from services.common.logs import configure_logging
 from services.common.server import GrpcService, ServiceApp, run_until_signalled
 from services.common.tracing import configure_tracing
@@ -59,6 +61,8 @@ def build_reranker(settings: SearchSettings) -> Reranker | None:
             AnswerabilityPairScorer(scorer),
             weight=settings.cross_encoder_weight,
             heuristic=HeuristicReranker(settings.rerank_weights),
+            # The model reads a chunk as it was trained to, as synthesis feeds it.
+            pair_text=partial(passage_text, passage_format=scorer.passage_format),
         )
     if settings.cross_encoder_path is None:
         return None

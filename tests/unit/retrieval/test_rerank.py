@@ -178,3 +178,25 @@ class TestAnswerabilityReranker:
             analyse_query("What is the punishment for cheating?"), [WEATHER, CHEATING], [0.5, 0.5]
         )
         assert scores[1] > scores[0]
+
+    def test_the_rerank_feeds_the_model_its_manifests_passage_format(self, tmp_path: Path) -> None:
+        import json
+        import shutil
+
+        from services.retrieval import server
+        from services.retrieval.config import RetrievalConfig
+
+        model = Path(__file__).resolve().parents[3] / "models" / "answerability-minilm-l6"
+        headed = tmp_path / "model"
+        shutil.copytree(model, headed)
+        manifest = json.loads((headed / "manifest.json").read_text())
+        manifest["passage_format"] = "statute-heading"
+        (headed / "manifest.json").write_text(json.dumps(manifest))
+        seen: dict[str, list[str]] = {}
+        for name, directory in (("text", model), ("statute-heading", headed)):
+            config = RetrievalConfig.from_env({"RETRIEVAL_RERANK_MODEL_DIR": str(directory)})
+            reranker = server.build_reranker(server.search_settings(config))
+            assert isinstance(reranker, CrossEncoderReranker)
+            seen[name] = [reranker._pair_text(c) for c in (CHEATING,)]
+        assert seen["text"] == [CHEATING.text]
+        assert seen["statute-heading"][0].startswith(f"Section {CHEATING.section}. ")
