@@ -18,19 +18,19 @@ import logging
 import lzma
 import math
 import random
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from tqdm import tqdm
 from transformers import (
     AutoModelForSequenceClassification,
     AutoTokenizer,
     get_linear_schedule_with_warmup,
 )
+
+from training.loop import optimise, resume
 
 # The NLI labels; another task's data names its own in its manifest.json ("labels").
 LABELS = ("entailment", "neutral", "contradiction")
@@ -120,23 +120,6 @@ def predict(model: Any, ids: Sequence[list[int]], pad_id: int, batch_size: int =
     return out
 
 
-def save_checkpoint(
-    path: Path, model: Any, optimizer: Any, scheduler: Any, state: dict[str, Any]
-) -> None:
-    tmp = path.with_suffix(".tmp")
-    torch.save(
-        {
-            "model": model.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(),
-            "state": state,
-            "torch_rng": torch.get_rng_state(),
-        },
-        tmp,
-    )
-    tmp.replace(path)  # atomic: a kill during the save never leaves a half-written checkpoint
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path("training/data/entailment"))
@@ -213,62 +196,32 @@ def _train(args: argparse.Namespace) -> None:
     scheduler = get_linear_schedule_with_warmup(optimizer, int(total * args.warmup), total)
 
     ckpt = args.out / "checkpoint.pt"
-    state: dict[str, Any] = {"step": 0, "epoch": 0, "batch": 0, "loss_ema": None}
-    if ckpt.exists():
-        saved = torch.load(ckpt, weights_only=False)
-        model.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        scheduler.load_state_dict(saved["scheduler"])
-        torch.set_rng_state(saved["torch_rng"])
-        state = saved["state"]
-        logger.info("resumed from %s at step %d", ckpt, state["step"])
-
+    state = resume(ckpt, model, optimizer, scheduler, logger)
     pad = int(tokenizer.pad_token_id)
     loss_fn = torch.nn.CrossEntropyLoss()
-    started = time.monotonic()
-    progress = tqdm(total=total, initial=state["step"], desc="train", unit="step", mininterval=30)
-    stop_at = min(total, args.max_steps) if args.max_steps else total
-    while state["step"] < stop_at:
-        # The batch order of an epoch depends only on the seed and the epoch number, so a
-        # resumed run replays the same order and skips the batches it already did.
-        batches = bucketed_batches(
-            lengths, args.batch_size, random.Random(args.seed + state["epoch"])
-        )
-        for b in range(state["batch"], len(batches)):
-            if state["step"] >= stop_at:
-                break
-            idx = batches[b]
-            batch = collate([train_ids[i] for i in idx], pad)
-            target = torch.tensor([labels[i] for i in idx])
-            loss = loss_fn(model(**batch).logits, target)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
-            value = loss.item()
-            ema = state["loss_ema"]
-            state["loss_ema"] = value if ema is None else 0.98 * ema + 0.02 * value
-            state["step"] += 1
-            state["batch"] = b + 1
-            progress.update(1)
-            if state["step"] % args.checkpoint_every == 0:
-                save_checkpoint(ckpt, model, optimizer, scheduler, state)
-                rate = state["step"] / max(1e-9, time.monotonic() - started)
-                logger.info(
-                    "step %d/%d epoch %d loss_ema %.4f lr %.2e (%.2f steps/s this run)",
-                    state["step"], total, state["epoch"], state["loss_ema"],
-                    scheduler.get_last_lr()[0], rate,
-                )  # fmt: skip
-        else:
-            state["epoch"] += 1
-            state["batch"] = 0
-    progress.close()
-    save_checkpoint(ckpt, model, optimizer, scheduler, state)
-    if state["step"] < total:
-        logger.info(
-            "stopped at step %d of %d (--max-steps); run again to resume", state["step"], total
-        )
+
+    def batch_loss(idx: Sequence[int]) -> torch.Tensor:
+        batch = collate([train_ids[i] for i in idx], pad)
+        target = torch.tensor([labels[i] for i in idx])
+        loss: torch.Tensor = loss_fn(model(**batch).logits, target)
+        return loss
+
+    done = optimise(
+        model=model,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        ckpt=ckpt,
+        state=state,
+        total=total,
+        max_steps=args.max_steps,
+        epoch_batches=lambda epoch: bucketed_batches(
+            lengths, args.batch_size, random.Random(args.seed + epoch)
+        ),
+        batch_loss=batch_loss,
+        checkpoint_every=args.checkpoint_every,
+        logger=logger,
+    )
+    if not done:
         return
 
     held_ids = encode(tokenizer, heldback, args.max_length)

@@ -29,18 +29,17 @@ import collections
 import json
 import logging
 import random
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from tqdm import tqdm
 from transformers import get_linear_schedule_with_warmup
 
+from training.loop import optimise, resume
 from training.near_duplicates import EVALUATION_SETS, MAX_SIMILARITY, nearest_similarity
-from training.train_entailment import base_model_path, read_pairs, save_checkpoint
+from training.train_entailment import base_model_path, read_pairs
 
 logger = logging.getLogger("training.retrieval")
 
@@ -216,57 +215,32 @@ def _train(args: argparse.Namespace) -> None:
     total = max(1, int(len(epoch_batches) * args.epochs))
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     scheduler = get_linear_schedule_with_warmup(optimizer, int(total * args.warmup), total)
-    state: dict[str, Any] = {"step": 0, "epoch": 0, "batch": 0, "loss_ema": None}
-    if ckpt.exists():
-        saved = torch.load(ckpt, weights_only=False)
-        model.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        scheduler.load_state_dict(saved["scheduler"])
-        torch.set_rng_state(saved["torch_rng"])
-        state = saved["state"]
-        logger.info("resumed from %s at step %d", ckpt, state["step"])
+    state = resume(ckpt, model, optimizer, scheduler, logger)
 
-    started = time.monotonic()
-    progress = tqdm(total=total, initial=state["step"], desc="train", unit="step", mininterval=30)
-    stop_at = min(total, args.max_steps) if args.max_steps else total
-    while state["step"] < stop_at:
-        # An epoch's batches depend only on the seed and the epoch number, so a resumed run
-        # replays the same order and skips the batches it already did.
-        plan = batches(items, args.batch_size, random.Random(args.seed + state["epoch"]))
-        for b in range(state["batch"], len(plan)):
-            if state["step"] >= stop_at:
-                break
-            chosen = [items[i] for i in plan[b]]
-            features = [model.preprocess([row[column] for row in chosen]) for column in range(3)]
-            loss = loss_fn(features, None)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
-            value = loss.item()
-            ema = state["loss_ema"]
-            state["loss_ema"] = value if ema is None else 0.95 * ema + 0.05 * value
-            state["step"] += 1
-            state["batch"] = b + 1
-            progress.update(1)
-            if state["step"] % args.checkpoint_every == 0:
-                save_checkpoint(ckpt, model, optimizer, scheduler, state)
-                rate = state["step"] / max(1e-9, time.monotonic() - started)
-                logger.info(
-                    "step %d/%d epoch %d loss_ema %.4f lr %.2e (%.3f steps/s this run)",
-                    state["step"], total, state["epoch"], state["loss_ema"],
-                    scheduler.get_last_lr()[0], rate,
-                )  # fmt: skip
-        else:
-            state["epoch"] += 1
-            state["batch"] = 0
-    progress.close()
-    save_checkpoint(ckpt, model, optimizer, scheduler, state)
-    if state["step"] < total:
-        logger.info(
-            "stopped at step %d of %d (--max-steps); run again to resume", state["step"], total
-        )
+    def batch_loss(idx: Sequence[int]) -> torch.Tensor:
+        chosen = [items[i] for i in idx]
+        features = [model.preprocess([row[column] for row in chosen]) for column in range(3)]
+        loss: torch.Tensor = loss_fn(features, None)
+        return loss
+
+    done = optimise(
+        model=model,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        ckpt=ckpt,
+        state=state,
+        total=total,
+        max_steps=args.max_steps,
+        epoch_batches=lambda epoch: batches(
+            items, args.batch_size, random.Random(args.seed + epoch)
+        ),
+        batch_loss=batch_loss,
+        checkpoint_every=args.checkpoint_every,
+        logger=logger,
+        ema_decay=0.95,
+        rate_format="%.3f",
+    )
+    if not done:
         return
 
     model.eval()

@@ -1,0 +1,108 @@
+"""The resumable optimisation loop every trainer here shares (entailment/answerability cross-
+encoders, the retrieval bi-encoder): checkpoint load and save, epoch replay, loss EMA, progress
+and the periodic log line. What differs per trainer is passed in: how an epoch is cut into
+batches and what one batch's loss is."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm import tqdm
+
+
+def save_checkpoint(
+    path: Path, model: Any, optimizer: Any, scheduler: Any, state: dict[str, Any]
+) -> None:
+    tmp = path.with_suffix(".tmp")
+    torch.save(
+        {
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+            "state": state,
+            "torch_rng": torch.get_rng_state(),
+        },
+        tmp,
+    )
+    tmp.replace(path)  # atomic: a kill during the save never leaves a half-written checkpoint
+
+
+def resume(
+    ckpt: Path, model: Any, optimizer: Any, scheduler: Any, logger: logging.Logger
+) -> dict[str, Any]:
+    """The training position: a fresh one, or the checkpoint's (restoring every state in it)."""
+    state: dict[str, Any] = {"step": 0, "epoch": 0, "batch": 0, "loss_ema": None}
+    if ckpt.exists():
+        saved = torch.load(ckpt, weights_only=False)
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        scheduler.load_state_dict(saved["scheduler"])
+        torch.set_rng_state(saved["torch_rng"])
+        state = saved["state"]
+        logger.info("resumed from %s at step %d", ckpt, state["step"])
+    return state
+
+
+def optimise(
+    *,
+    model: Any,
+    optimizer: Any,
+    scheduler: Any,
+    ckpt: Path,
+    state: dict[str, Any],
+    total: int,
+    max_steps: int,
+    epoch_batches: Callable[[int], Sequence[Sequence[int]]],
+    batch_loss: Callable[[Sequence[int]], torch.Tensor],
+    checkpoint_every: int,
+    logger: logging.Logger,
+    ema_decay: float = 0.98,
+    rate_format: str = "%.2f",
+) -> bool:
+    """Run steps until ``total`` (or ``max_steps``, for a run that a later one resumes); True
+    when training is complete. An epoch's batches must depend only on the epoch number
+    (``epoch_batches``), so a resumed run replays the same order and skips the batches it did."""
+    started = time.monotonic()
+    progress = tqdm(total=total, initial=state["step"], desc="train", unit="step", mininterval=30)
+    stop_at = min(total, max_steps) if max_steps else total
+    while state["step"] < stop_at:
+        plan = epoch_batches(state["epoch"])
+        for b in range(state["batch"], len(plan)):
+            if state["step"] >= stop_at:
+                break
+            loss = batch_loss(plan[b])
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+            value = loss.item()
+            ema = state["loss_ema"]
+            state["loss_ema"] = value if ema is None else ema_decay * ema + (1 - ema_decay) * value
+            state["step"] += 1
+            state["batch"] = b + 1
+            progress.update(1)
+            if state["step"] % checkpoint_every == 0:
+                save_checkpoint(ckpt, model, optimizer, scheduler, state)
+                rate = state["step"] / max(1e-9, time.monotonic() - started)
+                logger.info(
+                    "step %d/%d epoch %d loss_ema %.4f lr %.2e (" + rate_format + " steps/s this run)",
+                    state["step"], total, state["epoch"], state["loss_ema"],
+                    scheduler.get_last_lr()[0], rate,
+                )  # fmt: skip
+        else:
+            state["epoch"] += 1
+            state["batch"] = 0
+    progress.close()
+    save_checkpoint(ckpt, model, optimizer, scheduler, state)
+    if state["step"] < total:
+        logger.info(
+            "stopped at step %d of %d (--max-steps); run again to resume", state["step"], total
+        )
+        return False
+    return True
