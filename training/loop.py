@@ -7,12 +7,33 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import torch
 from tqdm import tqdm
+
+
+@contextmanager
+def training_log(logger: logging.Logger, out: Path) -> Iterator[None]:
+    """``logger`` writes INFO lines to ``out/train.log`` and stderr for the block."""
+    out.mkdir(parents=True, exist_ok=True)
+    handlers: list[logging.Handler] = [
+        logging.FileHandler(out / "train.log"),
+        logging.StreamHandler(),
+    ]
+    for handler in handlers:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            logger.removeHandler(handler)
+            handler.close()
 
 
 def save_checkpoint(

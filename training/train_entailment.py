@@ -30,7 +30,7 @@ from transformers import (
     get_linear_schedule_with_warmup,
 )
 
-from training.loop import optimise, resume
+from training.loop import optimise, resume, training_log
 
 # The NLI labels; another task's data names its own in its manifest.json ("labels").
 LABELS = ("entailment", "neutral", "contradiction")
@@ -143,21 +143,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    handlers: list[logging.Handler] = [
-        logging.FileHandler(args.out / "train.log"),
-        logging.StreamHandler(),
-    ]
-    for handler in handlers:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-        logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    try:
+    with training_log(logger, args.out):
         _train(args)
-    finally:
-        for handler in handlers:
-            logger.removeHandler(handler)
-            handler.close()
 
 
 def _train(args: argparse.Namespace) -> None:

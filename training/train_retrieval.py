@@ -37,7 +37,7 @@ import numpy as np
 import torch
 from transformers import get_linear_schedule_with_warmup
 
-from training.loop import optimise, resume
+from training.loop import optimise, resume, training_log
 from training.near_duplicates import EVALUATION_SETS, MAX_SIMILARITY, nearest_similarity
 from training.train_entailment import base_model_path, read_pairs
 
@@ -162,21 +162,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    handlers: list[logging.Handler] = [
-        logging.FileHandler(args.out / "train.log"),
-        logging.StreamHandler(),
-    ]
-    for handler in handlers:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-        logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    try:
+    with training_log(logger, args.out):
         _train(args)
-    finally:
-        for handler in handlers:
-            logger.removeHandler(handler)
-            handler.close()
 
 
 def _train(args: argparse.Namespace) -> None:
