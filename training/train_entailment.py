@@ -95,14 +95,23 @@ def bucketed_batches(
     return batches
 
 
-def collate(ids: Sequence[list[int]], pad_id: int) -> dict[str, torch.Tensor]:
+def collate(
+    ids: Sequence[list[int]], pad_id: int, device: str | torch.device = "cpu"
+) -> dict[str, torch.Tensor]:
     width = max(len(x) for x in ids)
     input_ids = torch.full((len(ids), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(ids), width), dtype=torch.long)
     for row, x in enumerate(ids):
         input_ids[row, : len(x)] = torch.tensor(x)
         mask[row, : len(x)] = 1
-    return {"input_ids": input_ids, "attention_mask": mask}
+    return {"input_ids": input_ids.to(device), "attention_mask": mask.to(device)}
+
+
+def pick_device(name: str) -> torch.device:
+    """``auto``: the GPU when torch sees one (the lent GPU machine), else the CPU."""
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(name)
 
 
 @torch.no_grad()
@@ -111,11 +120,12 @@ def predict(model: Any, ids: Sequence[list[int]], pad_id: int, batch_size: int =
     model.eval()
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     out = np.zeros((len(ids), model.config.num_labels), dtype=np.float32)
+    device = next(model.parameters()).device
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
-        batch = collate([ids[i] for i in idx], pad_id)
+        batch = collate([ids[i] for i in idx], pad_id, device)
         logits = model(**batch).logits
-        out[idx] = torch.softmax(logits, dim=-1).numpy()
+        out[idx] = torch.softmax(logits, dim=-1).float().cpu().numpy()
     model.train()
     return out
 
@@ -131,6 +141,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--max-length", type=int, default=256)
     parser.add_argument("--seed", type=int, default=20261124)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--device", default="auto", help="auto (GPU if torch sees one), cpu or cuda"
+    )
+    parser.add_argument(
+        "--base",
+        type=Path,
+        default=None,
+        help="the all-MiniLM-L6-v2 directory to start from (default: the bundled package's)",
+    )
     parser.add_argument("--checkpoint-every", type=int, default=200)
     parser.add_argument(
         "--limit", type=int, default=0, help="train on the first N pairs (smoke runs)"
@@ -150,8 +169,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 def _train(args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
+    device = pick_device(args.device)
 
-    base = base_model_path()
+    base = args.base or base_model_path()
     tokenizer = AutoTokenizer.from_pretrained(str(base))
     rows = read_pairs(training_file(args.data))
     if args.limit:
@@ -175,8 +195,10 @@ def _train(args: argparse.Namespace) -> None:
         num_labels=len(names),
         id2label=dict(enumerate(names)),
         label2id=label_id,
-    )
+        dtype=torch.float32,  # train in fp32 whatever the base file's precision
+    ).to(device)
     model.train()
+    logger.info("device %s", device)
     steps_per_epoch = math.ceil(len(rows) / args.batch_size)
     total = max(1, int(steps_per_epoch * args.epochs))
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
@@ -188,8 +210,8 @@ def _train(args: argparse.Namespace) -> None:
     loss_fn = torch.nn.CrossEntropyLoss()
 
     def batch_loss(idx: Sequence[int]) -> torch.Tensor:
-        batch = collate([train_ids[i] for i in idx], pad)
-        target = torch.tensor([labels[i] for i in idx])
+        batch = collate([train_ids[i] for i in idx], pad, device)
+        target = torch.tensor([labels[i] for i in idx], device=device)
         loss: torch.Tensor = loss_fn(model(**batch).logits, target)
         return loss
 
@@ -217,12 +239,14 @@ def _train(args: argparse.Namespace) -> None:
     accuracy = float((probs.argmax(1) == gold).mean())
     logger.info("held-back accuracy %.4f on %d pairs", accuracy, len(heldback))
     final = args.out / "final"
-    model.save_pretrained(final)
+    model.to("cpu").save_pretrained(final)
     tokenizer.save_pretrained(final)
     summary = {
         **vars(args),
         "data": str(args.data),
         "out": str(args.out),
+        "base_dir": str(base),
+        "device": str(device),
         "steps": state["step"],
         "heldback_accuracy": accuracy,
         "train_pairs": len(rows),

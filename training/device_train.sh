@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Train the cross-encoder candidates on a lent GPU machine, in one call (training/README.md,
+# "On a GPU"). Reads only the repository: the vendored mixes in training/data/ and the base
+# all-MiniLM-L6-v2 carried as .gpu/base (fp16 safetensors, made here by
+# `python -m training.carry_base`; fp32 would not fit the device's 64 MiB upload).
+# Writes to $OUT: each candidate's int8 ONNX graph, xz-compressed and split in 15 MB parts
+# (the device returns files of at most 16 MiB), and logs.tar.gz (train logs, training.json,
+# export.json, manifest.json, nvidia-smi).
+#
+# Candidates (name, data, epochs, batch, lr), trained at once on the one GPU:
+#   ent_e4   entailment mix,     4 epochs, batch 64, lr 8e-5
+#   ent_e8   entailment mix,     8 epochs, batch 64, lr 5e-5
+#   ans_e4   answerability mix,  4 epochs, batch 64, lr 8e-5
+set -u
+export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
+OUT=${OUT:?set OUT}
+WORK=${WORK:-/tmp/train}
+TRAIN_LIMIT_S=${TRAIN_LIMIT_S:-330}
+DEVICE=${DEVICE:-cuda}
+# Smoke runs only (e.g. on a CPU): EXTRA_TRAIN="--limit 256 --heldback-limit 64 --epochs 0.5"
+EXTRA_TRAIN=${EXTRA_TRAIN:-}
+EXTRA_EXPORT=${EXTRA_EXPORT:-}
+mkdir -p "$WORK/logs"
+nvidia-smi >"$WORK/logs/nvidia-smi.txt" 2>&1
+python3 -c "import torch, transformers, onnxruntime; print(torch.__version__, transformers.__version__, onnxruntime.__version__, torch.cuda.get_device_name())" | tee "$WORK/logs/versions.txt"
+
+# The carried fp16 base, widened back to fp32 (the trainer also loads it as fp32).
+python3 - <<'EOF' || exit 1
+import shutil, pathlib, torch
+from safetensors.torch import load_file, save_file
+src, dst = pathlib.Path(".gpu/base"), pathlib.Path("/tmp/base")
+shutil.copytree(src, dst, dirs_exist_ok=True)
+weights = {k: v.float().contiguous() for k, v in load_file(src / "model.safetensors").items()}
+save_file(weights, dst / "model.safetensors", metadata={"format": "pt"})
+EOF
+
+train() {  # name data epochs batch lr
+  timeout "$TRAIN_LIMIT_S" python3 -m training.train_entailment --base /tmp/base --device "$DEVICE" \
+    --data "$2" --out "$WORK/$1" --epochs "$3" --batch-size "$4" --lr "$5" --threads 4 \
+    --checkpoint-every 500 $EXTRA_TRAIN >"$WORK/logs/$1.out" 2>&1
+  echo "$1 exit $?" >>"$WORK/logs/exits.txt"
+}
+start=$(date +%s)
+train ent_e4 training/data/entailment 4 64 8e-5 &
+train ent_e8 training/data/entailment 8 64 5e-5 &
+train ans_e4 training/data/answerability 4 64 8e-5 &
+wait
+echo "training took $(( $(date +%s) - start )) s" | tee -a "$WORK/logs/exits.txt"
+
+export_one() {  # name data
+  local dir="$WORK/$1"
+  if [ ! -d "$dir/final" ]; then  # stopped by the time limit: export its last checkpoint
+    python3 - "$dir" "$2" <<'EOF'
+import json, sys, pathlib, torch
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
+from training.train_entailment import data_labels
+out, data = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+labels = data_labels(data)
+model = AutoModelForSequenceClassification.from_pretrained(
+    "/tmp/base", num_labels=len(labels), id2label=dict(enumerate(labels)),
+    label2id={l: i for i, l in enumerate(labels)}, dtype=torch.float32)
+saved = torch.load(out / "checkpoint.pt", weights_only=False, map_location="cpu")
+model.load_state_dict(saved["model"])
+model.save_pretrained(out / "final")
+AutoTokenizer.from_pretrained("/tmp/base").save_pretrained(out / "final")
+(out / "final" / "training.json").write_text(json.dumps({"partial": saved["state"]}) + "\n")
+EOF
+  fi
+  timeout 150 python3 -m training.export_onnx --model "$dir/final" --data "$2" \
+    --out "$dir/export" --name "$1" --threads 4 $EXTRA_EXPORT >"$WORK/logs/$1.export.out" 2>&1
+  echo "$1 export exit $?" >>"$WORK/logs/exits.txt"
+  cp "$dir/train.log" "$WORK/logs/$1.train.log" 2>/dev/null
+  for f in training.json; do cp "$dir/final/$f" "$WORK/logs/$1.$f" 2>/dev/null; done
+  for f in export.json manifest.json; do cp "$dir/export/$f" "$WORK/logs/$1.$f" 2>/dev/null; done
+  if [ -f "$dir/export/model.onnx" ]; then
+    xz -T4 --block-size=4MiB -6 -c "$dir/export/model.onnx" | split -b 15000000 -d - "$OUT/$1.onnx.xz."
+  fi
+}
+export_one ent_e4 training/data/entailment &
+export_one ent_e8 training/data/entailment &
+export_one ans_e4 training/data/answerability &
+wait
+tar -czf "$OUT/logs.tar.gz" -C "$WORK" logs
+ls -la "$OUT"
+cat "$WORK/logs/exits.txt"
+grep -h "held-back accuracy" "$WORK"/logs/*.out
