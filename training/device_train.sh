@@ -7,7 +7,9 @@
 # (the device returns files of at most 16 MiB), and logs.tar.gz (train logs, training.json,
 # export.json, manifest.json, nvidia-smi).
 #
-# Candidates (name, data, epochs, batch, lr), trained at once on the one GPU:
+# Candidates, trained at once on the one GPU: CANDIDATES holds one "name data epochs batch lr"
+# per line (at most three: the device returns at most 8 files, 64 MiB together). The default is
+# the first run of 2026-11-26 (training/README.md, "On a GPU"):
 #   ent_e4   entailment mix,     4 epochs, batch 64, lr 8e-5
 #   ent_e8   entailment mix,     8 epochs, batch 64, lr 5e-5
 #   ans_e4   answerability mix,  4 epochs, batch 64, lr 8e-5
@@ -17,6 +19,9 @@ OUT=${OUT:?set OUT}
 WORK=${WORK:-/tmp/train}
 TRAIN_LIMIT_S=${TRAIN_LIMIT_S:-330}
 DEVICE=${DEVICE:-cuda}
+CANDIDATES=${CANDIDATES:-"ent_e4 training/data/entailment 4 64 8e-5
+ent_e8 training/data/entailment 8 64 5e-5
+ans_e4 training/data/answerability 4 64 8e-5"}
 # Smoke runs only (e.g. on a CPU): EXTRA_TRAIN="--limit 256 --heldback-limit 64 --epochs 0.5"
 EXTRA_TRAIN=${EXTRA_TRAIN:-}
 EXTRA_EXPORT=${EXTRA_EXPORT:-}
@@ -41,9 +46,9 @@ train() {  # name data epochs batch lr
   echo "$1 exit $?" >>"$WORK/logs/exits.txt"
 }
 start=$(date +%s)
-train ent_e4 training/data/entailment 4 64 8e-5 &
-train ent_e8 training/data/entailment 8 64 5e-5 &
-train ans_e4 training/data/answerability 4 64 8e-5 &
+while read -r name data epochs batch lr; do
+  [ -n "$name" ] && train "$name" "$data" "$epochs" "$batch" "$lr" &
+done <<<"$CANDIDATES"
 wait
 echo "training took $(( $(date +%s) - start )) s" | tee -a "$WORK/logs/exits.txt"
 
@@ -76,9 +81,9 @@ EOF
     xz -T4 --block-size=4MiB -6 -c "$dir/export/model.onnx" | split -b 15000000 -d - "$OUT/$1.onnx.xz."
   fi
 }
-export_one ent_e4 training/data/entailment &
-export_one ent_e8 training/data/entailment &
-export_one ans_e4 training/data/answerability &
+while read -r name data _; do
+  [ -n "$name" ] && export_one "$name" "$data" &
+done <<<"$CANDIDATES"
 wait
 tar -czf "$OUT/logs.tar.gz" -C "$WORK" logs
 ls -la "$OUT"
