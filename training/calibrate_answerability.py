@@ -21,7 +21,10 @@ accuracies (correct-refusal rate and answered rate of answerable items) **withou
 set's false-refusal rate, or lowering its correct-refusal rate, by more than
 ``MAX_RATE_CHANGE`` against the keyword rules** (do no harm: unconstrained, the objective bought
 SQuAD correct refusals with 40 % false refusals; with the false-refusal cap alone it rescued
-out-of-corpus IPC questions, golden-set correct refusal 0.846 -> 0.731). It
+out-of-corpus IPC questions, golden-set correct refusal 0.846 -> 0.731). ``--baseline`` takes
+the bound against what ships instead: three end-to-end ``report.json`` files of the shipped
+configuration (SQuAD, IPC golden, plain IPC tune), whose measured rates on the same tune items
+replace the keyword rules' (``--max-rate-change`` sets the bound). It
 reads the **tune sets only**: the
 SQuAD 2.0 items whose id has an even crc32 (the same split ``probe_answerability`` uses), the
 team's IPC golden set (tuned on since the keyword rules were written) and, since v2, the
@@ -60,6 +63,7 @@ class Row:
     failed: str  # the failed sufficiency requirement, "" if none
     score: float
     names_section: bool = False  # left to the keyword rules in every mode (answerability.py)
+    item_id: str = ""
 
 
 def tune_rows(report: Path, *, split: bool, dataset: str, data: Path | None = None) -> list[Row]:
@@ -81,9 +85,24 @@ def tune_rows(report: Path, *, split: bool, dataset: str, data: Path | None = No
                 failed,
                 item["answerability"],
                 named,
+                item["item_id"],
             )
         )
     return rows
+
+
+def measured_rates(report: Path, rows: Sequence[Row]) -> dict[str, float]:
+    """Correct- and false-refusal rates an end-to-end report measured on the items of ``rows``
+    (the same tune items a shadow report gave), for the do-no-harm bound against what ships."""
+    status = {i["item_id"]: i["status"] for i in json.loads(report.read_text())["items"]}
+    missing = [r.item_id for r in rows if r.item_id not in status]
+    if missing:
+        raise SystemExit(f"{report}: {len(missing)} tune items missing (e.g. {missing[0]})")
+    refused = np.array([status[r.item_id] != "answered" for r in rows])
+    answerable = np.array([r.answerable for r in rows])
+    correct = float(refused[~answerable].mean()) if (~answerable).any() else float("nan")
+    false = float(refused[answerable].mean()) if answerable.any() else float("nan")
+    return {"correct_refusal": round(correct, 3), "false_refusal": round(false, 3)}
 
 
 def simulate(rows: Sequence[Row], mode: str, veto: float, rescue: float) -> dict[str, float]:
@@ -114,25 +133,41 @@ def balanced(sets: Sequence[Sequence[Row]], mode: str, veto: float, rescue: floa
     return float(np.mean(values))
 
 
-def harmless(sets: Sequence[Sequence[Row]], mode: str, veto: float, rescue: float) -> bool:
+def harmless(
+    sets: Sequence[Sequence[Row]],
+    mode: str,
+    veto: float,
+    rescue: float,
+    baselines: Sequence[dict[str, float]] | None = None,
+    max_change: float = MAX_RATE_CHANGE,
+) -> bool:
     """Do no harm, both ways: on no set does false refusal rise, or correct refusal fall, by
-    more than MAX_RATE_CHANGE against the keyword rules."""
-    for rows in sets:
-        now, before = simulate(rows, mode, veto, rescue), simulate(rows, "veto", 0.0, 1.0)
-        if now["false_refusal"] > before["false_refusal"] + MAX_RATE_CHANGE + 1e-9:
+    more than ``max_change`` against the keyword rules (or the given measured ``baselines``)."""
+    for i, rows in enumerate(sets):
+        now = simulate(rows, mode, veto, rescue)
+        before = baselines[i] if baselines else simulate(rows, "veto", 0.0, 1.0)
+        if now["false_refusal"] > before["false_refusal"] + max_change + 1e-9:
             return False
-        if now["correct_refusal"] < before["correct_refusal"] - MAX_RATE_CHANGE - 1e-9:
+        if now["correct_refusal"] < before["correct_refusal"] - max_change - 1e-9:
             return False
     return True
 
 
-def choose(sets: Sequence[Sequence[Row]], mode: str) -> tuple[float, float]:
+def choose(
+    sets: Sequence[Sequence[Row]],
+    mode: str,
+    baselines: Sequence[dict[str, float]] | None = None,
+    max_change: float = MAX_RATE_CHANGE,
+) -> tuple[float, float]:
     vetoes = GRID if mode in ("veto", "both", "model") else [0.0]
     rescues = GRID if mode in ("rescue", "both") else [1.0]
     # "model" is the model-alone ablation: it replaces the keyword rules, so it cannot be held
     # to them; it gets the best threshold by the objective alone.
     allowed = [
-        (v, r) for v in vetoes for r in rescues if mode == "model" or harmless(sets, mode, v, r)
+        (v, r)
+        for v in vetoes
+        for r in rescues
+        if mode == "model" or harmless(sets, mode, v, r, baselines, max_change)
     ]
     if not allowed:
         return 0.0, 1.0  # nothing helps without harm: the model changes no decision
@@ -159,6 +194,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--plain", type=Path, help="shadow report.json for the plain-language IPC tune set"
     )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        nargs=3,
+        metavar=("SQUAD", "IPC", "PLAIN"),
+        help="end-to-end report.json files of the shipped configuration: bound the change "
+        "against their measured rates instead of the keyword rules'",
+    )
+    parser.add_argument("--max-rate-change", type=float, default=MAX_RATE_CHANGE)
     parser.add_argument("--dry-run", action="store_true", help="print, do not write the manifest")
     args = parser.parse_args(argv)
     squad = args.squad or newest_shadow("squad2", "squad2")
@@ -174,9 +218,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         "reports": [str(squad), str(ipc), str(plain)],
         "n": [len(s) for s in sets],
     }
+    baselines = (
+        [measured_rates(b, rows) for b, rows in zip(args.baseline, sets, strict=True)]
+        if args.baseline
+        else None
+    )
+    if baselines:
+        result["baseline"] = {
+            "reports": [str(b) for b in args.baseline],
+            **dict(zip(names, baselines, strict=True)),
+        }
     chosen = {}
     for mode in ("veto", "rescue", "both", "model"):
-        veto, rescue = choose(sets, mode)
+        veto, rescue = choose(sets, mode, baselines, args.max_rate_change)
         chosen[mode] = (veto, rescue)
         result[mode] = {
             "veto_below": veto if mode != "rescue" else None,
@@ -201,7 +255,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "chosen_on": "tune sets only: SQuAD 2.0 dev items with even crc32(id) (first 300), "
         "IPC golden v1, IPC plain tune set v1; objective: mean balanced accuracy of each "
         "simulated mode, with no set's false refusal rising, or correct refusal falling, "
-        f"more than {MAX_RATE_CHANGE} against the keyword rules",
+        f"more than {args.max_rate_change} against "
+        + ("the shipped configuration's measured rates" if baselines else "the keyword rules"),
         "simulated": result,
     }
     manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -190,15 +191,15 @@ class TestAnswerabilityData:
         assert 5 <= sum(map(held_back, groups)) <= 40
 
     def test_vendored_answerability_split_is_disjoint(self) -> None:
-        import gzip
+        from training.train_entailment import read_pairs, training_file
 
         folder = DATA.parent / "answerability"
 
-        def groups(name: str) -> set[str]:
-            with gzip.open(folder / name, "rt", encoding="utf-8") as handle:
-                return {json.loads(line)["group"] for line in handle}
+        def groups(path: Path) -> set[str]:
+            return {row["group"] for row in read_pairs(path)}
 
-        assert not groups("heldback.jsonl.gz") & groups("train.jsonl.gz")
+        assert training_file(folder).name == "train.jsonl.xz"
+        assert not groups(folder / "heldback.jsonl.gz") & groups(training_file(folder))
 
 
 def test_hand_written_plain_questions_pass_their_checker() -> None:
@@ -244,6 +245,73 @@ def test_heldback_accuracy_scores_the_shipped_model_by_source(
     accuracy = json.loads(capsys.readouterr().out)["accuracy"]
     assert accuracy["source:a"] == 1.0 and accuracy["source:b"] == 0.0  # a contradiction
     assert accuracy["all"] == 0.5 and accuracy["label:entailment"] == 0.5
+
+
+def test_heldback_accuracy_leaves_out_pairs_over_the_window(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import gzip
+
+    from training import heldback_accuracy
+
+    rows = [
+        {
+            "premise": "A man is sleeping.",
+            "hypothesis": "A man is sleeping.",
+            "label": "entailment",
+        },
+        {"premise": "word " * 300, "hypothesis": "A man is sleeping.", "label": "neutral"},
+    ]
+    with gzip.open(tmp_path / "heldback.jsonl.gz", "wt") as handle:
+        handle.writelines(json.dumps(r) + "\n" for r in rows)
+    heldback_accuracy.main(["--data", str(tmp_path), "--threads", "1"])
+    result = json.loads(capsys.readouterr().out)
+    assert result["pairs"] == 1 and result["over_window_left_out"] == 1
+    assert result["accuracy"]["all"] == 1.0
+
+
+class TestAnswerabilityCalibration:
+    """training.calibrate_answerability: the do-no-harm bound, against the keyword rules or
+    against the shipped configuration's measured rates (--baseline)."""
+
+    @staticmethod
+    def rows() -> list[Any]:
+        from training.calibrate_answerability import Row
+
+        # Two answerable items the keyword rules answer (scores 0.9, 0.4), one unanswerable
+        # they answer (0.3), one answerable they refuse for words (0.8, rescuable).
+        return [
+            Row(True, True, "", 0.9, item_id="a"),
+            Row(True, True, "", 0.4, item_id="b"),
+            Row(False, True, "", 0.3, item_id="c"),
+            Row(True, False, "KEY_TERM_MATCH", 0.8, item_id="d"),
+        ]
+
+    def test_the_bound_follows_the_baseline_it_is_given(self) -> None:
+        from training.calibrate_answerability import harmless
+
+        sets = [self.rows()]
+        # veto below 0.5: "b" (answerable) and "c" are refused: FR 1/3 -> 2/3, CR 0 -> 1.
+        assert not harmless(sets, "veto", 0.5, 1.0)  # FR +1/3 against the keyword rules
+        lenient = [{"correct_refusal": 0.0, "false_refusal": 0.667}]
+        assert harmless(sets, "veto", 0.5, 1.0, lenient, 0.02)
+        strict = [{"correct_refusal": 1.0, "false_refusal": 0.667}]
+        assert not harmless(sets, "veto", 0.2, 1.0, strict, 0.02)  # CR 0 < 1 - 0.02
+
+    def test_measured_rates_read_the_same_items_from_a_report(self, tmp_path: Path) -> None:
+        from training.calibrate_answerability import measured_rates
+
+        report = tmp_path / "report.json"
+        statuses = {"a": "answered", "b": "refused", "c": "refused", "d": "answered", "z": "x"}
+        items = [{"item_id": k, "status": v} for k, v in statuses.items()]
+        report.write_text(json.dumps({"items": items}))
+        assert measured_rates(report, self.rows()) == {
+            "correct_refusal": 1.0,
+            "false_refusal": 0.333,
+        }
+        report.write_text(json.dumps({"items": items[1:]}))
+        with pytest.raises(SystemExit, match="1 tune items missing"):
+            measured_rates(report, self.rows())
 
 
 def test_hand_written_statute_pairs_become_training_rows_by_category() -> None:
