@@ -131,8 +131,12 @@ EPOCHS       ?= 1.8
 train-data: install ## Re-vendor the training mixes from $(SHARED_TRAIN) into training/data/ (the only step that reads it).
 	$(PY) -m training.build_data --shared $(SHARED_TRAIN)
 	$(PY) -m training.build_answerability_data --shared $(SHARED_TRAIN)
+	$(PY) -m training.add_statute_headings
 
 ANSWER_DIR   ?= var/train/answerability
+# Three end-to-end report.json files (SQuAD, IPC golden, plain IPC tune) of the configuration the
+# new model replaces: calibrate against their rates (v6's way); unset: against the keyword rules.
+ANSWER_BASELINE ?=
 
 .PHONY: train-models
 train-models: train-entailment train-answerability ## Train, export (int8 ONNX) and calibrate both shipped models into models/ (long; resumable).
@@ -146,14 +150,16 @@ train-entailment: install ## The entailment model (validator): train, export, ca
 
 .PHONY: train-answerability
 train-answerability: install ## The answerability model (synthesis): train, export, then calibrate on shadow-mode runs of the tune sets.
-	nice -n 19 $(PY) -m training.train_entailment --data training/data/answerability --out $(ANSWER_DIR)
+	nice -n 19 $(PY) -m training.train_entailment --data training/data/answerability --out $(ANSWER_DIR) \
+		--epochs 4 --batch-size 64 --lr 8e-5
 	$(PY) -m training.export_onnx --model $(ANSWER_DIR)/final --data training/data/answerability \
-		--out models/answerability-minilm-l6 --name answerability-minilm-l6-v3
+		--out models/answerability-minilm-l6 --name answerability-minilm-l6-v6
 	$(PY) -m evaluation --dataset squad2 --limit 300 --no-docs --set SYNTHESIS_ANSWERABILITY=shadow
 	$(PY) -m evaluation --dataset ipc --no-docs --set SYNTHESIS_ANSWERABILITY=shadow
 	$(PY) -m evaluation --dataset ipc --data data/golden/ipc_plain_tune_v1.jsonl --no-docs \
 		--set SYNTHESIS_ANSWERABILITY=shadow
-	$(PY) -m training.calibrate_answerability
+	$(PY) -m training.calibrate_answerability \
+		$(if $(ANSWER_BASELINE),--baseline $(ANSWER_BASELINE) --max-rate-change 0.02)
 
 .PHONY: train-retrieval
 train-retrieval: install ## Experiment (not shipped): fine-tune the retrieval bi-encoder into var/train/retrieval/final.

@@ -1,8 +1,10 @@
-"""Derive the statute-heading answerability mix from the vendored one (no ../shared read).
+"""Derive the statute-heading answerability mix from the plain one (no ../shared read).
 
-    python -m training.add_statute_headings
-    # training/data/answerability -> var/train/data/answerability_headed (seconds; not vendored:
-    # the same bytes come back from the vendored mix and the bundled IPC every time)
+    python -m training.build_answerability_data      # -> var/train/data/answerability_plain
+    python -m training.add_statute_headings          # -> training/data/answerability (vendored)
+
+The training file is written as ``train.jsonl.xz`` (xz: about a quarter of the gzip size; the
+trainer reads it first, and a stale ``train.jsonl.gz`` beside it is removed).
 
 Every IPC pair's premise (a sentence of the bundled IPC, split as retrieval splits it) becomes
 the passage a ``statute-heading`` model reads at serving time
@@ -61,8 +63,8 @@ def convert(
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=Path("training/data/answerability"))
-    parser.add_argument("--out", type=Path, default=Path("var/train/data/answerability_headed"))
+    parser.add_argument("--data", type=Path, default=Path("var/train/data/answerability_plain"))
+    parser.add_argument("--out", type=Path, default=Path("training/data/answerability"))
     args = parser.parse_args(argv)
     unique, shared = headed_premises()
     manifest = json.loads((args.data / "manifest.json").read_text())
@@ -71,7 +73,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     counts: dict[str, dict[str, int]] = {}
     for name in manifest["files"]:
         rows, counted = convert(read_pairs(args.data / name), unique, shared)
-        files[name] = write_jsonl_gz(args.out / name, rows)
+        out_name = "train.jsonl.xz" if name.startswith("train.") else name
+        if out_name != name:
+            (args.out / name).unlink(missing_ok=True)  # the trainer would read the xz anyway
+        files[out_name] = write_jsonl_gz(args.out / out_name, rows)
         counts[name] = dict(sorted(counted.items()))
         print(name, counts[name])
     manifest.update(

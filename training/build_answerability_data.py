@@ -2,7 +2,8 @@
 
     python -m training.build_answerability_data [--shared ../shared/data/train]
 
-Writes ``training/data/answerability/{train,heldback}.jsonl.gz`` and ``manifest.json``. Each line
+Writes ``var/train/data/answerability_plain/{train,heldback}.jsonl.gz`` and ``manifest.json``
+(``python -m training.add_statute_headings`` derives the vendored, headed mix from it). Each line
 is ``{"premise": sentence, "hypothesis": question, "label": "answers" | "not_answers", "source"}``
 (premise/hypothesis so the entailment trainer reads it unchanged).
 
@@ -244,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shared", type=Path, default=Path("../shared/data/train"))
     parser.add_argument("--corpus", type=Path, default=Path("data/corpora/indian_law/ipc.json"))
-    parser.add_argument("--out", type=Path, default=Path("training/data/answerability"))
+    parser.add_argument("--out", type=Path, default=Path("var/train/data/answerability_plain"))
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument(
         "--ipc-questions",
@@ -253,9 +254,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=[
             Path("training/sources/ipc_plain_questions_v1.jsonl"),
             Path("training/sources/ipc_plain_questions_v2.jsonl"),
+            Path("training/sources/ipc_plain_questions_v3.jsonl"),
         ],
         help="hand-written plain-language IPC question files (none given: none, as in v1's "
-        "mix; v2's mix: only ipc_plain_questions_v1.jsonl)",
+        "mix; v2's mix: only ipc_plain_questions_v1.jsonl; v3's: v1 and v2)",
     )
     parser.add_argument("--ipc-question-repeats", type=int, default=3)
     args = parser.parse_args(argv)

@@ -45,7 +45,7 @@ from training.near_duplicates import (
     nearest_similarity,
     questions,
 )
-from training.train_entailment import base_model_path, read_pairs
+from training.train_entailment import base_model_path, read_pairs, training_file
 
 logger = logging.getLogger("training.retrieval")
 
@@ -174,7 +174,7 @@ def _train(args: argparse.Namespace) -> None:
     model = SentenceTransformer(str(base_model_path()), device="cpu")
     encoder = SentenceTransformerEncoder(model, "training")  # the model as retrieval encodes
     serving_length = model.max_seq_length
-    rows = read_pairs(args.data / "train.jsonl.gz")
+    rows = read_pairs(training_file(args.data))
     heldback = read_pairs(args.data / "heldback.jsonl.gz")
     items = triplets(rows, rng)
     items, dropped = drop_near_duplicates(items, encoder)

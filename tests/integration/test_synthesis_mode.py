@@ -17,9 +17,17 @@ pytestmark = pytest.mark.integration
 
 # Definition (s.120A) and punishment (s.120B): two sections with two passages each.
 CONSPIRACY = "What is criminal conspiracy and how is it punished?"
-# Its evidence is two trafficking sections with two passages each (nothing on sexual harassment
-# is quoted): s.370 (seven to ten years) and s.370A (three to five years) differ on the term.
-TRAFFICKING = "How is trafficking of persons punished, and how is sexual harassment punished?"
+# Two parts, two trafficking sections with two passages each: s.370 (seven to ten years) and
+# s.370A, exploitation (employing) of a trafficked person (three to five years), differ on the term.
+TRAFFICKING = (
+    "How is trafficking of persons punished, and how is a person who employs a trafficked "
+    "person punished?"
+)
+# Two parts; one retrieval for the whole question brings trafficking sections only (s.354A,
+# sexual harassment, is not among them). Answerability v3 scored s.370 at 0.47 for the second
+# part and this was answered with trafficking alone; a part without its answering sentence
+# must refuse the question, never half-answer it.
+HALF_ANSWERABLE = "How is trafficking of persons punished, and how is sexual harassment punished?"
 _CITED_DOC = re.compile(r"\[(IPC_\w+?)_\d+\]")
 
 
@@ -93,6 +101,18 @@ class TestSynthesisMode:
             "IPC section 370A, Exploitation of a trafficked person "
             "(differs from IPC section 370 on a number):"
         ) in response.answer.split("\n")
+
+    async def test_a_part_without_an_answering_sentence_is_never_half_answered(
+        self, stack: Stack
+    ) -> None:
+        response = await _ask(stack, HALF_ANSWERABLE)
+
+        cited = {semantic_id.rsplit("_", 1)[0] for semantic_id in response.validation.cited_ids}
+        if response.status == spb.ANSWER_STATUS_ANSWERED:
+            assert "IPC_354A" in cited, response.answer  # both parts answered
+        else:
+            assert response.refusal_code == spb.REFUSAL_CODE_INSUFFICIENT_EVIDENCE
+            assert "ANSWERING_SENTENCE" in response.refusal_reason
 
     async def test_stream_answer_finishes_with_the_same_grouped_response(
         self, stack: Stack

@@ -187,13 +187,15 @@ class TestAnswerabilityReranker:
         from services.retrieval.config import RetrievalConfig
 
         model = Path(__file__).resolve().parents[3] / "models" / "answerability-minilm-l6"
-        headed = tmp_path / "model"
-        shutil.copytree(model, headed)
-        manifest = json.loads((headed / "manifest.json").read_text())
-        manifest["passage_format"] = "statute-heading"
-        (headed / "manifest.json").write_text(json.dumps(manifest))
+        directories = {}
+        for name in ("text", "statute-heading"):  # whatever the shipped model reads
+            directories[name] = tmp_path / name
+            shutil.copytree(model, directories[name])
+            manifest = json.loads((directories[name] / "manifest.json").read_text())
+            manifest["passage_format"] = name
+            (directories[name] / "manifest.json").write_text(json.dumps(manifest))
         seen: dict[str, list[str]] = {}
-        for name, directory in (("text", model), ("statute-heading", headed)):
+        for name, directory in directories.items():
             config = RetrievalConfig.from_env({"RETRIEVAL_RERANK_MODEL_DIR": str(directory)})
             reranker = server.build_reranker(server.search_settings(config))
             assert isinstance(reranker, CrossEncoderReranker)
