@@ -183,8 +183,14 @@ def interleave(
         for ranking, term in zip(term_rankings, terms, strict=True)
     ]
     rankings.append(list(question_ranking))
+    return take_turns(rankings)
+
+
+def take_turns(rankings: Sequence[Sequence[ScoredChunk]]) -> list[ScoredChunk]:
+    """One ranking from several: each ranking's first, then each one's second, and so on (a
+    comparison's terms, or a multi-part question's parts, then the whole question)."""
     merged: list[ScoredChunk] = []
-    for rank in range(max(len(r) for r in rankings)):
+    for rank in range(max((len(r) for r in rankings), default=0)):
         merged.extend(ranking[rank] for ranking in rankings if rank < len(ranking))
     return merged
 

@@ -99,6 +99,8 @@ class SynthesisConfig:
     reconnect_backoff_max_s: float = 1.0
     # A second retrieval with the question and the first passage (PipelineSettings.second_hop).
     second_hop: bool = False
+    # One more retrieval per part of a multi-part question (PipelineSettings.part_retrieval).
+    part_retrieval: bool = True
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> SynthesisConfig:
@@ -118,6 +120,7 @@ class SynthesisConfig:
             default_top_k=env.int("DEFAULT_TOP_K", DEFAULT_TOP_K, minimum=1, maximum=MAX_TOP_K),
             history_turns=env.int("HISTORY_TURNS", 4, minimum=0, maximum=50),
             second_hop=env.bool("SECOND_HOP", False),
+            part_retrieval=env.bool("PART_RETRIEVAL", True),
             openai=OpenAISettings(
                 base_url=env.str("OPENAI_BASE_URL", "https://api.openai.com/v1"),
                 api_key=env.secret("OPENAI_API_KEY"),

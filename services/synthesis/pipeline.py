@@ -49,6 +49,7 @@ from services.synthesis.comparison import (
     Comparison,
     assess_comparison,
     interleave,
+    take_turns,
 )
 from services.synthesis.generation import (
     GenerationError,
@@ -169,6 +170,12 @@ class PipelineSettings:
     # document not already among the first ``top_k - 1`` takes the last evidence slot.
     # Comparisons (one retrieval per compared term already) never take a second hop.
     second_hop: bool = False
+    # A multi-part question ("How is X punished, and how is Y punished?") is also retrieved
+    # once per part, and the parts' rankings take turns for the evidence slots, so each part
+    # can find its own answering passage (the answerability check refuses a question one of
+    # whose parts has none). Such a question takes no second hop, and no passage is promoted
+    # into its evidence for the whole question's words (that would push a part's out).
+    part_retrieval: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -421,9 +428,10 @@ class SynthesisPipeline:
         deadline: float | None,
         timings: dict[str, float],
     ) -> list[RetrievedEvidence]:
-        """Step 1: one retrieval per query (the question, each compared term), concurrently."""
+        """Step 1: one retrieval per query (the question, each compared term or, with
+        ``part_retrieval``, each part of a multi-part question), concurrently."""
         settings = self._settings
-        queries = analysis.queries
+        queries = analysis.queries + _part_queries(analysis, settings)
         pool = max(request.top_k, min(settings.candidate_pool, settings.max_top_k))
         mark = time.perf_counter()
         with stage_span("retrieval", queries=len(queries), pool=pool):
@@ -436,7 +444,7 @@ class SynthesisPipeline:
         timings["retrieval"] = _ms_since(mark)
         for stage, ms in results[0].timings_ms.items():
             timings[f"retrieval.{stage}"] = ms
-        if settings.second_hop and analysis.comparison is None and results[0].chunks:
+        if settings.second_hop and len(results) == 1 and results[0].chunks:
             results = [
                 await self._second_hop(analysis, request, results[0], pool, deadline, timings)
             ]
@@ -489,7 +497,9 @@ class SynthesisPipeline:
                 decision = assess_sufficiency(
                     analysis.focus, intent, evidence, options, key_terms=terms
                 )
-                if not decision.sufficient and len(candidates) > top_k:
+                # A question retrieved per part already holds each part's best passages;
+                # promoting the whole question's keyword match would push one part's out.
+                if not decision.sufficient and len(candidates) > top_k and len(results) == 1:
                     evidence = promote_supporting(
                         analysis.focus,
                         intent,
@@ -738,12 +748,24 @@ def promote_supporting(
     return head[: top_k - len(promoted)] + promoted
 
 
+def _part_queries(analysis: QuestionAnalysis, settings: PipelineSettings) -> tuple[str, ...]:
+    """The parts of a multi-part question, as extra queries (``part_retrieval``; a comparison
+    retrieves per compared term instead)."""
+    if settings.part_retrieval and analysis.comparison is None and len(analysis.parts) > 1:
+        return analysis.parts
+    return ()
+
+
 def _interleave(
     results: Sequence[RetrievedEvidence], comparison: Comparison | None, intent: Intent
 ) -> list[ScoredChunk]:
-    """The ranked chunks; for a comparison, each compared term's best passages come first."""
+    """The ranked chunks; for a comparison, each compared term's best passages come first; for
+    a question retrieved per part, the parts' rankings take turns (the whole question's ranking
+    only fills what they leave: its passages answer one part at best)."""
     if comparison is None:
-        return list(results[0].chunks)
+        if len(results) == 1:
+            return list(results[0].chunks)
+        return take_turns([r.chunks for r in results[1:]]) + list(results[0].chunks)
     rankings = [r.chunks for r in results[1:]]
     return interleave(rankings, comparison.terms, results[0].chunks, intent)
 

@@ -79,6 +79,7 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
         max_question_chars=MAX_QUESTION_CHARS,
         history_turns=config.history_turns,
         second_hop=config.second_hop,
+        part_retrieval=config.part_retrieval,
     )
     # A call first waits for a reconnecting dependency up to a little more than the capped
     # reconnect backoff (one more dial), so the first call after a restart gets through.

@@ -23,11 +23,11 @@ TRAFFICKING = (
     "How is trafficking of persons punished, and how is a person who employs a trafficked "
     "person punished?"
 )
-# Two parts; one retrieval for the whole question brings trafficking sections only (s.354A,
-# sexual harassment, is not among them). Answerability v3 scored s.370 at 0.47 for the second
-# part and this was answered with trafficking alone; a part without its answering sentence
-# must refuse the question, never half-answer it.
-HALF_ANSWERABLE = "How is trafficking of persons punished, and how is sexual harassment punished?"
+# Two parts. One retrieval for the whole question brings trafficking sections only; with
+# answerability v3 this was answered with trafficking alone, and with v6 alone it is refused
+# (the second part has no answering sentence). Retrieved per part (SYNTHESIS_PART_RETRIEVAL,
+# the default), each part finds its own section: s.370 and s.354A's punishment sentence.
+TWO_PARTS = "How is trafficking of persons punished, and how is sexual harassment punished?"
 _CITED_DOC = re.compile(r"\[(IPC_\w+?)_\d+\]")
 
 
@@ -102,17 +102,16 @@ class TestSynthesisMode:
             "(differs from IPC section 370 on a number):"
         ) in response.answer.split("\n")
 
-    async def test_a_part_without_an_answering_sentence_is_never_half_answered(
+    async def test_each_part_of_a_two_part_question_finds_its_own_answer(
         self, stack: Stack
     ) -> None:
-        response = await _ask(stack, HALF_ANSWERABLE)
+        response = await _ask(stack, TWO_PARTS)
 
-        cited = {semantic_id.rsplit("_", 1)[0] for semantic_id in response.validation.cited_ids}
-        if response.status == spb.ANSWER_STATUS_ANSWERED:
-            assert "IPC_354A" in cited, response.answer  # both parts answered
-        else:
-            assert response.refusal_code == spb.REFUSAL_CODE_INSUFFICIENT_EVIDENCE
-            assert "ANSWERING_SENTENCE" in response.refusal_reason
+        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
+        cited = set(response.validation.cited_ids)
+        assert {c.rsplit("_", 1)[0] for c in cited} >= {"IPC_370", "IPC_354A"}
+        assert "IPC_354A_1" in cited  # its punishment, not its definition (IPC_354A_0)
+        assert response.validation.verdict == validation_pb2.VALIDATION_VERDICT_GROUNDED
 
     async def test_stream_answer_finishes_with_the_same_grouped_response(
         self, stack: Stack

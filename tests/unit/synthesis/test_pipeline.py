@@ -790,6 +790,76 @@ class TestSourceRelations:
         assert result.source_relations == ()
 
 
+class TestPartRetrieval:
+    """SYNTHESIS_PART_RETRIEVAL (on by default): a multi-part question is also retrieved once
+    per part, and the parts' rankings take turns for the evidence slots."""
+
+    QUESTION = "How is theft punished, and how is robbery punished?"
+    PARTS = ("How is theft punished?", "How is robbery punished?")
+
+    def retriever(self, ipc: Mapping[str, Chunk]) -> FakeRetriever:
+        # The whole question's ranking holds theft only; each part's its own sections.
+        return FakeRetriever(
+            scored(ipc, "IPC_379_0", "IPC_380_0", "IPC_381_0", "IPC_382_0"),
+            by_query={
+                self.PARTS[0]: scored(ipc, "IPC_379_0", "IPC_380_0", "IPC_381_0"),
+                self.PARTS[1]: scored(ipc, "IPC_392_0", "IPC_393_0", "IPC_394_0"),
+            },
+        )
+
+    async def test_each_part_is_retrieved_and_the_parts_take_turns(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        retriever = self.retriever(ipc)
+
+        result = await pipeline(retriever, ExtractiveGenerator()).answer(
+            SynthesisRequest(self.QUESTION, top_k=4)
+        )
+
+        assert [c.query for c in retriever.calls] == [self.QUESTION, *self.PARTS]
+        evidence = {s.chunk.semantic_id for s in result.evidence}
+        assert evidence == {"IPC_379_0", "IPC_392_0", "IPC_380_0", "IPC_393_0"}
+
+    async def test_off_the_whole_question_is_retrieved_once(self, ipc: Mapping[str, Chunk]) -> None:
+        retriever = self.retriever(ipc)
+
+        result = await pipeline(retriever, ExtractiveGenerator(), part_retrieval=False).answer(
+            SynthesisRequest(self.QUESTION, top_k=4)
+        )
+
+        assert [c.query for c in retriever.calls] == [self.QUESTION]
+        assert not {s.chunk.section for s in result.evidence} & {"392", "393"}
+
+    async def test_one_part_questions_and_comparisons_are_not_split(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        retriever = FakeRetriever(scored(ipc, "IPC_378_0", "IPC_390_0"))
+        synth = pipeline(retriever, ExtractiveGenerator())
+
+        await synth.answer(SynthesisRequest("What is the punishment for theft?"))
+        assert len(retriever.calls) == 1
+        await synth.answer(SynthesisRequest("What is the difference between theft and robbery?"))
+        assert len(retriever.calls) == 1 + 3  # the question and each compared term only
+
+    async def test_a_part_retrieved_takes_no_second_hop(self, ipc: Mapping[str, Chunk]) -> None:
+        retriever = self.retriever(ipc)
+
+        await pipeline(retriever, ExtractiveGenerator(), second_hop=True).answer(
+            SynthesisRequest(self.QUESTION, top_k=4)
+        )
+
+        assert [c.query for c in retriever.calls] == [self.QUESTION, *self.PARTS]
+
+    def test_take_turns_merges_rankings_rank_by_rank(self, ipc: Mapping[str, Chunk]) -> None:
+        from services.synthesis.comparison import take_turns
+
+        first = scored(ipc, "IPC_379_0", "IPC_380_0", "IPC_381_0")
+        second = scored(ipc, "IPC_392_0")
+        merged = [s.chunk.semantic_id for s in take_turns([first, second])]
+        assert merged == ["IPC_379_0", "IPC_392_0", "IPC_380_0", "IPC_381_0"]
+        assert take_turns([]) == []
+
+
 class TestSecondHop:
     """SYNTHESIS_SECOND_HOP: a second retrieval with the question and the first passage."""
 
