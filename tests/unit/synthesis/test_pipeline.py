@@ -850,6 +850,21 @@ class TestPartRetrieval:
 
         assert [c.query for c in retriever.calls] == [self.QUESTION, *self.PARTS]
 
+    async def test_a_failed_part_retrieval_fails_closed(self, ipc: Mapping[str, Chunk]) -> None:
+        generator = ScriptedGenerator("anything")
+        retriever = FakeRetriever(
+            scored(ipc, "IPC_379_0"),
+            by_query={
+                self.PARTS[0]: scored(ipc, "IPC_379_0"),
+                self.PARTS[1]: DependencyUnavailableError("retrieval", "refused"),
+            },
+        )
+
+        with pytest.raises(DependencyUnavailableError):
+            await pipeline(retriever, generator).answer(SynthesisRequest(self.QUESTION))
+
+        assert generator.requests == []
+
     def test_take_turns_merges_rankings_rank_by_rank(self, ipc: Mapping[str, Chunk]) -> None:
         from services.synthesis.comparison import take_turns
 
