@@ -99,7 +99,11 @@ def measured_rates(report: Path, rows: Sequence[Row]) -> dict[str, float]:
     if missing:
         raise SystemExit(f"{report}: {len(missing)} tune items missing (e.g. {missing[0]})")
     refused = np.array([status[r.item_id] != "answered" for r in rows])
-    answerable = np.array([r.answerable for r in rows])
+    return refusal_rates(refused, np.array([r.answerable for r in rows]))
+
+
+def refusal_rates(refused: np.ndarray, answerable: np.ndarray) -> dict[str, float]:
+    """Correct refusal (of the unanswerable items) and false refusal (of the answerable ones)."""
     correct = float(refused[~answerable].mean()) if (~answerable).any() else float("nan")
     false = float(refused[answerable].mean()) if answerable.any() else float("nan")
     return {"correct_refusal": round(correct, 3), "false_refusal": round(false, 3)}
@@ -119,10 +123,7 @@ def simulate(rows: Sequence[Row], mode: str, veto: float, rescue: float) -> dict
         out |= ~answered & rescuable & (score >= rescue) & free
     if mode == "model":
         out = np.where(free, ~structural & (score >= veto), answered)
-    refused = ~out
-    correct = float(refused[~answerable].mean()) if (~answerable).any() else float("nan")
-    false = float(refused[answerable].mean()) if answerable.any() else float("nan")
-    return {"correct_refusal": round(correct, 3), "false_refusal": round(false, 3)}
+    return refusal_rates(~out, answerable)
 
 
 def balanced(sets: Sequence[Sequence[Row]], mode: str, veto: float, rescue: float) -> float:

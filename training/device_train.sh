@@ -30,14 +30,7 @@ nvidia-smi >"$WORK/logs/nvidia-smi.txt" 2>&1
 python3 -c "import torch, transformers, onnxruntime; print(torch.__version__, transformers.__version__, onnxruntime.__version__, torch.cuda.get_device_name())" | tee "$WORK/logs/versions.txt"
 
 # The carried fp16 base, widened back to fp32 (the trainer also loads it as fp32).
-python3 - <<'EOF' || exit 1
-import shutil, pathlib, torch
-from safetensors.torch import load_file, save_file
-src, dst = pathlib.Path(".gpu/base"), pathlib.Path("/tmp/base")
-shutil.copytree(src, dst, dirs_exist_ok=True)
-weights = {k: v.float().contiguous() for k, v in load_file(src / "model.safetensors").items()}
-save_file(weights, dst / "model.safetensors", metadata={"format": "pt"})
-EOF
+python3 -m training.carry_base --widen .gpu/base --out /tmp/base || exit 1
 
 train() {  # name data epochs batch lr
   timeout "$TRAIN_LIMIT_S" python3 -m training.train_entailment --base /tmp/base --device "$DEVICE" \
@@ -54,28 +47,16 @@ echo "training took $(( $(date +%s) - start )) s" | tee -a "$WORK/logs/exits.txt
 
 export_one() {  # name data
   local dir="$WORK/$1"
+  local from=(--model "$dir/final")
   if [ ! -d "$dir/final" ]; then  # stopped by the time limit: export its last checkpoint
-    python3 - "$dir" "$2" <<'EOF'
-import json, sys, pathlib, torch
-from transformers import AutoModelForSequenceClassification, AutoTokenizer
-from training.train_entailment import data_labels
-out, data = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
-labels = data_labels(data)
-model = AutoModelForSequenceClassification.from_pretrained(
-    "/tmp/base", num_labels=len(labels), id2label=dict(enumerate(labels)),
-    label2id={l: i for i, l in enumerate(labels)}, dtype=torch.float32)
-saved = torch.load(out / "checkpoint.pt", weights_only=False, map_location="cpu")
-model.load_state_dict(saved["model"])
-model.save_pretrained(out / "final")
-AutoTokenizer.from_pretrained("/tmp/base").save_pretrained(out / "final")
-(out / "final" / "training.json").write_text(json.dumps({"partial": saved["state"]}) + "\n")
-EOF
+    from=(--checkpoint "$dir/checkpoint.pt" --base /tmp/base)
+    echo "$1 cut short: exported from its last checkpoint" >>"$WORK/logs/exits.txt"
   fi
-  timeout 150 python3 -m training.export_onnx --model "$dir/final" --data "$2" \
+  timeout 150 python3 -m training.export_onnx "${from[@]}" --data "$2" \
     --out "$dir/export" --name "$1" --threads 4 $EXTRA_EXPORT >"$WORK/logs/$1.export.out" 2>&1
   echo "$1 export exit $?" >>"$WORK/logs/exits.txt"
   cp "$dir/train.log" "$WORK/logs/$1.train.log" 2>/dev/null
-  for f in training.json; do cp "$dir/final/$f" "$WORK/logs/$1.$f" 2>/dev/null; done
+  cp "$dir/final/training.json" "$WORK/logs/$1.training.json" 2>/dev/null
   for f in export.json manifest.json; do cp "$dir/export/$f" "$WORK/logs/$1.$f" 2>/dev/null; done
   if [ -f "$dir/export/model.onnx" ]; then
     xz -T4 --block-size=4MiB -6 -c "$dir/export/model.onnx" | split -b 15000000 -d - "$OUT/$1.onnx.xz."

@@ -31,17 +31,24 @@ from training.train_entailment import base_model_path, data_labels, read_pairs
 MAX_TOKENS = 256
 
 
-def load_model(model_dir: Path | None, checkpoint: Path | None, labels: tuple[str, ...]) -> Any:
+def load_model(
+    model_dir: Path | None,
+    checkpoint: Path | None,
+    labels: tuple[str, ...],
+    base: Path | None = None,
+) -> Any:
+    """A Hugging Face model directory, or a training checkpoint's weights on the base model
+    (``base``: the bundled all-MiniLM-L6-v2 unless given)."""
     if model_dir is not None:
         return AutoModelForSequenceClassification.from_pretrained(str(model_dir))
     model = AutoModelForSequenceClassification.from_pretrained(
-        str(base_model_path()),
+        str(base or base_model_path()),
         num_labels=len(labels),
         id2label=dict(enumerate(labels)),
         label2id={label: i for i, label in enumerate(labels)},
     )
     assert checkpoint is not None
-    model.load_state_dict(torch.load(checkpoint, weights_only=False)["model"])
+    model.load_state_dict(torch.load(checkpoint, weights_only=False, map_location="cpu")["model"])
     return model
 
 
@@ -175,6 +182,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, default=None, help="a Hugging Face model directory")
     parser.add_argument("--checkpoint", type=Path, default=None, help="or a training checkpoint.pt")
+    parser.add_argument(
+        "--base", type=Path, default=None, help="with --checkpoint: the base model directory"
+    )
     parser.add_argument("--data", type=Path, default=Path("training/data/entailment"))
     parser.add_argument("--out", type=Path, default=Path("models/entailment-minilm-l6"))
     parser.add_argument("--name", default="entailment-minilm-l6-v1")
@@ -189,9 +199,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
-    tokenizer = AutoTokenizer.from_pretrained(str(args.model or base_model_path()))
+    tokenizer = AutoTokenizer.from_pretrained(str(args.model or args.base or base_model_path()))
     labels = data_labels(args.data)
-    model = load_model(args.model, args.checkpoint, labels)
+    model = load_model(args.model, args.checkpoint, labels, args.base)
     model.eval()
     args.out.mkdir(parents=True, exist_ok=True)
     heldback = read_pairs(args.data / "heldback.jsonl.gz")

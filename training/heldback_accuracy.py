@@ -31,10 +31,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     # The served model refuses a pair over its window (callers window long texts); such pairs
     # (headed statute passages can be) are counted and left out, never truncated.
     window = model.window_tokens()
-    fits = [
-        len(model.token_spans(r["premise"])) + len(model.token_spans(r["hypothesis"])) + 3 <= window
-        for r in rows
-    ]
+    fits = [model.pair_tokens(r["premise"], r["hypothesis"]) <= window for r in rows]
     skipped = len(rows) - sum(fits)
     rows = [r for r, ok in zip(rows, fits, strict=True) if ok]
     probs = model.probabilities([(r["premise"], r["hypothesis"]) for r in rows])

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 from tqdm import tqdm
+from transformers import get_linear_schedule_with_warmup
 
 
 @contextmanager
@@ -34,6 +35,13 @@ def training_log(logger: logging.Logger, out: Path) -> Iterator[None]:
         for handler in handlers:
             logger.removeHandler(handler)
             handler.close()
+
+
+def adamw_linear(model: Any, lr: float, total: int, warmup: float) -> tuple[Any, Any]:
+    """The trainers' optimiser recipe: AdamW (weight decay 0.01) with a linear warm-up over the
+    first ``warmup`` fraction of ``total`` steps, then linear decay to zero."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    return optimizer, get_linear_schedule_with_warmup(optimizer, int(total * warmup), total)
 
 
 def save_checkpoint(

@@ -24,13 +24,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from transformers import (
-    AutoModelForSequenceClassification,
-    AutoTokenizer,
-    get_linear_schedule_with_warmup,
-)
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-from training.loop import optimise, resume, training_log
+from training.loop import adamw_linear, optimise, resume, training_log
 
 # The NLI labels; another task's data names its own in its manifest.json ("labels").
 LABELS = ("entailment", "neutral", "contradiction")
@@ -201,8 +197,7 @@ def _train(args: argparse.Namespace) -> None:
     logger.info("device %s", device)
     steps_per_epoch = math.ceil(len(rows) / args.batch_size)
     total = max(1, int(steps_per_epoch * args.epochs))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(total * args.warmup), total)
+    optimizer, scheduler = adamw_linear(model, args.lr, total, args.warmup)
 
     ckpt = args.out / "checkpoint.pt"
     state = resume(ckpt, model, optimizer, scheduler, logger)

@@ -34,10 +34,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from transformers import get_linear_schedule_with_warmup
 
 from services.retrieval.embedding import Encoder, SentenceTransformerEncoder
-from training.loop import optimise, resume, training_log
+from training.loop import adamw_linear, optimise, resume, training_log
 from training.near_duplicates import (
     EVALUATION_SETS,
     MAX_SIMILARITY,
@@ -198,8 +197,7 @@ def _train(args: argparse.Namespace) -> None:
     model.train()
     epoch_batches = batches(items, args.batch_size, random.Random(args.seed))
     total = max(1, int(len(epoch_batches) * args.epochs))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(total * args.warmup), total)
+    optimizer, scheduler = adamw_linear(model, args.lr, total, args.warmup)
     state = resume(ckpt, model, optimizer, scheduler, logger)
 
     def batch_loss(idx: Sequence[int]) -> torch.Tensor:

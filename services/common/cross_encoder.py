@@ -152,6 +152,12 @@ class OnnxCrossEncoder:
             encoding = self._tokenizer.encode(text, add_special_tokens=False)
         return [(int(start), int(end)) for start, end in encoding.offsets]
 
+    def pair_tokens(self, first: str, second: str) -> int:
+        """The tokens of the pair as the model reads it (special tokens included): what must
+        fit ``window_tokens``."""
+        with self._lock:
+            return len(self._tokenizer.encode(first, second).ids)
+
     def probabilities(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """Softmax over the labels for each pair; rows in input order."""
         out: np.ndarray = np.zeros((len(pairs), len(self.manifest.labels)), dtype=np.float64)

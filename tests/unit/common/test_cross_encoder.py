@@ -40,6 +40,19 @@ class TestBatchInvariance:
         assert (two.probabilities(pairs) == one.probabilities(pairs)).all()
 
 
+class TestPairTokens:
+    def test_pair_tokens_is_what_the_window_check_counts(self) -> None:
+        model = OnnxCrossEncoder(DEFAULT_MODEL_DIR)
+        first, second = "Whoever commits theft shall be punished.", "Is theft punished?"
+        # [CLS] first [SEP] second [SEP]
+        expected = len(model.token_spans(first)) + len(model.token_spans(second)) + 3
+        assert model.pair_tokens(first, second) == expected
+        long = "word " * model.window_tokens()
+        assert model.pair_tokens(long, second) > model.window_tokens()
+        with pytest.raises(ModelUnavailableError, match="exceeds the window"):
+            model.probabilities([(long, second)])
+
+
 class TestManifest:
     def test_manifest_threshold_requires_a_calibrated_value(self) -> None:
         manifest = ModelManifest("m", {}, ("a",), 256, {"entail_threshold": 0.6})
