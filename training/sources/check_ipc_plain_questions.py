@@ -5,11 +5,11 @@ Run from the repository root:
     .venv/bin/python training/sources/check_ipc_plain_questions.py FILE --prefix part3
 
 Checks, per file: valid JSON per line, required fields, ids ``<prefix>-001``... unique and in
-order (``train`` for v1, ``more`` for v2, ``--prefix`` for a file given by name), gold doc ids
-exist in the IPC corpus, key sentences are verbatim substrings of their gold sections (after
-collapsing whitespace), answer strings occur in the key sentences, answerable/unanswerable
-field rules; and no duplicate question within or across the files checked, or with
-data/golden/ipc_plain_tune_v1.jsonl. Exits non-zero if any problem is found.
+order (``train`` for v1, ``more`` for v2, ``third`` and ``fourth`` for v3 and v4, ``--prefix``
+for a file given by name), gold doc ids exist in the IPC corpus, key sentences are verbatim
+substrings of their gold sections (after collapsing whitespace), answer strings occur in the
+key sentences, answerable/unanswerable field rules; and no duplicate question within or
+across the files checked, or with data/golden/ipc_plain_tune_v1.jsonl. Exits non-zero if any problem is found.
 """
 
 from __future__ import annotations
@@ -28,7 +28,12 @@ SOURCES = ROOT / "training" / "sources"
 FILES = {
     SOURCES / "ipc_plain_questions_v1.jsonl": "train",
     SOURCES / "ipc_plain_questions_v2.jsonl": "more",
+    SOURCES / "ipc_plain_questions_v3.jsonl": "third",
+    SOURCES / "ipc_plain_questions_v4.jsonl": "fourth",
 }
+# Repeats already in a shipped model's training mix, kept so the mix rebuilds byte for byte
+# (v3 was not checked against v2 before answerability v6 was trained on it).
+KNOWN_REPEATS = {"third-237"}  # "How much GST is charged on lottery tickets?" = more-174
 CORPUS = ROOT / "data" / "corpora" / "indian_law" / "ipc.json"
 TUNE = ROOT / "data" / "golden" / "ipc_plain_tune_v1.jsonl"
 
@@ -102,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         q = qkey(r["question"])
         if not q:
             problems.append(f"{where}: empty question")
-        if q in seen_q:
+        if q in seen_q and r["id"] not in KNOWN_REPEATS:
             problems.append(f"{where}: duplicate of {seen_q[q]}")
         seen_q[q] = r["id"]
         if q in tune_questions:

@@ -8,7 +8,8 @@ Writers never open the evaluation sets, yet everyday scenarios recur ("I found a
 bus and kept the money"). So a question is dropped when its embedding (the retrieval model,
 all-MiniLM-L6-v2) has cosine similarity >= ``--max-similarity`` (0.75) with any question of
 an IPC evaluation set: the golden set, the plain-language tune set and the report-only
-plain-language set. The rule is mechanical and was fixed before the model trained on the file
+plain-language set; a question written twice (same text, case and spacing aside) is kept
+once. The rule is mechanical and was fixed before the model trained on the file
 was measured; only the counts are printed, never the evaluation questions. Kept rows are
 renumbered ``<prefix>-001``... in the order given.
 """
@@ -32,6 +33,19 @@ from training.near_duplicates import (
 )
 
 
+def keep(rows: Sequence[dict[str, object]], near: Sequence[bool]) -> list[dict[str, object]]:
+    """The rows not ``near`` an evaluation question, each question text once (case and spacing
+    aside: two writers may land on the same question), in the order given."""
+    seen: set[str] = set()
+    kept = []
+    for row, drop in zip(rows, near, strict=True):
+        text = " ".join(str(row["question"]).lower().split())
+        if not drop and text not in seen:
+            seen.add(text)
+            kept.append(row)
+    return kept
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("parts", nargs="+", type=Path)
@@ -49,7 +63,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         close = nearest_similarity(vectors, embed(encoder, questions(path))) >= args.max_similarity
         print(f"{path}: {int(close.sum())} of {len(rows)} questions too close")
         near |= close
-    kept = [r for r, drop in zip(rows, near, strict=True) if not drop]
+    kept = keep(rows, near)
+    repeated = len(rows) - int(near.sum()) - len(kept)
+    if repeated:
+        print(f"{repeated} repeated question(s) dropped (same text as an earlier one)")
     with args.out.open("w", encoding="utf-8") as out:
         for n, row in enumerate(kept, 1):
             out.write(

@@ -381,3 +381,22 @@ def test_statute_headings_are_added_to_ipc_premises_only() -> None:
     assert out[0]["premise"] == f"{unique[theft]}" and out[0]["premise"].endswith(theft)
     assert out[1] == rows[1] and out[2] == rows[2]  # a shared clause and SQuAD stay bare
     assert counts == {"headed": 1, "shared_text": 1}
+
+
+def test_merged_questions_keep_each_text_once_and_drop_near_ones() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "merge_plain_questions", Path("training/sources/merge_plain_questions.py")
+    )
+    assert spec is not None and spec.loader is not None
+    merge = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(merge)
+    rows = [
+        {"question": "Is bail a right?"},
+        {"question": "Can I be jailed for this?"},
+        {"question": "is  BAIL a right?"},  # a second writer's copy
+        {"question": "What is theft?"},
+    ]
+    kept = merge.keep(rows, [False, True, False, False])
+    assert [r["question"] for r in kept] == ["Is bail a right?", "What is theft?"]
