@@ -7,9 +7,10 @@
 # (the device returns files of at most 16 MiB), and logs.tar.gz (train logs, training.json,
 # export.json, manifest.json, nvidia-smi).
 #
-# Candidates, trained at once on the one GPU: CANDIDATES holds one "name data epochs batch lr"
-# per line (at most three: the device returns at most 8 files, 64 MiB together). The default is
-# the first run of 2026-11-26 (training/README.md, "On a GPU"):
+# Candidates, trained at once on the one GPU: CANDIDATES holds one "name data epochs batch lr
+# [layers]" per line (layers: keep the base's first N transformer layers; default all six), at
+# most three (the device returns at most 8 files, 64 MiB together). The default is the first
+# run of 2026-11-26 (training/README.md, "On a GPU"):
 #   ent_e4   entailment mix,     4 epochs, batch 64, lr 8e-5
 #   ent_e8   entailment mix,     8 epochs, batch 64, lr 5e-5
 #   ans_e4   answerability mix,  4 epochs, batch 64, lr 8e-5
@@ -32,15 +33,16 @@ python3 -c "import torch, transformers, onnxruntime; print(torch.__version__, tr
 # The carried fp16 base, widened back to fp32 (the trainer also loads it as fp32).
 python3 -m training.carry_base --widen .gpu/base --out /tmp/base || exit 1
 
-train() {  # name data epochs batch lr
+train() {  # name data epochs batch lr [layers]
   timeout "$TRAIN_LIMIT_S" python3 -m training.train_entailment --base /tmp/base --device "$DEVICE" \
     --data "$2" --out "$WORK/$1" --epochs "$3" --batch-size "$4" --lr "$5" --threads 4 \
+    --layers "${6:-0}" \
     --checkpoint-every 500 $EXTRA_TRAIN >"$WORK/logs/$1.out" 2>&1
   echo "$1 exit $?" >>"$WORK/logs/exits.txt"
 }
 start=$(date +%s)
-while read -r name data epochs batch lr; do
-  [ -n "$name" ] && train "$name" "$data" "$epochs" "$batch" "$lr" &
+while read -r name data epochs batch lr layers; do
+  [ -n "$name" ] && train "$name" "$data" "$epochs" "$batch" "$lr" "${layers:-0}" &
 done <<<"$CANDIDATES"
 wait
 echo "training took $(( $(date +%s) - start )) s" | tee -a "$WORK/logs/exits.txt"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import statistics
 import tempfile
@@ -41,14 +42,18 @@ def load_model(
     (``base``: the bundled all-MiniLM-L6-v2 unless given)."""
     if model_dir is not None:
         return AutoModelForSequenceClassification.from_pretrained(str(model_dir))
+    assert checkpoint is not None
+    weights = torch.load(checkpoint, weights_only=False, map_location="cpu")["model"]
+    # A model trained with --layers N holds the base's first N layers only.
+    layers = {int(m.group(1)) for k in weights if (m := re.search(r"encoder\.layer\.(\d+)\.", k))}
     model = AutoModelForSequenceClassification.from_pretrained(
         str(base or base_model_path()),
         num_labels=len(labels),
         id2label=dict(enumerate(labels)),
         label2id={label: i for i, label in enumerate(labels)},
+        **({"num_hidden_layers": max(layers) + 1} if layers else {}),
     )
-    assert checkpoint is not None
-    model.load_state_dict(torch.load(checkpoint, weights_only=False, map_location="cpu")["model"])
+    model.load_state_dict(weights)
     return model
 
 

@@ -146,6 +146,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=None,
         help="the all-MiniLM-L6-v2 directory to start from (default: the bundled package's)",
     )
+    parser.add_argument(
+        "--layers",
+        type=int,
+        default=0,
+        help="keep only the base's first N transformer layers (a smaller, faster model; 0: all)",
+    )
     parser.add_argument("--checkpoint-every", type=int, default=200)
     parser.add_argument(
         "--limit", type=int, default=0, help="train on the first N pairs (smoke runs)"
@@ -192,6 +198,7 @@ def _train(args: argparse.Namespace) -> None:
         id2label=dict(enumerate(names)),
         label2id=label_id,
         dtype=torch.float32,  # train in fp32 whatever the base file's precision
+        **({"num_hidden_layers": args.layers} if args.layers else {}),
     ).to(device)
     model.train()
     logger.info("device %s", device)

@@ -16,7 +16,7 @@ import torch
 
 from training import statute_pairs
 from training.build_data import split_heldback
-from training.train_entailment import bucketed_batches
+from training.train_entailment import bucketed_batches, data_labels
 from training.train_entailment import main as train
 
 S379 = (
@@ -99,6 +99,24 @@ class TestResume:
             assert torch.allclose(tensor, resumed["model"][name], atol=1e-6), name
         summary = json.loads((tmp_path / "resumed" / "final" / "training.json").read_text())
         assert summary["steps"] == 3 and 0.0 <= summary["heldback_accuracy"] <= 1.0
+
+
+@pytest.mark.slow
+def test_a_model_trained_on_fewer_layers_keeps_them_through_export(tmp_path: Path) -> None:
+    """--layers N keeps the base's first N layers; the exporter rebuilds that shape from a
+    checkpoint (a run cut short on the device is exported from its checkpoint)."""
+    from transformers import AutoConfig
+
+    from training.export_onnx import load_model
+
+    train([
+        "--data", str(DATA), "--limit", "32", "--batch-size", "16", "--epochs", "1",
+        "--heldback-limit", "4", "--threads", "1", "--layers", "2", "--out", str(tmp_path),
+    ])  # fmt: skip
+    assert AutoConfig.from_pretrained(str(tmp_path / "final")).num_hidden_layers == 2
+    labels = tuple(data_labels(DATA))
+    model = load_model(None, tmp_path / "checkpoint.pt", labels)
+    assert model.config.num_hidden_layers == 2 and len(model.bert.encoder.layer) == 2
 
 
 class TestAnswerabilityData:
