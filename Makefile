@@ -166,8 +166,10 @@ train-retrieval: install ## Experiment (not shipped): fine-tune the retrieval bi
 	nice -n 19 $(PY) -m training.train_retrieval --out var/train/retrieval
 
 # ---------------------------------------------------------------------------- quality gates
-node_modules/.bin/buf: package.json
-	npm install --no-audit --no-fund --silent
+# npm ci installs exactly what package-lock.json pins and never rewrites it (npm install did,
+# adding the other platforms' optional buf binaries: a dirty tree after every fresh set-up).
+node_modules/.bin/buf: package.json package-lock.json
+	npm ci --no-audit --no-fund --silent
 	touch $@
 
 .PHONY: lint
