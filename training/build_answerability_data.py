@@ -39,6 +39,9 @@ import re
 import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from services.common.language.sentences import split_sentences
 from training.build_data import read_jsonl, write_mix
@@ -204,19 +207,29 @@ def _norm(text: str) -> str:
 
 
 def ipc_question_pairs(
-    questions: Sequence[dict[str, object]], sections: Sequence[Section], *, negatives: int = 3
+    questions: Sequence[dict[str, object]],
+    sections: Sequence[Section],
+    *,
+    negatives: int = 3,
+    dense_negatives: int = 0,
+    encoder: Any = None,
 ) -> Iterator[dict[str, str]]:
     """Pairs from hand-written plain-language IPC questions (module docstring).
 
     A section sentence answers when it lies inside one of the question's key sentences or holds
     one (the writer quoted the section text; the chunker may split it further). Negatives are the
     ``negatives`` sentences of other sections that BM25, with retrieval's own query tokens
-    (everyday words included), ranks highest for the question.
+    (everyday words included), ranks highest for the question, then (``dense_negatives``, with
+    ``encoder``: retrieval's embedding model) the sentences of other sections the dense search
+    ranks highest that BM25 did not pick: what a question in everyday words meets in serving.
     """
     from services.retrieval.lexical import LexicalIndex
 
     located = [(s, x) for s in sections for x in s.sentences]
     index = LexicalIndex([f"{s.title}\n{x}" for s, x in located])
+    vectors = None
+    if dense_negatives:
+        vectors = encoder.encode([f"{s.title}: {x}" for s, x in located])
     for row in questions:
         question = str(row["question"]).strip()
         group = f"ipc_plain:{row['id']}"
@@ -236,6 +249,15 @@ def ipc_question_pairs(
         picked = [
             located[int(i)][1] for i in positions if located[int(i)][0].doc_id not in gold_docs
         ][:negatives]
+        if vectors is not None:
+            (query,) = encoder.encode([question])
+            ranked = np.argsort(-(vectors @ query))
+            dense = [
+                located[int(i)][1]
+                for i in ranked[: dense_negatives + len(picked) + 12]
+                if located[int(i)][0].doc_id not in gold_docs and located[int(i)][1] not in picked
+            ]
+            picked += dense[:dense_negatives]
         source = "ipc_plain_other_section" if row.get("answerable") else "ipc_plain_unanswerable"
         for x in picked:
             yield pair(x, question, NOT_ANSWERS, source, group)
@@ -260,6 +282,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         "mix; v2's mix: only ipc_plain_questions_v1.jsonl; v3's: v1 and v2)",
     )
     parser.add_argument("--ipc-question-repeats", type=int, default=3)
+    parser.add_argument(
+        "--dense-negatives",
+        type=int,
+        default=0,
+        help="per plain question, this many more negatives from retrieval's dense search "
+        "(0, every shipped mix so far: BM25's 3 only)",
+    )
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     from training.build_data import ipc_sections
@@ -274,8 +303,20 @@ def main(argv: Sequence[str] | None = None) -> None:
         ),
         *ipc_pairs(sections, rng),
     ]
+    encoder = None
+    if args.dense_negatives:
+        from services.retrieval.embedding import load_encoder
+
+        encoder = load_encoder()
     for questions in (q for q in args.ipc_questions if q.name):  # '' (v1's mix): none
-        plain = list(ipc_question_pairs(read_jsonl(questions), sections))
+        plain = list(
+            ipc_question_pairs(
+                read_jsonl(questions),
+                sections,
+                dense_negatives=args.dense_negatives,
+                encoder=encoder,
+            )
+        )
         rows += plain  # de-duplicated below like every source, then repeated
     rows = list({(r["premise"], r["hypothesis"]): r for r in rows}.values())  # first label wins
     train = [r for r in rows if not held_back(r["group"])]
