@@ -4,7 +4,8 @@ question), for synthesis's sufficiency and retrieval's rerank alike.
 Loading and checks live in ``services.common.cross_encoder`` (checksums verified before anything
 runs; a missing or corrupt model stops the service at start-up). A passage longer than the
 model's window is scored in overlapping windows (``services.common.language.windows``) and keeps
-its best window's score: nothing is truncated.
+its best window's score: nothing is truncated. A question too long to leave room for any
+passage raises ``TooLongForModelError``: the callers decide without the model and say so.
 """
 
 from __future__ import annotations
@@ -13,10 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from services.common.cross_encoder import OnnxCrossEncoder
-from services.common.errors import ModelUnavailableError
+from services.common.errors import ModelUnavailableError, TooLongForModelError
 from services.common.language.windows import token_windows
 
 ANSWERS = "answers"
+# The fewest passage tokens a window must hold beside the question: a question longer than the
+# window less these is too long for the model (TooLongForModelError), whatever the evidence.
+MIN_PASSAGE_TOKENS = 16
 
 
 class OnnxAnswerabilityScorer:
@@ -43,8 +47,11 @@ class OnnxAnswerabilityScorer:
         encoder = self.encoder
         # [CLS] passage [SEP] question [SEP]: the question's tokens and three specials are fixed.
         budget = encoder.window_tokens() - len(encoder.token_spans(question)) - 3
-        if budget < 16:
-            raise ModelUnavailableError("the question leaves no room for evidence in the window")
+        if budget < MIN_PASSAGE_TOKENS:
+            raise TooLongForModelError(
+                "the question leaves no room for evidence in the model's window",
+                metadata={"window_tokens": str(encoder.window_tokens())},
+            )
         owners: list[int] = []
         pairs: list[tuple[str, str]] = []
         for n, passage in enumerate(passages):

@@ -75,6 +75,14 @@ class ModelUnavailableError(GroundedError):
     reason = "MODEL_UNAVAILABLE"
 
 
+class TooLongForModelError(GroundedError):
+    """One request's text is too long for a model to read whole, however its evidence is
+    windowed (a question longer than the window). The model is fine: the caller decides without
+    it and says so, never taking the service out of rotation."""
+
+    reason = "TOO_LONG_FOR_MODEL"
+
+
 class DependencyError(GroundedError):
     """A downstream dependency (retrieval, validator, LLM endpoint) failed."""
 

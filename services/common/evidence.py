@@ -84,3 +84,4 @@ class StageSkip(enum.Enum):
     """Why a pipeline stage a request asked for did not run (``StageSkipReason`` in the contract)."""
 
     DEADLINE = "deadline"  # the caller's deadline left less time than the stage usually takes
+    QUERY_TOO_LONG = "query_too_long"  # the query leaves the stage's model no room for a passage

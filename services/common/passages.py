@@ -91,6 +91,7 @@ def scored_from_proto(passage: evidence_pb2.Passage) -> ScoredChunk:
 
 SKIP_TO_PROTO: Mapping[StageSkip, evidence_pb2.StageSkipReason] = {
     StageSkip.DEADLINE: evidence_pb2.STAGE_SKIP_REASON_DEADLINE,
+    StageSkip.QUERY_TOO_LONG: evidence_pb2.STAGE_SKIP_REASON_QUERY_TOO_LONG,
 }
 
 

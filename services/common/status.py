@@ -19,6 +19,8 @@ STATUS_BY_ERROR: dict[type[errors.GroundedError], grpc.StatusCode] = {
     errors.IndexIntegrityError: grpc.StatusCode.FAILED_PRECONDITION,
     errors.CorpusFormatError: grpc.StatusCode.FAILED_PRECONDITION,
     errors.ModelUnavailableError: grpc.StatusCode.UNAVAILABLE,
+    # Caught where a model is used (the caller decides without it); a safety net otherwise.
+    errors.TooLongForModelError: grpc.StatusCode.INVALID_ARGUMENT,
     errors.DependencyError: grpc.StatusCode.UNAVAILABLE,
     errors.DependencyUnavailableError: grpc.StatusCode.UNAVAILABLE,
     errors.DependencyTimeoutError: grpc.StatusCode.DEADLINE_EXCEEDED,

@@ -60,9 +60,17 @@ def _print_human(response: pb.RetrievePassagesResponse) -> None:
         print(textwrap.indent(textwrap.fill(p.text, width=92), "    "))
     timings = ", ".join(f"{t.stage} {t.duration_ms:.1f} ms" for t in response.timings if t.ran)
     print(f"\ntimings: {timings}")
-    skipped = [t.stage for t in response.timings if t.skip_reason]
+    skipped = [
+        f"{t.stage} ({_skip_reason(t.skip_reason)})" for t in response.timings if t.skip_reason
+    ]
     if skipped:
-        print(f"skipped for the deadline: {', '.join(skipped)}")
+        print(f"skipped: {', '.join(skipped)}")
+
+
+def _skip_reason(value: int) -> str:
+    """``deadline`` for STAGE_SKIP_REASON_DEADLINE, and so on."""
+    name = evidence_pb2.StageSkipReason.Name(value)
+    return name.removeprefix("STAGE_SKIP_REASON_").lower().replace("_", " ")
 
 
 def search(args: argparse.Namespace) -> int:

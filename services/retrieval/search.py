@@ -19,7 +19,12 @@ from typing import Final, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from services.common.errors import DeadlineExceededError, FieldViolation, InvalidInputError
+from services.common.errors import (
+    DeadlineExceededError,
+    FieldViolation,
+    InvalidInputError,
+    TooLongForModelError,
+)
 from services.common.evidence import Chunk, ScoredChunk, StageScores, StageSkip
 from services.common.intent import Intent
 from services.common.tracing import stage_span
@@ -492,13 +497,19 @@ class Searcher:
                 # Answer in time without it rather than not at all (the response says so).
                 clock.skip("rerank", StageSkip.DEADLINE)
             else:
-                with clock.stage("rerank"):
-                    chunks = [self._chunks[c.position] for c in slate]
-                    scores = self._reranker.score(analysis, chunks, [c.first for c in slate])
-                    for candidate, score in zip(slate, scores, strict=True):
-                        candidate.rerank = float(score)
-                    slate.sort(key=self._rank_key)
-                self._rerank_cost.update(clock.ms["rerank"], len(slate))
+                try:
+                    with clock.stage("rerank"):
+                        chunks = [self._chunks[c.position] for c in slate]
+                        scores = self._reranker.score(analysis, chunks, [c.first for c in slate])
+                        for candidate, score in zip(slate, scores, strict=True):
+                            candidate.rerank = float(score)
+                        slate.sort(key=self._rank_key)
+                    self._rerank_cost.update(clock.ms["rerank"], len(slate))
+                except TooLongForModelError as exc:
+                    # The query leaves the model no room for a passage: fused order, said so.
+                    logger.info("rerank skipped: %s", exc.message)
+                    clock.ran.discard("rerank")
+                    clock.skip("rerank", StageSkip.QUERY_TOO_LONG)
 
         scored = [self._scored(c) for c in slate]
         scored = [s for s in scored if s.score >= request.min_score]

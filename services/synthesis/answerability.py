@@ -296,6 +296,8 @@ def judged(decision: SufficiencyDecision, item: Item, verdict: Verdict) -> Suffi
 
 # Effects under which the generator is told which passages answer (``answering``).
 ANSWERING_EFFECTS = frozenset({"rescued", "judge_rescued"})
+# The question is too long for the model's window: the keyword rules decided alone.
+QUESTION_TOO_LONG = "question_too_long"
 
 
 class AnswerabilityCheck:

@@ -26,6 +26,7 @@ from services.common.errors import (
     DeadlineExceededError,
     DependencyTimeoutError,
     ModelUnavailableError,
+    TooLongForModelError,
     Violations,
 )
 from services.common.evidence import Chunk, ScoredChunk
@@ -37,6 +38,7 @@ from services.common.tracing import annotate, stage_span
 from services.common.validation import ValidationReport, Verdict
 from services.synthesis.answerability import (
     ANSWERING_EFFECTS,
+    QUESTION_TOO_LONG,
     AnswerabilityCheck,
     combine,
     judge_item,
@@ -537,9 +539,17 @@ class SynthesisPipeline:
             return decision  # a claim to verify, left to the keyword rules by configuration
         mark = time.perf_counter()
         with stage_span("answerability", mode=check.options.mode.value):
-            scores = await asyncio.to_thread(
-                score_evidence, check.scorer, analysis.focus, evidence, analysis.parts
-            )
+            try:
+                scores = await asyncio.to_thread(
+                    score_evidence, check.scorer, analysis.focus, evidence, analysis.parts
+                )
+            except TooLongForModelError as exc:
+                # The model cannot read this question whole: the keyword rules decide alone,
+                # and the response says so (the model itself is fine: no health change).
+                logger.info("answerability skipped: %s", exc.message)
+                annotate(effect=QUESTION_TOO_LONG)
+                timings["answerability"] = _ms_since(mark)
+                return replace(decision, answerability_effect=QUESTION_TOO_LONG)
             keyword, decision = decision, combine(decision, scores, check.options)
             annotate(best=scores.best, effect=decision.answerability_effect)
         timings["answerability"] = _ms_since(mark)

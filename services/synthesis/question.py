@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from services.common.intent import Intent, classify_intent
 from services.synthesis.comparison import Comparison, find_comparison
 from services.synthesis.generation import Turn
+from services.synthesis.limits import MAX_RETRIEVAL_QUERY_CHARS
 from services.synthesis.sufficiency import KeyTerms, extract_key_terms
 
 _CONTINUATION = re.compile(
@@ -115,6 +116,23 @@ def previous_user_question(history: Sequence[Turn], max_turns: int) -> str | Non
     return None
 
 
+def fold_previous(previous: str, question: str, limit: int = MAX_RETRIEVAL_QUERY_CHARS) -> str:
+    """A follow-up's retrieval query: the previous question, then this one, within retrieval's
+    query limit. This question always goes whole; of a long previous turn (up to
+    ``MAX_TURN_CHARS``) only its last words that fit are folded in, cut at a word boundary. The
+    response's ``retrieval_query`` shows what was searched."""
+    room = limit - len(question) - 1
+    if room <= 0:
+        return question
+    if len(previous) > room:
+        start = len(previous) - room
+        if not previous[start - 1].isspace():  # mid-word: begin at the next whole word
+            following = previous.find(" ", start)
+            start = len(previous) if following < 0 else following + 1
+        previous = previous[start:].strip()
+    return f"{previous} {question}" if previous else question
+
+
 def is_follow_up(question: str, terms: KeyTerms | None = None) -> bool:
     """Elliptical follow-up: starts with a continuation, points back, or names nothing itself."""
     terms = terms if terms is not None else extract_key_terms(question)
@@ -133,7 +151,7 @@ def analyse_question(
     terms = extract_key_terms(question)
     previous = previous_user_question(history, history_turns)
     follow_up = previous is not None and is_follow_up(question, terms)
-    retrieval_query = f"{previous} {question}" if follow_up else question
+    retrieval_query = fold_previous(previous, question) if previous and follow_up else question
     intent = classify_intent(question)
     if follow_up and intent is Intent.GENERAL:
         intent = classify_intent(retrieval_query)

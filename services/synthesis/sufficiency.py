@@ -269,7 +269,8 @@ class SufficiencyDecision:
     compared: tuple[str, ...] = ()
     unsupported: str = ""
     # The answerability model's best P(answers) over the evidence (None when it did not run),
-    # its name, and what it changed: "" (nothing), "vetoed" or "rescued" (answerability.py).
+    # its name, and what it changed: "" (nothing), "vetoed", "rescued", a judge outcome, or
+    # "question_too_long" (the model could not read the question: answerability.py).
     answerability: float | None = None
     answerability_model: str = ""
     answerability_effect: str = ""

@@ -71,6 +71,28 @@ class TestAnswerabilityOverGrpc:
         assert response.answer == REFUSAL
         assert response.status == spb.ANSWER_STATUS_REFUSED_INSUFFICIENT_EVIDENCE
 
+    async def test_rpc_a_question_too_long_for_the_model_is_decided_by_keywords_and_health_holds(
+        self, both_stack: Stack
+    ) -> None:
+        # ~1,000 characters (within the 2,000 limit) but ~330 tokens: more than the model's
+        # 256-token window holds beside any evidence. Found by a new user with grpcurl: it used
+        # to fail the call as MODEL_UNAVAILABLE and take synthesis out of rotation for good.
+        question = ("What is theft? " * 70)[:1000]
+        response = await _ask(both_stack.synthesis, question)
+
+        report = response.sufficiency
+        assert report.answerability_effect == spb.ANSWERABILITY_EFFECT_QUESTION_TOO_LONG
+        assert not report.HasField("answerability_score")
+        assert response.status in (
+            spb.ANSWER_STATUS_ANSWERED,
+            spb.ANSWER_STATUS_REFUSED_INSUFFICIENT_EVIDENCE,
+        )
+        status = await health_status(both_stack.synthesis, SERVICE_NAME)
+        assert status == health_pb2.HealthCheckResponse.SERVING
+        after = await _ask(both_stack.synthesis, "What is the punishment for theft?")
+        assert after.status == spb.ANSWER_STATUS_ANSWERED
+        assert after.sufficiency.HasField("answerability_score")
+
     async def test_rpc_with_the_model_off_no_score_is_reported(self, ipc_index: Path) -> None:
         off = await start_in_process(ipc_index, settings={"SYNTHESIS_ANSWERABILITY": "off"})
         try:

@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from services.common.errors import DeadlineExceededError, InvalidInputError
+from services.common.errors import DeadlineExceededError, InvalidInputError, TooLongForModelError
 from services.common.evidence import Chunk, ScoredChunk, StageSkip
 from services.retrieval import search
 from services.retrieval.expansion import QueryAnalysis
@@ -408,6 +408,31 @@ class TestRerankUnderDeadline:
         assert len(reranker.slates) == 1, "the reranker was not called again"
         assert all(s.stages.rerank is None for s in result.chunks)
         assert cache.sets == [], "a result without its rerank must not be cached"
+
+    def test_a_query_too_long_for_the_rerank_model_keeps_the_fused_order_and_says_so(
+        self,
+    ) -> None:
+        class TooLong(SpyReranker):
+            def score(
+                self, analysis: QueryAnalysis, chunks: Sequence[Chunk], prior: Sequence[float]
+            ) -> Scores:
+                super().score(analysis, chunks, prior)
+                raise TooLongForModelError("the question leaves no room for evidence")
+
+        cache = DictCache()
+        request = SearchRequest("theft", stages=ALL_ON)
+        no_rerank = StageSwitches(
+            dense=True, lexical=True, expansion=True, rerank=False, aggregation=True, cache=True
+        )
+        fused = make_searcher(cache=DictCache()).search(SearchRequest("theft", stages=no_rerank))
+        result = make_searcher(cache=cache, reranker=TooLong()).search(request)
+
+        (rerank,) = [t for t in result.timings if t.stage == "rerank"]
+        assert not rerank.ran and rerank.skipped is StageSkip.QUERY_TOO_LONG
+        assert [c.chunk.semantic_id for c in result.chunks] == [
+            c.chunk.semantic_id for c in fused.chunks
+        ]
+        assert all(s.stages.rerank is None for s in result.chunks)
 
     def test_rerank_runs_without_a_deadline_or_with_time_for_it(self) -> None:
         reranker = SpyReranker()

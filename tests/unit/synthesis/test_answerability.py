@@ -7,12 +7,13 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 
-from services.common.errors import ModelUnavailableError
+from services.common.errors import ModelUnavailableError, TooLongForModelError
 from services.common.evidence import Chunk
 from services.common.intent import Intent
 from services.common.judge import Band, Item, Outcome, Task, Verdict
 from services.common.refusal import REFUSAL
 from services.synthesis.answerability import (
+    QUESTION_TOO_LONG,
     AnswerabilityCheck,
     AnswerabilityMode,
     AnswerabilityOptions,
@@ -357,6 +358,22 @@ class TestPipeline:
 
         with pytest.raises(ModelUnavailableError):
             await synth.answer(SynthesisRequest("What is theft?"))
+
+    async def test_a_question_too_long_for_the_model_is_decided_by_the_keyword_rules(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        # Not a broken model: the keyword decision stands, and the response says the model
+        # could not read the question (no score, effect question_too_long).
+        scorer = TableScorer({}, error=TooLongForModelError("no room for evidence"))
+        synth = _pipeline(FakeRetriever(scored(ipc, *THEFT_IDS)), scorer, "both")
+        keyword_only = _pipeline(FakeRetriever(scored(ipc, *THEFT_IDS)), None, "off")
+
+        result = await synth.answer(SynthesisRequest("What is theft?"))
+        expected = await keyword_only.answer(SynthesisRequest("What is theft?"))
+
+        assert result.sufficiency.answerability_effect == QUESTION_TOO_LONG
+        assert result.sufficiency.answerability is None
+        assert result.status == expected.status and result.answer == expected.answer
 
 
 @dataclass

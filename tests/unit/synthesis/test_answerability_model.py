@@ -14,7 +14,7 @@ import pytest
 
 from services.common.answerability_model import OnnxAnswerabilityScorer, load_scorer
 from services.common.cross_encoder import sha256
-from services.common.errors import ModelUnavailableError
+from services.common.errors import ModelUnavailableError, TooLongForModelError
 from services.synthesis.answerability import AnswerabilityMode
 from services.synthesis.answerability_onnx import options_from_manifest
 from services.synthesis.config import (
@@ -97,6 +97,18 @@ class TestScores:
 
         assert long_ == pytest.approx(short, abs=0.15)
         assert long_ > without
+
+    def test_a_question_longer_than_the_window_is_too_long_not_a_broken_model(
+        self, scorer: OnnxAnswerabilityScorer
+    ) -> None:
+        question = "What is the punishment for theft? " * 40
+        assert len(scorer.encoder.token_spans(question)) > scorer.encoder.window_tokens()
+        with pytest.raises(TooLongForModelError, match="no room for evidence") as caught:
+            scorer.score(question, [THEFT_PUNISHMENT])
+        assert not isinstance(caught.value, ModelUnavailableError)
+        # The model still scores the next question.
+        (after,) = scorer.score("What is the punishment for theft?", [THEFT_PUNISHMENT])
+        assert after > 0.9
 
     def test_options_take_the_calibrated_thresholds_unless_overridden(
         self, scorer: OnnxAnswerabilityScorer

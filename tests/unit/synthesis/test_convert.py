@@ -242,4 +242,5 @@ class TestEnumMaps:
     def test_every_answerability_effect_has_its_proto_value(self) -> None:
         effects = {"", "vetoed", "rescued", "judge_confirmed", "judge_rescued"}
         effects |= {"judge_refused", "judge_unavailable", "judge_budget_exhausted"}
+        effects |= {"question_too_long"}
         assert effects == set(convert._EFFECT)

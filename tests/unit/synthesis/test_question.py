@@ -12,6 +12,7 @@ from services.common.intent import Intent
 from services.synthesis import extractive, question, sufficiency
 from services.synthesis.extractive import ExtractiveGenerator
 from services.synthesis.generation import Turn
+from services.synthesis.limits import MAX_RETRIEVAL_QUERY_CHARS
 from services.synthesis.pipeline import SynthesisPipeline, SynthesisRequest, SynthesisStatus
 from services.synthesis.question import analyse_question, question_parts
 from tests.unit.synthesis.fakes import FakeRetriever, RuleValidator, scored
@@ -46,6 +47,32 @@ class TestAnalyseQuestion:
         assert a.focus == a.retrieval_query != a.question
         assert not (a.key_terms.terms or a.key_terms.sections)
         assert a.answer_terms is a.focus_terms and "cheat" in a.focus_terms.terms
+
+    def test_a_long_previous_turn_is_folded_in_only_as_far_as_retrieval_takes(self) -> None:
+        # A user turn may hold 8,000 characters; retrieval's query at most 2,000. Found by a new
+        # user: the call failed with INVALID_ARGUMENT on a field named `query` the request
+        # does not have. The question goes whole, the previous turn's last whole words fit.
+        story = "My neighbour took my bicycle from the yard without asking. " * 40
+        turns = (Turn("user", story + "What is the punishment for theft?"),)
+        a = analyse_question("And for cheating?", turns, history_turns=4)
+
+        assert a.follow_up and len(a.retrieval_query) <= MAX_RETRIEVAL_QUERY_CHARS
+        assert a.retrieval_query.endswith("What is the punishment for theft? And for cheating?")
+        assert a.retrieval_query.split()[0] in story.split()  # begins at a whole word
+
+    @pytest.mark.parametrize(
+        ("previous", "limit", "folded"),
+        [
+            ("a b c", 10, "a b c Q?"),
+            ("alpha beta gamma delta", 13, "delta Q?"),  # "gamma delta" would not fit
+            ("x" * 50, 10, "Q?"),  # one word too long for the room: left out, never cut
+        ],
+    )
+    def test_fold_previous_keeps_whole_words_within_the_limit(
+        self, previous: str, limit: int, folded: str
+    ) -> None:
+        assert question.fold_previous(previous, "Q?", limit) == folded
+        assert len(question.fold_previous(previous, "Q?", limit)) <= limit
 
     def test_history_beyond_the_turn_limit_is_not_read(self) -> None:
         a = analyse_question("What about it?", HISTORY, history_turns=0)
