@@ -27,6 +27,7 @@ from services.common.errors import (
 )
 from services.common.evidence import Chunk, ScoredChunk, StageScores, StageSkip
 from services.common.intent import Intent
+from services.common.language.text import is_blank
 from services.common.tracing import stage_span
 from services.retrieval.aggregation import DEFAULT_PER_DOC_CAP, DEFAULT_SIBLING_RATIO, aggregate
 from services.retrieval.embedding import Encoder
@@ -112,7 +113,7 @@ def request_violations(
 ) -> list[FieldViolation]:
     """Every rule a search request breaks, by proto field name (the one statement of them)."""
     violations: list[FieldViolation] = []
-    if not query.strip():
+    if is_blank(query):
         violations.append(FieldViolation("query", "must not be empty"))
     if len(query) > MAX_QUERY_CHARS:
         violations.append(

@@ -8,6 +8,7 @@ from grounded.synthesis.v1 import synthesis_service_pb2 as pb
 from grounded.type.v1 import evidence_pb2
 
 from services.common.errors import Violations
+from services.common.language.text import is_blank
 from services.common.passages import INTENT_TO_PROTO, scored_to_proto, timings_to_proto
 from services.common.validation_proto import report_to_proto
 from services.synthesis.generation import Turn
@@ -61,7 +62,7 @@ def request_from_proto(
     caller without a server, such as a parser test, cannot know which generator would run).
     """
     violations = Violations()
-    violations.check(bool(request.question.strip()), "question", "must not be empty")
+    violations.check(not is_blank(request.question), "question", "must not be empty")
     violations.check(
         len(request.question) <= MAX_QUESTION_CHARS,
         "question",

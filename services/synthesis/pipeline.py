@@ -33,6 +33,7 @@ from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import Intent, is_statement
 from services.common.judge import Task
 from services.common.language.citations import resolve_positions
+from services.common.language.text import is_blank
 from services.common.refusal import REFUSAL
 from services.common.tracing import annotate, stage_span
 from services.common.validation import ValidationReport, Verdict
@@ -619,7 +620,7 @@ class SynthesisPipeline:
         settings = self._settings
         violations = Violations()
         question = request.question.strip()
-        violations.check(bool(question), "question", "must not be empty")
+        violations.check(not is_blank(question), "question", "must not be empty")
         violations.check(
             len(question) <= settings.max_question_chars,
             "question",

@@ -10,6 +10,7 @@ from grounded.validator.v1 import validator_service_pb2 as pb
 
 from services.common import validation as r
 from services.common.errors import Violations
+from services.common.language.citations import uncitable
 from services.common.validation_proto import report_to_proto
 from services.validator.limits import (
     MAX_ANSWER_BYTES,
@@ -73,6 +74,8 @@ def request_from_proto(
             )
         elif sid in seen:
             violations.add(f"evidence[{i}].semantic_id", f"duplicate id {sid!r}")
+        elif problem := uncitable(sid):
+            violations.add(f"evidence[{i}].semantic_id", problem)
         seen.add(sid)
         if len(text) > MAX_EVIDENCE_TEXT_CHARS:
             violations.add(

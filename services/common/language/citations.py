@@ -87,6 +87,19 @@ _ELLIPSES = frozenset({"...", "…", ". . ."})
 _MAX_CITATION_WORDS = 3
 
 
+def uncitable(semantic_id: str) -> str:
+    """Why no citation can name ``semantic_id`` under this grammar ("" when one can): a citation
+    is the text between '[' and ']' on one line, trimmed, so an id holding a bracket, a line
+    break or another control character, or with spaces at either end, can never be cited."""
+    if "[" in semantic_id or "]" in semantic_id:
+        return "must not contain '[' or ']' (a citation could never name it)"
+    if not semantic_id.isprintable():  # control characters, line breaks, zero-width marks
+        return "must not contain control or invisible characters (a citation could never name it)"
+    if semantic_id != semantic_id.strip():
+        return "must not start or end with a space (a citation could never name it)"
+    return ""
+
+
 def scan(answer: str, index: EvidenceIndex) -> list[Citation]:
     """Every citation token in ``answer`` (valid, invalid or malformed), in order.
 

@@ -20,6 +20,12 @@ from typing import NamedTuple
 from services.common.language.stopwords import FUNCTION_WORDS, NUMBER_WORDS, STATUTE_CONNECTIVES
 
 
+def is_blank(text: str) -> bool:
+    """Nothing visible: only spaces, line breaks, control or format characters (a NUL, a
+    zero-width space, a direction mark). What "must not be empty" means for a question or query."""
+    return not any(c.isprintable() and not c.isspace() for c in text)
+
+
 def word_list(text: str) -> list[str]:
     """Whitespace-separated words of a literal (keeps long word lists readable)."""
     return text.split()

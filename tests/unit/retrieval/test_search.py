@@ -388,6 +388,16 @@ class TestDeadline:
         assert result.chunks
 
 
+class TestBlankQuery:
+    @pytest.mark.parametrize("query", ["", " \t", "\x00", "\u200b"])
+    def test_a_query_with_nothing_visible_is_empty(self, query: str) -> None:
+        with pytest.raises(InvalidInputError) as info:
+            make_searcher().search(SearchRequest(query))
+        assert [(v.field, v.description) for v in info.value.violations] == [
+            ("query", "must not be empty")
+        ]
+
+
 class TestRerankUnderDeadline:
     def test_rerank_expected_to_overrun_the_deadline_is_skipped_and_said(self) -> None:
         cache = DictCache()

@@ -226,6 +226,20 @@ class TestRequestFromProto:
 
         assert parsed.question == "What is theft?"
 
+    @pytest.mark.parametrize("question", ["", "   ", "\x00", "\u200b\u200b", "\u202e\n"])
+    def test_request_from_proto_rejects_a_question_with_nothing_visible(
+        self, question: str
+    ) -> None:
+        # Found by a new user: NUL or zero-width-only questions got a refusal where a
+        # whitespace-only one got INVALID_ARGUMENT.
+        request = pb.SynthesizeAnswerRequest(question=question)
+
+        with pytest.raises(InvalidInputError) as info:
+            convert.request_from_proto(request, default_top_k=5, default_generator=None)
+
+        (violation,) = info.value.violations
+        assert (violation.field, violation.description) == ("question", "must not be empty")
+
 
 class TestEnumMaps:
     def test_every_requirement_has_its_proto_value(self) -> None:

@@ -8,6 +8,7 @@ from grounded.validator.v1 import validator_service_pb2 as pb
 
 from services.common import validation_proto
 from services.common.errors import InvalidInputError
+from services.common.language import citations
 from services.common.validation import Verdict
 from services.validator import convert
 from services.validator.engine import validate
@@ -65,6 +66,23 @@ class TestRequestFromProto:
         )
 
         assert violated(request) == {"evidence[2].semantic_id": "duplicate id 'A_0'"}
+
+    @pytest.mark.parametrize(
+        ("semantic_id", "says"),
+        [("A]", "'[' or ']'"), ("[A_0", "'[' or ']'"), ("A\x00_0", "control"), ("A\n0", "control"),
+         ("A\u200b_0", "invisible"), (" A_0", "start or end with a space")],
+    )  # fmt: skip
+    def test_request_from_proto_rejects_an_id_no_citation_could_name(
+        self, semantic_id: str, says: str
+    ) -> None:
+        # Found by a new user: such a passage was accepted, and citing it gave NO_CITATION.
+        request = pb.ValidateAnswerRequest(answer="x", evidence=[passage(semantic_id)])
+
+        assert says in violated(request)["evidence[0].semantic_id"]
+
+    def test_ids_of_the_shipped_id_shapes_are_citable(self) -> None:
+        for semantic_id in ("IPC_420_0", "Tinted_Windows_(band)_3", "doc 12_0", "A,B_1"):
+            assert citations.uncitable(semantic_id) == ""
 
     def test_request_from_proto_reports_every_violation_at_once(self) -> None:
         request = pb.ValidateAnswerRequest(
