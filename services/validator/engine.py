@@ -228,9 +228,25 @@ def _settled(report: SentenceReport) -> SentenceReport:
 def _refusal_among_claims(reports: list[SentenceReport]) -> list[SentenceReport]:
     """The refusal sentence beside sentences that state something fails: "X [A]. I cannot
     answer based on the provided documents." both answers and refuses, and delivering it would
-    break the contract that an answer is either validated claims or exactly the refusal."""
+    break the contract that an answer is either validated claims or exactly the refusal.
+
+    An answer that only comes close to the refusal (another case, no final period: the exact
+    refusal returned before sentences were judged) is not the refusal either: its sentence
+    fails as what it is, a sentence without a citation, and says why, so the sentence and the
+    answer give the same reason."""
     if not any(r.verdict is not SentenceVerdict.EXEMPT for r in reports):
-        return reports
+        return [
+            replace(
+                r,
+                verdict=SentenceVerdict.UNSUPPORTED,
+                reason=Reason.NO_CITATION,
+                detail=f"not exactly the refusal {REFUSAL!r} (its case and final period "
+                "included), so a sentence without a citation",
+            )
+            if r.reason is Reason.REFUSAL
+            else r
+            for r in reports
+        ]
     return [
         replace(
             r,

@@ -71,12 +71,20 @@ class TestCitationContract:
             Reason.REFUSAL_IN_ANSWER,
         )
 
-    def test_validate_rejects_the_refusal_without_its_final_period(self) -> None:
-        report = check(REFUSAL.rstrip("."))
+    @pytest.mark.parametrize("answer", [REFUSAL.rstrip("."), REFUSAL.lower(), REFUSAL.upper()])
+    def test_validate_rejects_the_refusal_without_its_final_period(self, answer: str) -> None:
+        report = check(answer)
 
         assert report.verdict is Verdict.NOT_GROUNDED
         assert report.reason is Reason.NO_CITATION
         assert not report.accepted
+        # The sentence says the same as the answer, and why (it used to say EXEMPT / REFUSAL).
+        (sentence,) = report.sentences
+        assert (sentence.verdict, sentence.reason) == (
+            SentenceVerdict.UNSUPPORTED,
+            Reason.NO_CITATION,
+        )
+        assert "not exactly the refusal" in sentence.detail
 
     def test_validate_grounds_multiple_valid_citations(self) -> None:
         report = check(f"{CHEATING} [IPC_420_0]. {THEFT} [IPC_379_0].")
