@@ -24,6 +24,8 @@ from hypothesis import strategies as st
 
 from services.common import status, validation_proto
 from services.common.errors import InvalidInputError
+from services.common.language.citations import uncitable
+from services.common.language.text import is_blank
 from services.retrieval import convert as retrieval_convert
 from services.retrieval.limits import MAX_QUERY_CHARS, MAX_TOP_K
 from services.retrieval.search import StageSwitches
@@ -91,7 +93,7 @@ class TestRetrievalRequestFromProto:
         request = _over_the_wire(request)
         defaults = StageSwitches()
         expected: set[str] = set()
-        if not request.query.strip() or len(request.query) > MAX_QUERY_CHARS:
+        if is_blank(request.query) or len(request.query) > MAX_QUERY_CHARS:
             expected.add("query")
         if not 0 <= request.top_k <= MAX_TOP_K:
             expected.add("top_k")
@@ -135,7 +137,7 @@ class TestSynthesisRequestFromProto:
         c = synthesis_convert
         expected: set[str] = set()
         question = request.question
-        if not question.strip() or len(question) > c.MAX_QUESTION_CHARS:
+        if is_blank(question) or len(question) > c.MAX_QUESTION_CHARS:
             expected.add("question")
         if not 0 <= request.top_k <= c.MAX_TOP_K:
             expected.add("top_k")
@@ -186,6 +188,7 @@ class TestValidatorRequestFromProto:
                 not sid.strip()
                 or len(sid) > validator_limits.MAX_ID_CHARS
                 or sid in seen
+                or uncitable(sid)
                 or len(passage.text) > validator_limits.MAX_EVIDENCE_TEXT_CHARS
             ):
                 expected.add("evidence")
