@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from services.common.intent import PROFILES, Intent, classify_intent
 from services.common.language.references import SectionRef, parse_section_refs
-from services.common.language.text import stem, words
+from services.common.language.text import stem, without_format_marks, words
 from services.retrieval.lexical import STOPWORDS, tokenize
 
 
@@ -23,12 +23,14 @@ class QueryAnalysis:
 
 
 def analyse_query(query: str) -> QueryAnalysis:
-    """Intent (shared classifier), named provisions and stemmed content terms of ``query``."""
+    """Intent (shared classifier), named provisions and stemmed content terms of ``query``
+    (read without its invisible format marks: ``text.without_format_marks``)."""
+    visible = without_format_marks(query)
     return QueryAnalysis(
         query=query,
-        intent=classify_intent(query),
-        section_refs=parse_section_refs(query),
-        terms=tuple(dict.fromkeys(tokenize(query))),
+        intent=classify_intent(visible),
+        section_refs=parse_section_refs(visible),
+        terms=tuple(dict.fromkeys(tokenize(visible))),
     )
 
 

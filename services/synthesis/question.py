@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from services.common.intent import Intent, classify_intent
+from services.common.language.text import without_format_marks
 from services.synthesis.comparison import Comparison, find_comparison
 from services.synthesis.generation import Turn
 from services.synthesis.limits import MAX_RETRIEVAL_QUERY_CHARS
@@ -146,8 +147,9 @@ def is_follow_up(question: str, terms: KeyTerms | None = None) -> bool:
 def analyse_question(
     question: str, history: Sequence[Turn] = (), history_turns: int = 0
 ) -> QuestionAnalysis:
-    """Analyse ``question`` (with up to ``history_turns`` earlier turns of ``history``)."""
-    question = question.strip()
+    """Analyse ``question`` (with up to ``history_turns`` earlier turns of ``history``); its
+    invisible format marks (``text.without_format_marks``) are left out of everything read."""
+    question = without_format_marks(question).strip()
     terms = extract_key_terms(question)
     previous = previous_user_question(history, history_turns)
     follow_up = previous is not None and is_follow_up(question, terms)

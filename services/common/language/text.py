@@ -20,6 +20,16 @@ from typing import NamedTuple
 from services.common.language.stopwords import FUNCTION_WORDS, NUMBER_WORDS, STATUTE_CONNECTIVES
 
 
+def without_format_marks(text: str) -> str:
+    """``text`` without Unicode format characters (category Cf: direction marks such as U+202E,
+    zero-width spaces and joiners, the byte-order mark). They are invisible, and a leading
+    direction mark pasted from a right-to-left interface would otherwise hide "What is ..." from
+    every cue that reads the start of a question."""
+    if text.isascii():
+        return text
+    return "".join(c for c in text if unicodedata.category(c) != "Cf")
+
+
 def is_blank(text: str) -> bool:
     """Nothing visible: only spaces, line breaks, control or format characters (a NUL, a
     zero-width space, a direction mark). What "must not be empty" means for a question or query."""

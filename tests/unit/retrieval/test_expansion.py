@@ -66,6 +66,15 @@ class TestAnalyseQuery:
         assert analysis.section_refs == (SectionRef("379", "IPC"),)
         assert analysis.terms == ("what", "punish", "theft", "under", "sect", "379", "ipc")
 
+    def test_analyse_query_reads_past_invisible_format_marks(self) -> None:
+        plain = analyse_query("What is theft under section 379?")
+        marked = analyse_query("\u202eWhat is theft under section\u200b 379?")
+        assert (marked.intent, marked.section_refs, marked.terms) == (
+            plain.intent,
+            plain.section_refs,
+            plain.terms,
+        )
+
 
 class TestRuleExpansions:
     def test_rule_expansions_punishment_adds_sentencing_words(self) -> None:

@@ -74,6 +74,19 @@ class TestAnalyseQuestion:
         assert question.fold_previous(previous, "Q?", limit) == folded
         assert len(question.fold_previous(previous, "Q?", limit)) <= limit
 
+    @pytest.mark.parametrize("marked", ["\u202eWhat is theft?", "\ufeffWhat\u200b is theft?"])
+    def test_invisible_format_marks_change_nothing(self, marked: str) -> None:
+        # Found by a new user: a leading right-to-left mark hid "What is" from the intent cues
+        # and the answer quoted three sentences instead of one.
+        plain, a = analyse_question("What is theft?"), analyse_question(marked)
+
+        assert a.question == plain.question == "What is theft?"
+        assert (a.intent, a.retrieval_query, a.parts) == (
+            plain.intent,
+            plain.retrieval_query,
+            plain.parts,
+        )
+
     def test_history_beyond_the_turn_limit_is_not_read(self) -> None:
         a = analyse_question("What about it?", HISTORY, history_turns=0)
 
