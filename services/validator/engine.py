@@ -319,7 +319,9 @@ def _fold(
         else ""
     )
     windowed = "; judged in windows (a text exceeds the model's window)" if scores.split else ""
-    done = {"entailment": scores, "decided_by": Tier.ENTAILMENT}
+    # A claim the model could not judge (``j.note``: its evidence makes more pieces than the
+    # model may read) carries no probabilities: none were computed, so none are reported.
+    done = {"entailment": None if j.note else scores, "decided_by": Tier.ENTAILMENT}
     if j.outcome is entailment.Outcome.CONTRADICTED:
         return replace(
             report,

@@ -327,6 +327,20 @@ class TestValidateWithTier:
             and s.entailment.semantic_id == "IPC_379_0"
         )
 
+    def test_validate_reports_no_scores_for_a_sentence_the_model_could_not_judge(self) -> None:
+        # Evidence too long for the model to read in its 64-piece limit: nothing was scored, so
+        # the report carries no probabilities (it used to show neutral 1.0 as if scored).
+        model = ScriptedModel({}, default=(0.99, 0.005, 0.005), window=40)
+        passage = " ".join(f"w{i}" for i in range(3000))
+        report = validate(
+            "Words w1 and w2 appear [A_0].", [chunk("A_0", passage)], tier=tier(model)
+        )
+
+        (s,) = report.sentences
+        assert s.reason is Reason.NOT_ENTAILED and "limit" in s.detail
+        assert s.entailment is None and s.decided_by is Tier.ENTAILMENT
+        assert model.calls == []
+
     def test_validate_rejects_a_sentence_the_model_does_not_entail(self) -> None:
         report = validate(
             "Theft is punishable with imprisonment of up to three years [IPC_379_0].",
