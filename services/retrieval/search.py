@@ -308,6 +308,8 @@ class _Clock:
         self.skipped: dict[str, StageSkip] = {}
 
     def skip(self, name: str, reason: StageSkip) -> None:
+        """``name`` did not run (or gave up part-way, its result unused), for ``reason``."""
+        self.ran.discard(name)
         self.skipped[name] = reason
 
     @contextmanager
@@ -509,7 +511,6 @@ class Searcher:
                 except TooLongForModelError as exc:
                     # The query leaves the model no room for a passage: fused order, said so.
                     logger.info("rerank skipped: %s", exc.message)
-                    clock.ran.discard("rerank")
                     clock.skip("rerank", StageSkip.QUERY_TOO_LONG)
 
         scored = [self._scored(c) for c in slate]

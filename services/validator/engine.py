@@ -234,26 +234,17 @@ def _refusal_among_claims(reports: list[SentenceReport]) -> list[SentenceReport]
     refusal returned before sentences were judged) is not the refusal either: its sentence
     fails as what it is, a sentence without a citation, and says why, so the sentence and the
     answer give the same reason."""
-    if not any(r.verdict is not SentenceVerdict.EXEMPT for r in reports):
-        return [
-            replace(
-                r,
-                verdict=SentenceVerdict.UNSUPPORTED,
-                reason=Reason.NO_CITATION,
-                detail=f"not exactly the refusal {REFUSAL!r} (its case and final period "
-                "included), so a sentence without a citation",
-            )
-            if r.reason is Reason.REFUSAL
-            else r
-            for r in reports
-        ]
-    return [
-        replace(
-            r,
-            verdict=SentenceVerdict.UNSUPPORTED,
-            reason=Reason.REFUSAL_IN_ANSWER,
-            detail="the refusal sentence inside an answer that states claims",
+    if any(r.verdict is not SentenceVerdict.EXEMPT for r in reports):
+        reason = Reason.REFUSAL_IN_ANSWER
+        detail = "the refusal sentence inside an answer that states claims"
+    else:
+        reason = Reason.NO_CITATION
+        detail = (
+            f"not exactly the refusal {REFUSAL!r} (its case and final period included), so a "
+            "sentence without a citation"
         )
+    return [
+        replace(r, verdict=SentenceVerdict.UNSUPPORTED, reason=reason, detail=detail)
         if r.reason is Reason.REFUSAL
         else r
         for r in reports

@@ -9,7 +9,8 @@ order (``train`` for v1, ``more`` for v2, ``third`` and ``fourth`` for v3 and v4
 for a file given by name), gold doc ids exist in the IPC corpus, key sentences are verbatim
 substrings of their gold sections (after collapsing whitespace), answer strings occur in the
 key sentences, answerable/unanswerable field rules; and no duplicate question within or
-across the files checked, or with data/golden/ipc_plain_tune_v1.jsonl. Exits non-zero if any problem is found.
+across the files checked, or with data/golden/ipc_plain_tune_v1.jsonl. Exits non-zero if any
+problem is found.
 """
 
 from __future__ import annotations

@@ -31,15 +31,17 @@ from training.near_duplicates import (
     nearest_similarity,
     questions,
 )
+from training.sources.check_ipc_plain_questions import qkey
 
 
 def keep(rows: Sequence[dict[str, object]], near: Sequence[bool]) -> list[dict[str, object]]:
     """The rows not ``near`` an evaluation question, each question text once (case and spacing
-    aside: two writers may land on the same question), in the order given."""
+    aside, as the checker's ``qkey`` compares them: two writers may land on the same question),
+    in the order given."""
     seen: set[str] = set()
     kept = []
     for row, drop in zip(rows, near, strict=True):
-        text = " ".join(str(row["question"]).lower().split())
+        text = qkey(str(row["question"]))
         if not drop and text not in seen:
             seen.add(text)
             kept.append(row)
