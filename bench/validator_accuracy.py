@@ -78,7 +78,9 @@ EXPECTED_REASONS: Final[dict[str, frozenset[str]]] = {
     "scifact_contradict_claim": CONTENT_REASONS,
     "scifact_nei_claim": CONTENT_REASONS,
 }
-MODEL_REASONS: Final = frozenset({"CONTRADICTED", "NOT_ENTAILED", "PENALTY_MISMATCH"})
+MODEL_REASONS: Final = frozenset(
+    {"CONTRADICTED", "NOT_ENTAILED", "PENALTY_MISMATCH", "ROLE_MISMATCH"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -593,7 +595,8 @@ def run(
         else:
             lenient = not report.accepted
             expected = EXPECTED_REASONS.get(case.category, CONTENT_REASONS)
-            # A contradiction the model or the penalty parser caught is rejected for its content.
+            # A contradiction the model, the penalty parser or the role check caught is rejected for
+            # its content.
             strict = lenient and bool(reasons & (expected | MODEL_REASONS))
         case.outcome = {
             "accepted": report.accepted,
@@ -833,7 +836,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cases = build_cases()
     tier = load_tier(args.tier, args.model_dir)
-    options = ValidationOptions(check_penalties=args.tier != "lexical-no-penalty")
+    as_before = args.tier == "lexical-no-penalty"  # the cheap tiers before penalties and roles
+    options = ValidationOptions(check_penalties=not as_before, check_roles=not as_before)
     started = time.perf_counter()
     run(cases, options, tier)
     elapsed = time.perf_counter() - started

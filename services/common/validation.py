@@ -38,6 +38,7 @@ class Reason(enum.Enum):
     CITATION_IN_REFUSAL = "CITATION_IN_REFUSAL"
     EMPTY_ANSWER = "EMPTY_ANSWER"
     PENALTY_MISMATCH = "PENALTY_MISMATCH"
+    ROLE_MISMATCH = "ROLE_MISMATCH"
     CONTRADICTED = "CONTRADICTED"
     NOT_ENTAILED = "NOT_ENTAILED"
     REFUSAL_IN_ANSWER = "REFUSAL_IN_ANSWER"
@@ -55,6 +56,7 @@ class Tier(enum.Enum):
     NUMBERS = "numbers"
     NEGATION = "negation"
     PENALTY = "penalty"
+    ROLES = "roles"
     ENTAILMENT = "entailment"
     JUDGE = "judge"
 
@@ -75,6 +77,7 @@ TIER_OF_REASON: dict[Reason, Tier] = {
     Reason.NUMBER_MISMATCH: Tier.NUMBERS,
     Reason.NEGATION_MISMATCH: Tier.NEGATION,
     Reason.PENALTY_MISMATCH: Tier.PENALTY,
+    Reason.ROLE_MISMATCH: Tier.ROLES,
     Reason.CONTRADICTED: Tier.ENTAILMENT,
     Reason.NOT_ENTAILED: Tier.ENTAILMENT,
     Reason.JUDGE_REJECTED: Tier.JUDGE,
@@ -175,6 +178,8 @@ class ValidationOptions:
     missing_min_terms: int = 2
     missing_min_fraction: float = 0.25
     check_penalties: bool = True
+    # The offender a sentence names must be the one its cited statute names (validator.roles).
+    check_roles: bool = True
     # The entailment tier runs when the server has it on and this is true. Thresholds left
     # None use the model's calibrated defaults (its manifest, or the server's configuration).
     check_entailment: bool = True

@@ -50,6 +50,7 @@ REVIEWABLE = frozenset(
         Reason.NUMBER_MISMATCH,
         Reason.NEGATION_MISMATCH,
         Reason.PENALTY_MISMATCH,
+        Reason.ROLE_MISMATCH,
     }
 )
 # The default: the two word-counting rules. Coverage fails a paraphrase in other words, and the

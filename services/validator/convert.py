@@ -25,6 +25,7 @@ _SWITCHES = (
     "check_negation",
     "require_complete_citation",
     "check_penalties",
+    "check_roles",
     "check_entailment",
     "check_judge",
 )

@@ -41,7 +41,7 @@ from services.common.validation import (
     ValidationReport,
     Verdict,
 )
-from services.validator import entailment, penalty
+from services.validator import entailment, penalty, roles
 from services.validator.coverage import (
     Analysis,
     analyse,
@@ -71,6 +71,7 @@ _SENTENCE_PRIORITY = (
     Reason.NEGATION_MISMATCH,
     Reason.NUMBER_MISMATCH,
     Reason.PENALTY_MISMATCH,
+    Reason.ROLE_MISMATCH,
     Reason.CONTRADICTED,
     Reason.LOW_COVERAGE,
     Reason.NOT_ENTAILED,
@@ -258,6 +259,7 @@ def _tiers(options: ValidationOptions, run_model: bool) -> tuple[Tier, ...]:
         (Tier.NUMBERS, options.check_numbers),
         (Tier.NEGATION, options.check_negation),
         (Tier.PENALTY, options.check_penalties),
+        (Tier.ROLES, options.check_roles),
         (Tier.ENTAILMENT, run_model),
     )
     return tuple(t for t, on in switches if on)
@@ -464,15 +466,18 @@ def _judge(
                 )
         # A sentence quoted word for word from what it cites cannot misstate it; parsing the
         # quote as a claim could (s.303's "under sentence of imprisonment for life" is the
-        # offender's status, not the penalty).
+        # offender's status, not the penalty), and so could reading its offender.
+        texts = [view.text(i) for i in ids]
         stated = penalty.parse_claim(claim_text) if options.check_penalties else None
-        if stated is not None:
-            texts = [view.text(i) for i in ids]
-            if not entailment.quoted(claim_text, texts):
+        swapped = roles.problems(claim_text, texts) if options.check_roles else []
+        if (stated is not None or swapped) and not entailment.quoted(claim_text, texts):
+            if stated is not None:
                 cited = [c for text in texts for c in _evidence_penalties(text)]
                 misstated = penalty.problems(stated, cited)
                 if misstated:
                     problems[Reason.PENALTY_MISMATCH] = "; ".join(misstated)
+            if swapped:
+                problems[Reason.ROLE_MISMATCH] = "; ".join(swapped)
         missing = _missing(terms, cited_terms, ids, view, options)
         if missing:
             problems[Reason.MISSING_CITATION] = "uses uncited evidence " + ", ".join(

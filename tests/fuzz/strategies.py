@@ -115,7 +115,13 @@ def validator_requests(draw: st.DrawFn) -> vpb.ValidateAnswerRequest:
         value = draw(st.one_of(st.none(), FLOAT32))
         if value is not None:
             setattr(options, name, value)
-    for name in ("check_numbers", "check_negation", "require_complete_citation"):
+    for name in (
+        "check_numbers",
+        "check_negation",
+        "require_complete_citation",
+        "check_penalties",
+        "check_roles",
+    ):
         flag = draw(OPTIONAL_BOOL)
         if flag is not None:
             setattr(options, name, flag)

@@ -58,6 +58,7 @@ _OPTIONS = st.builds(
     check_negation=st.booleans(),
     require_complete_citation=st.booleans(),
     check_penalties=st.booleans(),
+    check_roles=st.booleans(),
 )
 # The real model costs milliseconds per pair: a few dozen inputs, whatever the profile.
 _WITH_MODEL = settings(FUZZ, max_examples=40)

@@ -166,6 +166,7 @@ class TestEntailmentTierOverRpc:
             validation_pb2.VALIDATION_TIER_NUMBERS,
             validation_pb2.VALIDATION_TIER_NEGATION,
             validation_pb2.VALIDATION_TIER_PENALTY,
+            validation_pb2.VALIDATION_TIER_ROLES,
             validation_pb2.VALIDATION_TIER_ENTAILMENT,
         ]
         assert response.entailment_model.startswith("entailment-minilm-l6")
