@@ -95,6 +95,10 @@ FROM app AS service-synthesis
 # off; its manifest's checksums are verified at start.
 COPY models/answerability-minilm-l6/ models/answerability-minilm-l6/
 ENV SYNTHESIS_ANSWERABILITY_MODEL_DIR=/app/models/answerability-minilm-l6
+# The entailment model too (~23 MB): statements (claims to verify) are judged by it
+# (SYNTHESIS_ANSWERABILITY_STATEMENTS=entailment, the default).
+COPY models/entailment-minilm-l6/ models/entailment-minilm-l6/
+ENV SYNTHESIS_STATEMENT_MODEL_DIR=/app/models/entailment-minilm-l6
 EXPOSE 50052 9092
 ENTRYPOINT ["python", "-m", "services.synthesis"]
 

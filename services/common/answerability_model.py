@@ -1,5 +1,7 @@
 """The shipped answerability model (``models/answerability-minilm-l6/``): P(a passage answers a
-question), for synthesis's sufficiency and retrieval's rerank alike.
+question), for synthesis's sufficiency and retrieval's rerank alike. The same scorer reads the
+entailment model's P(a passage entails a claim) (``label=ENTAILMENT``), which synthesis may use
+for statements (claims to verify).
 
 Loading and checks live in ``services.common.cross_encoder`` (checksums verified before anything
 runs; a missing or corrupt model stops the service at start-up). A passage longer than the
@@ -18,20 +20,23 @@ from services.common.errors import ModelUnavailableError, TooLongForModelError
 from services.common.language.windows import token_windows
 
 ANSWERS = "answers"
+ENTAILMENT = "entailment"
 # The fewest passage tokens a window must hold beside the question: a question longer than the
 # window less these is too long for the model (TooLongForModelError), whatever the evidence.
 MIN_PASSAGE_TOKENS = 16
 
 
 class OnnxAnswerabilityScorer:
-    """P(answers) of (passage, question) pairs, the order the model was trained on."""
+    """P(``label``) of (passage, question) pairs, the order both models were trained on: P(answers)
+    from the answerability model, or P(entailment) from the entailment model (the validator's
+    premise = evidence, hypothesis = claim)."""
 
-    def __init__(self, directory: Path, *, threads: int = 1) -> None:
+    def __init__(self, directory: Path, *, threads: int = 1, label: str = ANSWERS) -> None:
         self.encoder = OnnxCrossEncoder(directory, threads=threads)
         labels = self.encoder.manifest.labels
-        if ANSWERS not in labels:
-            raise ModelUnavailableError(f"{directory} is not an answerability model: {labels}")
-        self._answers = labels.index(ANSWERS)
+        if label not in labels:
+            raise ModelUnavailableError(f"{directory} has no {label!r} label: {labels}")
+        self._answers = labels.index(label)
 
     @property
     def name(self) -> str:
@@ -66,8 +71,10 @@ class OnnxAnswerabilityScorer:
         return best
 
 
-def load_scorer(directory: Path, *, threads: int = 1) -> OnnxAnswerabilityScorer:
+def load_scorer(
+    directory: Path, *, threads: int = 1, label: str = ANSWERS
+) -> OnnxAnswerabilityScorer:
     """Load, verify and smoke-run the model: fail at start-up, not on a request."""
-    scorer = OnnxAnswerabilityScorer(directory, threads=threads)
+    scorer = OnnxAnswerabilityScorer(directory, threads=threads, label=label)
     scorer.score("What is theft?", ["Theft is punished with imprisonment."])
     return scorer

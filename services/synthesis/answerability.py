@@ -93,6 +93,16 @@ STRUCTURAL: frozenset[Requirement] = frozenset(
 )
 
 
+class StatementCheck(enum.Enum):
+    """What judges a statement (a claim to verify, ``intent.is_statement``) beside the keyword
+    rules: the answerability model as for a question, nothing more, or the entailment model
+    (does some evidence chunk entail the claim?)."""
+
+    MODEL = "model"
+    KEYWORDS = "keywords"
+    ENTAILMENT = "entailment"
+
+
 @dataclass(frozen=True, slots=True)
 class AnswerabilityOptions:
     """The mode and its two thresholds on P(answers) (0..1)."""
@@ -100,9 +110,18 @@ class AnswerabilityOptions:
     mode: AnswerabilityMode = AnswerabilityMode.OFF
     veto_below: float = 0.5
     rescue_at: float = 0.9
-    # Whether the model also judges statements (claims to verify, ``intent.is_statement``);
-    # False leaves them to the keyword rules: the model was trained on questions only.
-    statements: bool = True
+    # What judges statements: the answerability model was trained on questions only.
+    statements: StatementCheck = StatementCheck.MODEL
+    # With ``statements`` ENTAILMENT, the thresholds on P(entailment) that take the place of
+    # ``veto_below`` and ``rescue_at`` for a statement, under the same mode.
+    statement_veto_below: float = 0.0
+    statement_rescue_at: float = 1.0
+
+    def for_statements(self) -> AnswerabilityOptions:
+        """These options with the statement thresholds in place of the question ones."""
+        return replace(
+            self, veto_below=self.statement_veto_below, rescue_at=self.statement_rescue_at
+        )
 
     @property
     def enabled(self) -> bool:
@@ -206,7 +225,8 @@ def combine(
         if mode.vetoes and scores.best < options.veto_below:
             return _refuse(noted, decided=True)
         return noted
-    if mode.rescues and decision.failed in RESCUABLE:
+    # A rescue threshold of 1.0 rescues nothing (no calibrated threshold is that high).
+    if mode.rescues and options.rescue_at < 1.0 and decision.failed in RESCUABLE:
         answering = scores.at_least(options.rescue_at)
         if answering and scores.best >= options.rescue_at:  # every part answered
             return _answer(noted, answering, rescued=True)
@@ -317,6 +337,8 @@ class AnswerabilityCheck:
     ) -> None:
         self.options = options or AnswerabilityOptions()
         self.scorer: AnswerabilityScorer | None = None
+        # The entailment model, for statements (``StatementCheck.ENTAILMENT``).
+        self.statement_scorer: AnswerabilityScorer | None = None
         self.judge = judge
         self.band = band
 
@@ -324,5 +346,11 @@ class AnswerabilityCheck:
     def enabled(self) -> bool:
         return self.options.enabled
 
-    def load(self, scorer: AnswerabilityScorer, options: AnswerabilityOptions) -> None:
+    def load(
+        self,
+        scorer: AnswerabilityScorer,
+        options: AnswerabilityOptions,
+        statement_scorer: AnswerabilityScorer | None = None,
+    ) -> None:
         self.scorer, self.options = scorer, options
+        self.statement_scorer = statement_scorer

@@ -7,7 +7,11 @@ shared with retrieval's rerank.
 from __future__ import annotations
 
 from services.common.answerability_model import OnnxAnswerabilityScorer
-from services.synthesis.answerability import AnswerabilityMode, AnswerabilityOptions
+from services.synthesis.answerability import (
+    AnswerabilityMode,
+    AnswerabilityOptions,
+    StatementCheck,
+)
 
 __all__ = ["options_from_manifest"]
 
@@ -18,7 +22,9 @@ def options_from_manifest(
     veto_below: float | None = None,
     rescue_at: float | None = None,
     *,
-    statements: bool = True,
+    statements: StatementCheck = StatementCheck.MODEL,
+    statement_veto_below: float = 0.0,
+    statement_rescue_at: float = 1.0,
 ) -> AnswerabilityOptions:
     """Options for ``mode`` with the model's calibrated thresholds unless overridden.
 
@@ -46,5 +52,10 @@ def options_from_manifest(
     if rescue_at is None:
         rescue_at = manifest.threshold(rescue_key, defaults.rescue_at if shadow else None)
     return AnswerabilityOptions(
-        mode=chosen, veto_below=veto_below, rescue_at=rescue_at, statements=statements
+        mode=chosen,
+        veto_below=veto_below,
+        rescue_at=rescue_at,
+        statements=statements,
+        statement_veto_below=statement_veto_below,
+        statement_rescue_at=statement_rescue_at,
     )

@@ -27,6 +27,13 @@ ANSWERABILITY_MODES = ("off", "shadow", "veto", "rescue", "both", "model")
 DEFAULT_ANSWERABILITY_DIR = (
     Path(__file__).resolve().parents[2] / "models" / "answerability-minilm-l6"
 )
+# The shipped entailment model (the validator's), for statements in "entailment" mode; its
+# thresholds on P(entailment) were chosen on SciFact's tune half (docs/SYNTHESIS.md, "Claims").
+DEFAULT_STATEMENT_MODEL_DIR = (
+    Path(__file__).resolve().parents[2] / "models" / "entailment-minilm-l6"
+)
+DEFAULT_STATEMENT_VETO_BELOW = 0.03
+DEFAULT_STATEMENT_RESCUE_AT = 1.0  # 1.0: no rescue (the keyword rules must pass too)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,9 +52,13 @@ class AnswerabilitySettings:
     # The extractive complement's bar for a second document the model finds answering
     # (ExtractiveOptions.complement_answering_at); None: off.
     complement_answering_at: float | None = None
-    # Whether the model also judges statements (claims to verify), or leaves them to the
-    # keyword rules ("keywords").
-    statements: bool = True
+    # What judges statements (claims to verify): the answerability model ("model"), the keyword
+    # rules alone ("keywords"), or the entailment model ("entailment", from
+    # ``statement_model_dir``, with its own thresholds on P(entailment)).
+    statements: str = "entailment"
+    statement_model_dir: Path = DEFAULT_STATEMENT_MODEL_DIR
+    statement_veto_below: float = DEFAULT_STATEMENT_VETO_BELOW
+    statement_rescue_at: float = DEFAULT_STATEMENT_RESCUE_AT
 
     @classmethod
     def from_env(cls, env: EnvReader) -> AnswerabilitySettings:
@@ -57,8 +68,20 @@ class AnswerabilitySettings:
             threads=env.int("MODEL_THREADS", 1, minimum=1, maximum=64),
             veto_below=env.probability("ANSWERABILITY_VETO_BELOW"),
             rescue_at=env.probability("ANSWERABILITY_RESCUE_AT"),
-            statements=env.str("ANSWERABILITY_STATEMENTS", "model", choices=("model", "keywords"))
-            == "model",
+            statements=env.str(
+                "ANSWERABILITY_STATEMENTS",
+                "entailment",
+                choices=("model", "keywords", "entailment"),
+            ),
+            statement_model_dir=Path(
+                env.str("STATEMENT_MODEL_DIR", str(DEFAULT_STATEMENT_MODEL_DIR))
+            ),
+            statement_veto_below=env.float(
+                "STATEMENT_VETO_BELOW", DEFAULT_STATEMENT_VETO_BELOW, minimum=0.0, maximum=1.0
+            ),
+            statement_rescue_at=env.float(
+                "STATEMENT_RESCUE_AT", DEFAULT_STATEMENT_RESCUE_AT, minimum=0.0, maximum=1.0
+            ),
             complement_answering_at=env.probability("EXTRACTIVE_COMPLEMENT_ANSWERING_AT"),
             extractive_weight=env.float(
                 "EXTRACTIVE_ANSWERABILITY_WEIGHT", 0.15, minimum=0.0, maximum=1.0

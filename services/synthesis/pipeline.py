@@ -41,6 +41,7 @@ from services.synthesis.answerability import (
     ANSWERING_EFFECTS,
     QUESTION_TOO_LONG,
     AnswerabilityCheck,
+    StatementCheck,
     combine,
     judge_item,
     judged,
@@ -536,13 +537,21 @@ class SynthesisPipeline:
             raise ModelUnavailableError("the answerability model is not loaded yet")
         if not needs_scores(decision, check.options):
             return decision
-        if not check.options.statements and is_statement(analysis.focus):
+        scorer, options = check.scorer, check.options
+        statement = is_statement(analysis.focus)
+        if statement and options.statements is StatementCheck.KEYWORDS:
             return decision  # a claim to verify, left to the keyword rules by configuration
+        if statement and options.statements is StatementCheck.ENTAILMENT:
+            # A claim is answerable when some evidence chunk entails it: the entailment model
+            # scores it, against the statement thresholds (docs/SYNTHESIS.md, "Claims").
+            if check.statement_scorer is None:
+                raise ModelUnavailableError("the entailment model is not loaded yet")
+            scorer, options = check.statement_scorer, options.for_statements()
         mark = time.perf_counter()
-        with stage_span("answerability", mode=check.options.mode.value):
+        with stage_span("answerability", mode=options.mode.value):
             try:
                 scores = await asyncio.to_thread(
-                    score_evidence, check.scorer, analysis.focus, evidence, analysis.parts
+                    score_evidence, scorer, analysis.focus, evidence, analysis.parts
                 )
             except TooLongForModelError as exc:
                 # The model cannot read this question whole: the keyword rules decide alone,
@@ -551,10 +560,16 @@ class SynthesisPipeline:
                 annotate(effect=QUESTION_TOO_LONG)
                 timings["answerability"] = _ms_since(mark)
                 return replace(decision, answerability_effect=QUESTION_TOO_LONG)
-            keyword, decision = decision, combine(decision, scores, check.options)
+            keyword, decision = decision, combine(decision, scores, options)
             annotate(best=scores.best, effect=decision.answerability_effect)
         timings["answerability"] = _ms_since(mark)
-        if check.judge is not None and needs_judge(keyword, scores, check.options, check.band):
+        # The judge's band is on P(answers): a statement the entailment model scored is not
+        # escalated.
+        if (
+            check.judge is not None
+            and scorer is check.scorer
+            and needs_judge(keyword, scores, options, check.band)
+        ):
             mark = time.perf_counter()
             item = judge_item(analysis.focus, evidence, scores)
             with stage_span("judge", model=check.judge.model):

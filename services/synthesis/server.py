@@ -7,14 +7,18 @@ import logging
 
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as pb_grpc
 
-from services.common.answerability_model import load_scorer
+from services.common.answerability_model import ENTAILMENT, load_scorer
 from services.common.channels import ChannelPolicy, open_channel
 from services.common.errors import ModelUnavailableError
 from services.common.judge_client import build_judge, judge_band
 from services.common.logs import configure_logging
 from services.common.server import GrpcService, ServiceApp, run_until_signalled
 from services.common.tracing import configure_tracing
-from services.synthesis.answerability import DEFAULT_JUDGE_BAND, AnswerabilityCheck
+from services.synthesis.answerability import (
+    DEFAULT_JUDGE_BAND,
+    AnswerabilityCheck,
+    StatementCheck,
+)
 from services.synthesis.answerability_onnx import options_from_manifest
 from services.synthesis.clients import (
     RETRIEVE_METHOD,
@@ -134,10 +138,24 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
         a = config.answerability
         if a.mode == "off":
             return
+        statements = StatementCheck(a.statements)
         try:
             scorer = await asyncio.to_thread(load_scorer, a.model_dir, threads=a.threads)
             options = options_from_manifest(
-                scorer, a.mode, a.veto_below, a.rescue_at, statements=a.statements
+                scorer,
+                a.mode,
+                a.veto_below,
+                a.rescue_at,
+                statements=statements,
+                statement_veto_below=a.statement_veto_below,
+                statement_rescue_at=a.statement_rescue_at,
+            )
+            claims = (
+                await asyncio.to_thread(
+                    load_scorer, a.statement_model_dir, threads=a.threads, label=ENTAILMENT
+                )
+                if statements is StatementCheck.ENTAILMENT
+                else None
             )
         except ModelUnavailableError as exc:
             logger.error(
@@ -146,7 +164,7 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
                 exc.message,
             )
             raise
-        answerability.load(scorer, options)
+        answerability.load(scorer, options, claims)
         logger.info(
             "answerability model loaded",
             extra={
@@ -154,6 +172,16 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
                 "mode": options.mode.value,
                 "veto_below": options.veto_below,
                 "rescue_at": options.rescue_at,
+                "statements": statements.value,
+                **(
+                    {
+                        "statement_model": claims.name,
+                        "statement_veto_below": options.statement_veto_below,
+                        "statement_rescue_at": options.statement_rescue_at,
+                    }
+                    if claims is not None
+                    else {}
+                ),
             },
         )
 

@@ -19,6 +19,7 @@ from services.common.refusal import REFUSAL
 from services.synthesis import server as synthesis_server
 from services.synthesis.config import (
     DEFAULT_ANSWERABILITY_DIR,
+    DEFAULT_STATEMENT_MODEL_DIR,
     SERVICE_NAME,
     SynthesisConfig,
 )
@@ -30,6 +31,9 @@ pytestmark = pytest.mark.integration
 
 MANIFEST = json.loads((DEFAULT_ANSWERABILITY_DIR / "manifest.json").read_text())
 MODEL_NAME = MANIFEST["name"]
+STATEMENT_MODEL_NAME = json.loads((DEFAULT_STATEMENT_MODEL_DIR / "manifest.json").read_text())[
+    "name"
+]
 
 
 @pytest.fixture(scope="module")
@@ -104,9 +108,34 @@ class TestAnswerabilityOverGrpc:
         assert response.sufficiency.answerability_model == ""
         assert dict(response.sufficiency.answerability_by_id) == {}
 
-    async def test_rpc_a_corrupt_model_never_serves(self, tmp_path: Path) -> None:
+    async def test_rpc_a_statement_is_scored_by_the_entailment_model(
+        self, both_stack: Stack
+    ) -> None:
+        # A claim to verify: the entailment model scores it (P(a chunk entails it)), not the
+        # answerability model, and the report names it.
+        stated = await _ask(
+            both_stack.synthesis,
+            "Whoever commits theft shall be punished with imprisonment which may extend to "
+            "three years.",
+        )
+        assert stated.sufficiency.answerability_model == STATEMENT_MODEL_NAME
+        assert stated.status == spb.ANSWER_STATUS_ANSWERED
+        assert stated.sufficiency.answerability_score >= 0.5
+        question = await _ask(both_stack.synthesis, "What is the punishment for theft?")
+        assert question.sufficiency.answerability_model == MODEL_NAME
+
+    @pytest.mark.parametrize(
+        ("variable", "default"),
+        [
+            ("SYNTHESIS_ANSWERABILITY_MODEL_DIR", DEFAULT_ANSWERABILITY_DIR),
+            ("SYNTHESIS_STATEMENT_MODEL_DIR", DEFAULT_STATEMENT_MODEL_DIR),
+        ],
+    )
+    async def test_rpc_a_corrupt_model_never_serves(
+        self, tmp_path: Path, variable: str, default: Path
+    ) -> None:
         broken = tmp_path / "model"
-        shutil.copytree(DEFAULT_ANSWERABILITY_DIR, broken)
+        shutil.copytree(default, broken)
         (broken / "model.onnx").write_bytes(b"truncated")
         app = synthesis_server.create_app(
             SynthesisConfig.from_env(
@@ -114,7 +143,7 @@ class TestAnswerabilityOverGrpc:
                     "SYNTHESIS_PORT": "0",
                     "SYNTHESIS_METRICS_PORT": "0",
                     "SYNTHESIS_ANSWERABILITY": "veto",
-                    "SYNTHESIS_ANSWERABILITY_MODEL_DIR": str(broken),
+                    variable: str(broken),
                 }
             )
         )

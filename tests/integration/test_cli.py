@@ -81,7 +81,10 @@ class TestCliAsk:
         # Each judged sentence says what decided it: a verbatim quote or the model's scores.
         details = [line for line in lines if not line.lstrip().startswith("#")]
         assert details and all("from IPC_" in line for line in details)
-        assert "tiers:      citations, coverage, numbers, negation, penalty, roles, entailment" in run.out
+        assert (
+            "tiers:      citations, coverage, numbers, negation, penalty, roles, entailment"
+            in run.out
+        )
 
     async def test_ask_json_prints_the_whole_response(self, stack: Stack) -> None:
         run = await run_cli(ANSWERABLE, "--address", stack.synthesis, "--json", "--top-k", "3")

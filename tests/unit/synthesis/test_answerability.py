@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import pytest
 
@@ -18,6 +19,7 @@ from services.synthesis.answerability import (
     AnswerabilityMode,
     AnswerabilityOptions,
     AnswerabilityScores,
+    StatementCheck,
     combine,
     judge_item,
     judged,
@@ -140,6 +142,28 @@ class TestCombine:
             assert combined.failed is None
             assert "B" in combined.supporting_ids and "A" not in combined.supporting_ids
 
+    def test_a_rescue_threshold_of_one_rescues_nothing(self) -> None:
+        certain = AnswerabilityScores("m", {"A": 1.0})
+        options = AnswerabilityOptions(AnswerabilityMode.BOTH, veto_below=0.5, rescue_at=1.0)
+
+        combined = combine(decision(Requirement.KEY_TERM_MATCH), certain, options)
+
+        assert not combined.sufficient and combined.answerability_effect == ""
+
+    def test_statement_thresholds_take_the_place_of_the_question_ones(self) -> None:
+        options = AnswerabilityOptions(
+            AnswerabilityMode.BOTH,
+            veto_below=0.5,
+            rescue_at=0.9,
+            statement_veto_below=0.03,
+            statement_rescue_at=1.0,
+        )
+        statement = options.for_statements()
+        assert (statement.veto_below, statement.rescue_at) == (0.03, 1.0)
+        assert statement.mode is AnswerabilityMode.BOTH
+        assert combine(decision(None), LOW, statement).sufficient  # 0.3 >= 0.03
+        assert not combine(decision(None), LOW, options).sufficient  # 0.3 < 0.5
+
     def test_a_question_naming_a_section_is_left_to_the_keyword_rules(self) -> None:
         named = replace(decision(None), key_terms=extract_key_terms("what does section 302 say"))
         options = AnswerabilityOptions(AnswerabilityMode.BOTH, veto_below=0.5, rescue_at=0.9)
@@ -200,13 +224,14 @@ def _pipeline(
     *,
     judge: ScriptedJudge | None = None,
     generator: ExtractiveGenerator | None = None,
-    **opts: float,
+    statement_scorer: TableScorer | None = None,
+    **opts: Any,
 ) -> SynthesisPipeline:
     check = AnswerabilityCheck(
         AnswerabilityOptions(AnswerabilityMode(mode), **opts), judge=judge, band=Band(0.2, 0.9)
     )
     if scorer is not None:
-        check.load(scorer, check.options)
+        check.load(scorer, check.options, statement_scorer)
     return SynthesisPipeline(
         retriever,
         EngineValidator(),
@@ -272,9 +297,9 @@ class TestPipeline:
         assert result.status is SynthesisStatus.ANSWERED
         assert result.answer.split("]")[0].endswith(leading)
 
-    @pytest.mark.parametrize("statements", [True, False])
+    @pytest.mark.parametrize("statements", [StatementCheck.MODEL, StatementCheck.KEYWORDS])
     async def test_statements_may_be_left_to_the_keyword_rules(
-        self, ipc: Mapping[str, Chunk], statements: bool
+        self, ipc: Mapping[str, Chunk], statements: StatementCheck
     ) -> None:
         retriever = FakeRetriever(scored(ipc, *THEFT_IDS))
         scorer = TableScorer({}, default=0.05)  # the model would veto anything
@@ -283,7 +308,7 @@ class TestPipeline:
 
         result = await synth.answer(SynthesisRequest(claim, top_k=3))
 
-        if statements:  # the default: the model judges claims too
+        if statements is StatementCheck.MODEL:  # the answerability model judges claims too
             assert result.sufficiency.answerability_effect == "vetoed"
             assert len(scorer.calls) == 1
         else:
@@ -291,7 +316,49 @@ class TestPipeline:
             assert scorer.calls == [] and result.sufficiency.answerability is None
         # A question is scored either way.
         await synth.answer(SynthesisRequest("What is the punishment for theft?", top_k=3))
-        assert len(scorer.calls) == (2 if statements else 1)
+        assert len(scorer.calls) == (2 if statements is StatementCheck.MODEL else 1)
+
+    @pytest.mark.parametrize(("entailed", "answered"), [(0.9, True), (0.02, False)])
+    async def test_a_statement_is_judged_by_the_entailment_model(
+        self, ipc: Mapping[str, Chunk], entailed: float, answered: bool
+    ) -> None:
+        retriever = FakeRetriever(scored(ipc, *THEFT_IDS))
+        answers = TableScorer({}, default=0.05)  # the answerability model would veto anything
+        entails = TableScorer({"commits theft": entailed}, default=0.01)
+        synth = _pipeline(
+            retriever,
+            answers,
+            "both",
+            statement_scorer=entails,
+            statements=StatementCheck.ENTAILMENT,
+            veto_below=0.5,
+            statement_veto_below=0.03,
+            statement_rescue_at=1.0,
+        )
+        claim = "Theft is punished with imprisonment which may extend to three years."
+
+        result = await synth.answer(SynthesisRequest(claim, top_k=3))
+
+        # Only the entailment model scored the claim, against the statement threshold (0.03,
+        # not the question's 0.5), and the response names it.
+        assert answers.calls == [] and len(entails.calls) == 1
+        assert result.sufficiency.answerability == entailed
+        assert result.sufficiency.answerability_model == "table-scorer"
+        assert (result.status is SynthesisStatus.ANSWERED) is answered
+        if not answered:
+            assert result.sufficiency.answerability_effect == "vetoed"
+        # A question still goes to the answerability model.
+        await synth.answer(SynthesisRequest("What is the punishment for theft?", top_k=3))
+        assert len(answers.calls) == 1 and len(entails.calls) == 1
+
+    async def test_a_statement_without_the_entailment_model_fails_closed(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        retriever = FakeRetriever(scored(ipc, *THEFT_IDS))
+        synth = _pipeline(retriever, TableScorer({}), "both", statements=StatementCheck.ENTAILMENT)
+        claim = "Theft is punished with imprisonment which may extend to three years."
+        with pytest.raises(ModelUnavailableError, match="entailment model"):
+            await synth.answer(SynthesisRequest(claim, top_k=3))
 
     async def test_rescue_scores_only_a_refusal_it_may_overrule(
         self, ipc: Mapping[str, Chunk]
@@ -490,9 +557,15 @@ class TestExtractiveWeightSetting:
         from services.synthesis.config import SynthesisConfig
 
         assert SynthesisConfig.from_env({}).answerability.extractive_weight == 0.15
-        assert SynthesisConfig.from_env({}).answerability.statements is True
+        default = SynthesisConfig.from_env({}).answerability
+        assert default.statements == "entailment"
+        assert (default.statement_veto_below, default.statement_rescue_at) == (0.03, 1.0)
+        assert default.statement_model_dir.name == "entailment-minilm-l6"
         keywords = {"SYNTHESIS_ANSWERABILITY_STATEMENTS": "keywords"}
-        assert SynthesisConfig.from_env(keywords).answerability.statements is False
+        assert SynthesisConfig.from_env(keywords).answerability.statements == "keywords"
+        tuned = {"SYNTHESIS_STATEMENT_VETO_BELOW": "0.1", "SYNTHESIS_STATEMENT_RESCUE_AT": "0.8"}
+        statement = SynthesisConfig.from_env(tuned).answerability
+        assert (statement.statement_veto_below, statement.statement_rescue_at) == (0.1, 0.8)
         config = SynthesisConfig.from_env({"SYNTHESIS_EXTRACTIVE_ANSWERABILITY_WEIGHT": "0"})
         assert config.answerability.extractive_weight == 0.0
 

@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from services.common.answerability_model import OnnxAnswerabilityScorer, load_scorer
+from services.common.answerability_model import ENTAILMENT, OnnxAnswerabilityScorer, load_scorer
 from services.common.cross_encoder import sha256
 from services.common.errors import ModelUnavailableError, TooLongForModelError
-from services.synthesis.answerability import AnswerabilityMode
+from services.synthesis.answerability import AnswerabilityMode, StatementCheck
 from services.synthesis.answerability_onnx import options_from_manifest
 from services.synthesis.config import (
     DEFAULT_ANSWERABILITY_DIR,
+    DEFAULT_STATEMENT_MODEL_DIR,
     AnswerabilitySettings,
     SynthesisConfig,
 )
@@ -59,8 +60,19 @@ class TestIntegrity:
 
     def test_load_rejects_a_model_with_other_labels(self) -> None:
         entailment = DEFAULT_ANSWERABILITY_DIR.parent / "entailment-minilm-l6"
-        with pytest.raises(ModelUnavailableError, match="not an answerability model"):
+        with pytest.raises(ModelUnavailableError, match="no 'answers' label"):
             OnnxAnswerabilityScorer(entailment)
+        with pytest.raises(ModelUnavailableError, match="no 'entailment' label"):
+            OnnxAnswerabilityScorer(DEFAULT_ANSWERABILITY_DIR, label=ENTAILMENT)
+
+    def test_the_entailment_model_scores_a_claim_its_evidence_states(self) -> None:
+        """Statements (claims to verify) are scored by the entailment model: P(entailment)."""
+        claims = load_scorer(DEFAULT_STATEMENT_MODEL_DIR, label=ENTAILMENT)
+        stated, unrelated = claims.score(
+            "Theft is punishable with imprisonment of up to three years.",
+            [THEFT_PUNISHMENT, "The sky over the city was clear that evening."],
+        )
+        assert stated > 0.5 > unrelated
 
 
 class TestScores:
@@ -128,8 +140,17 @@ class TestScores:
         # veto and rescue alone have their own thresholds
         assert options_from_manifest(scorer, "veto").veto_below == calibration["veto_only_below"]
         assert options_from_manifest(scorer, "rescue").rescue_at == calibration["rescue_only_at"]
-        assert both.statements is True
-        assert options_from_manifest(scorer, "both", statements=False).statements is False
+        assert both.statements is StatementCheck.MODEL
+        keywords = options_from_manifest(scorer, "both", statements=StatementCheck.KEYWORDS)
+        assert keywords.statements is StatementCheck.KEYWORDS
+        entailment = options_from_manifest(
+            scorer,
+            "both",
+            statements=StatementCheck.ENTAILMENT,
+            statement_veto_below=0.03,
+            statement_rescue_at=1.0,
+        )
+        assert (entailment.statement_veto_below, entailment.statement_rescue_at) == (0.03, 1.0)
 
 
 class TestConfig:
