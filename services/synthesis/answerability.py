@@ -116,11 +116,17 @@ class AnswerabilityOptions:
     # ``veto_below`` and ``rescue_at`` for a statement, under the same mode.
     statement_veto_below: float = 0.0
     statement_rescue_at: float = 1.0
+    # What a veto names as failed: no sentence answers the question, or (for a statement) none
+    # states the claim.
+    requirement: Requirement = Requirement.ANSWERING_SENTENCE
 
     def for_statements(self) -> AnswerabilityOptions:
         """These options with the statement thresholds in place of the question ones."""
         return replace(
-            self, veto_below=self.statement_veto_below, rescue_at=self.statement_rescue_at
+            self,
+            veto_below=self.statement_veto_below,
+            rescue_at=self.statement_rescue_at,
+            requirement=Requirement.STATING_SENTENCE,
         )
 
     @property
@@ -219,26 +225,33 @@ def combine(
             return noted
         answering = scores.at_least(options.veto_below)
         if not answering or scores.best < options.veto_below:
-            return _refuse(noted, decided=decision.sufficient)
-        return _answer(noted, answering, rescued=not decision.sufficient)
+            return _refuse(noted, decided=decision.sufficient, requirement=options.requirement)
+        return _answer(
+            noted, answering, rescued=not decision.sufficient, requirement=options.requirement
+        )
     if decision.sufficient:
         if mode.vetoes and scores.best < options.veto_below:
-            return _refuse(noted, decided=True)
+            return _refuse(noted, decided=True, requirement=options.requirement)
         return noted
     # A rescue threshold of 1.0 rescues nothing (no calibrated threshold is that high).
     if mode.rescues and options.rescue_at < 1.0 and decision.failed in RESCUABLE:
         answering = scores.at_least(options.rescue_at)
         if answering and scores.best >= options.rescue_at:  # every part answered
-            return _answer(noted, answering, rescued=True)
+            return _answer(noted, answering, rescued=True, requirement=options.requirement)
     return noted
 
 
-def _refuse(decision: SufficiencyDecision, *, decided: bool) -> SufficiencyDecision:
-    checked = (*decision.requirements, Requirement.ANSWERING_SENTENCE)
+def _refuse(
+    decision: SufficiencyDecision,
+    *,
+    decided: bool,
+    requirement: Requirement = Requirement.ANSWERING_SENTENCE,
+) -> SufficiencyDecision:
+    checked = (*decision.requirements, requirement)
     return replace(
         decision,
         sufficient=False,
-        failed=Requirement.ANSWERING_SENTENCE,
+        failed=requirement,
         requirements=checked,
         supporting_ids=(),
         answerability_effect="vetoed" if decided else "",
@@ -246,9 +259,13 @@ def _refuse(decision: SufficiencyDecision, *, decided: bool) -> SufficiencyDecis
 
 
 def _answer(
-    decision: SufficiencyDecision, answering: tuple[str, ...], *, rescued: bool
+    decision: SufficiencyDecision,
+    answering: tuple[str, ...],
+    *,
+    rescued: bool,
+    requirement: Requirement = Requirement.ANSWERING_SENTENCE,
 ) -> SufficiencyDecision:
-    checked = (*decision.requirements, Requirement.ANSWERING_SENTENCE)
+    checked = (*decision.requirements, requirement)
     relevant = tuple(dict.fromkeys((*decision.relevant_ids, *answering)))
     return replace(
         decision,

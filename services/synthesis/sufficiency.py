@@ -206,6 +206,8 @@ class Requirement(enum.Enum):
     ANSWERING_SENTENCE = "ANSWERING_SENTENCE"
     # "How many ...?" needs a number, "In what year ...?" a time, in some relevant chunk.
     ANSWER_TYPE = "ANSWER_TYPE"
+    # A statement (a claim to verify): the entailment model found no evidence sentence stating it.
+    STATING_SENTENCE = "STATING_SENTENCE"
 
 
 _INTENT_REQUIREMENT: dict[Intent, Requirement] = {
@@ -227,6 +229,7 @@ _DESCRIPTIONS: dict[Requirement, str] = {
     Requirement.SCOPE_LANGUAGE: "no relevant evidence states an extent or applicability",
     Requirement.NAMED_TERMS_MATCH: "the relevant evidence lacks a name or number the question uses",
     Requirement.ANSWERING_SENTENCE: "no evidence sentence answers the question",
+    Requirement.STATING_SENTENCE: "no evidence sentence states the claim",
     Requirement.ANSWER_TYPE: "no relevant evidence holds the kind of answer asked for",
 }
 

@@ -347,6 +347,9 @@ class TestPipeline:
         assert (result.status is SynthesisStatus.ANSWERED) is answered
         if not answered:
             assert result.sufficiency.answerability_effect == "vetoed"
+            # The refusal names what a statement lacks: no evidence sentence states it.
+            assert result.sufficiency.failed is Requirement.STATING_SENTENCE
+            assert result.sufficiency.requirements[-1] is Requirement.STATING_SENTENCE
         # A question still goes to the answerability model.
         await synth.answer(SynthesisRequest("What is the punishment for theft?", top_k=3))
         assert len(answers.calls) == 1 and len(entails.calls) == 1
