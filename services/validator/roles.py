@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from services.common.language.negation import CUES
 from services.common.language.text import word_list
@@ -145,6 +146,9 @@ _DET = r"(?:a|an|any|the|every|his|her|their|such)"
 # relative"), each optionally with a determiner.
 _ROLE_LIST = rf"(?:{_DET}\s+)?(?:{_ROLE})(?:(?:\s*,\s*|\s+(?:or|and)\s+)(?:{_DET}\s+)?(?:{_ROLE}))*"
 _ROLE_RE = re.compile(rf"\b({_ROLE})\b")
+# The last word of every role: a text holding none of them names no role (a cheap pre-check).
+_ROLE_WORDS = frozenset(name.split()[-1] for name in _ROLES)
+_WORD_RE = re.compile(r"[a-z]+")
 
 # Statute side. The offence frame: "Whoever" or a role-headed subject at a clause start.
 _WHOEVER_RE = re.compile(r"\bwhoever\b")
@@ -198,8 +202,10 @@ def _roles_in(text: str) -> frozenset[str]:
     return frozenset(_ROLES[m] for m in _ROLE_RE.findall(text))
 
 
+@lru_cache(maxsize=4096)
 def statute_roles(text: str) -> StatuteRoles:
-    """The offender roles a statute text names and the roles it names otherwise."""
+    """The offender roles a statute text names and the roles it names otherwise (memoised:
+    the same passages recur across sentences and requests)."""
     flat = _flat(text)
     offenders: set[str] = set()
     for m in _APPOSITIVE_RE.finditer(flat):
@@ -217,7 +223,8 @@ def claim_offenders(claim: str) -> frozenset[str]:
     """The roles a claim names as the doer of the offence; empty where it names none plainly
     (or is negated: "a wife who ... is not punishable under this section" is true)."""
     flat = _flat(claim)
-    if _DENIALS.intersection(re.findall(r"[a-z']+", flat)) or "n't" in flat:
+    words = set(_WORD_RE.findall(flat))
+    if _ROLE_WORDS.isdisjoint(words) or not _DENIALS.isdisjoint(words) or "n't" in flat:
         return frozenset()
     found: set[str] = set()
     for pattern in _CLAIM_PATTERNS:
