@@ -15,12 +15,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from services.common.cross_encoder import OnnxCrossEncoder
 from services.common.errors import ModelUnavailableError, TooLongForModelError
 from services.common.language.windows import token_windows
 
 ANSWERS = "answers"
 ENTAILMENT = "entailment"
+CONTRADICTION = "contradiction"
 # The fewest passage tokens a window must hold beside the question: a question longer than the
 # window less these is too long for the model (TooLongForModelError), whatever the evidence.
 MIN_PASSAGE_TOKENS = 16
@@ -31,12 +34,25 @@ class OnnxAnswerabilityScorer:
     from the answerability model, or P(entailment) from the entailment model (the validator's
     premise = evidence, hypothesis = claim)."""
 
-    def __init__(self, directory: Path, *, threads: int = 1, label: str = ANSWERS) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        threads: int = 1,
+        label: str = ANSWERS,
+        counter_label: str | None = None,
+        counter_at: float = 1.0,
+    ) -> None:
         self.encoder = OnnxCrossEncoder(directory, threads=threads)
         labels = self.encoder.manifest.labels
-        if label not in labels:
-            raise ModelUnavailableError(f"{directory} has no {label!r} label: {labels}")
+        for wanted in filter(None, (label, counter_label)):
+            if wanted not in labels:
+                raise ModelUnavailableError(f"{directory} has no {wanted!r} label: {labels}")
         self._answers = labels.index(label)
+        # A second label that decides as well, once it reaches ``counter_at``: a passage that
+        # contradicts a claim decides it as much as one that entails it.
+        self._counter = labels.index(counter_label) if counter_label else None
+        self._counter_at = counter_at
 
     @property
     def name(self) -> str:
@@ -65,16 +81,31 @@ class OnnxAnswerabilityScorer:
                 pairs.append((passage[start:end], question))
         best = [0.0] * len(passages)
         if pairs:
-            probs = encoder.probabilities(pairs)[:, self._answers]
+            table = encoder.probabilities(pairs)
+            probs = table[:, self._answers]
+            if self._counter is not None:
+                counter = table[:, self._counter]
+                probs = np.maximum(probs, np.where(counter >= self._counter_at, counter, 0.0))
             for n, p in zip(owners, probs, strict=True):
                 best[n] = max(best[n], float(p))
         return best
 
 
 def load_scorer(
-    directory: Path, *, threads: int = 1, label: str = ANSWERS
+    directory: Path,
+    *,
+    threads: int = 1,
+    label: str = ANSWERS,
+    counter_label: str | None = None,
+    counter_at: float = 1.0,
 ) -> OnnxAnswerabilityScorer:
     """Load, verify and smoke-run the model: fail at start-up, not on a request."""
-    scorer = OnnxAnswerabilityScorer(directory, threads=threads, label=label)
+    scorer = OnnxAnswerabilityScorer(
+        directory,
+        threads=threads,
+        label=label,
+        counter_label=counter_label,
+        counter_at=counter_at,
+    )
     scorer.score("What is theft?", ["Theft is punished with imprisonment."])
     return scorer

@@ -34,6 +34,8 @@ DEFAULT_STATEMENT_MODEL_DIR = (
 )
 DEFAULT_STATEMENT_VETO_BELOW = 0.03
 DEFAULT_STATEMENT_RESCUE_AT = 1.0  # 1.0: no rescue (the keyword rules must pass too)
+# A chunk contradicting a statement this surely decides it too (docs/SYNTHESIS.md, "Claims").
+DEFAULT_STATEMENT_CONTRADICTION_AT = 0.9
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +61,9 @@ class AnswerabilitySettings:
     statement_model_dir: Path = DEFAULT_STATEMENT_MODEL_DIR
     statement_veto_below: float = DEFAULT_STATEMENT_VETO_BELOW
     statement_rescue_at: float = DEFAULT_STATEMENT_RESCUE_AT
+    # A statement some chunk contradicts with at least this P(contradiction) counts as decided
+    # by the evidence (its score is that probability); 1.0: only entailment counts.
+    statement_contradiction_at: float = DEFAULT_STATEMENT_CONTRADICTION_AT
 
     @classmethod
     def from_env(cls, env: EnvReader) -> AnswerabilitySettings:
@@ -81,6 +86,12 @@ class AnswerabilitySettings:
             ),
             statement_rescue_at=env.float(
                 "STATEMENT_RESCUE_AT", DEFAULT_STATEMENT_RESCUE_AT, minimum=0.0, maximum=1.0
+            ),
+            statement_contradiction_at=env.float(
+                "STATEMENT_CONTRADICTION_AT",
+                DEFAULT_STATEMENT_CONTRADICTION_AT,
+                minimum=0.0,
+                maximum=1.0,
             ),
             complement_answering_at=env.probability("EXTRACTIVE_COMPLEMENT_ANSWERING_AT"),
             extractive_weight=env.float(

@@ -7,7 +7,7 @@ import logging
 
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as pb_grpc
 
-from services.common.answerability_model import ENTAILMENT, load_scorer
+from services.common.answerability_model import CONTRADICTION, ENTAILMENT, load_scorer
 from services.common.channels import ChannelPolicy, open_channel
 from services.common.errors import ModelUnavailableError
 from services.common.judge_client import build_judge, judge_band
@@ -152,7 +152,13 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
             )
             claims = (
                 await asyncio.to_thread(
-                    load_scorer, a.statement_model_dir, threads=a.threads, label=ENTAILMENT
+                    load_scorer,
+                    a.statement_model_dir,
+                    threads=a.threads,
+                    label=ENTAILMENT,
+                    # 1.0 turns it off: only entailment counts.
+                    counter_label=CONTRADICTION if a.statement_contradiction_at < 1.0 else None,
+                    counter_at=a.statement_contradiction_at,
                 )
                 if statements is StatementCheck.ENTAILMENT
                 else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[3]
 GOLDEN = ROOT / "data/golden/ipc_golden_v1.jsonl"
 PLAIN = ROOT / "data/golden/ipc_plain_v1.jsonl"
 TUNE = ROOT / "data/golden/ipc_plain_tune_v1.jsonl"
+STATEMENTS = ROOT / "data/golden/ipc_statements_v1.jsonl"
 IPC = ROOT / "data/corpora/indian_law/ipc.json"
 
 
@@ -99,6 +101,18 @@ class TestShippedGolden:
         # so they must stay clear of ipc_golden_v1's ipc-001..ipc-112.
         golden_ids = {i.id for i in load_golden(GOLDEN)}
         assert not golden_ids & {i.id for i in load_golden(TUNE)}
+
+    def test_statement_set_loads_matches_corpus_and_keeps_its_own_ids(self) -> None:
+        items = load_golden(STATEMENTS)
+        kinds = Counter(i.rationale.split(":")[0] for i in items)
+        assert kinds == {"TRUE": 60, "FALSE": 45, "NOT-IN-IPC": 45}
+        # True and false statements are answerable: their section decides them.
+        assert all(
+            i.answerable == (k != "NOT-IN-IPC") for i in items for k in [i.rationale.split(":")[0]]
+        )
+        assert check_against_corpus(items, load_ipc_sections(IPC)) == []
+        others = {i.id for path in (GOLDEN, TUNE) for i in load_golden(path)}
+        assert not others & {i.id for i in items}
 
 
 class TestLoadGolden:

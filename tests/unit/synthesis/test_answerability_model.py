@@ -12,7 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from services.common.answerability_model import ENTAILMENT, OnnxAnswerabilityScorer, load_scorer
+from services.common.answerability_model import (
+    CONTRADICTION,
+    ENTAILMENT,
+    OnnxAnswerabilityScorer,
+    load_scorer,
+)
 from services.common.cross_encoder import sha256
 from services.common.errors import ModelUnavailableError, TooLongForModelError
 from services.synthesis.answerability import AnswerabilityMode, StatementCheck
@@ -73,6 +78,29 @@ class TestIntegrity:
             [THEFT_PUNISHMENT, "The sky over the city was clear that evening."],
         )
         assert stated > 0.5 > unrelated
+
+    def test_a_claim_the_evidence_contradicts_is_decided_only_with_the_counter_label(self) -> None:
+        """A passage that contradicts a claim decides it as well (``counter_label``), once
+        P(contradiction) reaches ``counter_at``; without it only P(entailment) counts."""
+        claim = "Theft is punishable with imprisonment for life."
+        plain = load_scorer(DEFAULT_STATEMENT_MODEL_DIR, label=ENTAILMENT)
+        decided = load_scorer(
+            DEFAULT_STATEMENT_MODEL_DIR,
+            label=ENTAILMENT,
+            counter_label=CONTRADICTION,
+            counter_at=0.9,
+        )
+        (entailed,) = plain.score(claim, [THEFT_PUNISHMENT])
+        (either,) = decided.score(claim, [THEFT_PUNISHMENT])
+        assert entailed < 0.03  # the section does not state it ...
+        assert either >= 0.9  # ... it contradicts it
+        unreachable = load_scorer(
+            DEFAULT_STATEMENT_MODEL_DIR,
+            label=ENTAILMENT,
+            counter_label=CONTRADICTION,
+            counter_at=1.0,
+        )
+        assert unreachable.score(claim, [THEFT_PUNISHMENT]) == [entailed]
 
 
 class TestScores:
