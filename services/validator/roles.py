@@ -249,16 +249,19 @@ def problems(claim: str, cited: Iterable[str]) -> list[str]:
     statutes = [statute_roles(t) for t in texts]
     if not statutes or not all(s.framed for s in statutes):
         return []
+    mentioned = _roles_in(_flat(claim))
     found: list[str] = []
     for s in statutes:
-        issue = _against(stated, s)
+        issue = _against(stated, s, mentioned)
         if issue is None:
             return []
         found.append(issue)
     return list(dict.fromkeys(found))
 
 
-def _against(stated: frozenset[str], statute: StatuteRoles) -> str | None:
+def _against(
+    stated: frozenset[str], statute: StatuteRoles, mentioned: frozenset[str]
+) -> str | None:
     if any(_same(a, b) for a in stated for b in statute.offenders):
         return None
     named = f"a {_names(statute.offenders)}" if statute.offenders else "anyone ('whoever')"
@@ -273,6 +276,11 @@ def _against(stated: frozenset[str], statute: StatuteRoles) -> str | None:
         )
     for left, right in _COUNTERPARTS:
         for mine, theirs in ((left, right), (right, left)):
+            # A person class swaps only where the claim names the other side too ("a woman who
+            # deceives a man"): "a woman who consents ..." or "when the woman agrees ..." is
+            # the victim acting, not the offender.
+            if stated & mine <= _PERSON_CLASSES and not mentioned & theirs:
+                continue
             if stated & mine and statute.offenders & theirs:
                 return (
                     f"the claim makes the {_names(stated & mine)} the offender; the cited "

@@ -169,6 +169,17 @@ class TestPersonClasses:
             problems("A woman who assaults a girl to outrage her modesty is liable.", [s354]) == []
         )
 
+    @pytest.mark.parametrize(
+        "claim",
+        [
+            "A woman who consents because she was deceived into a fake marriage is protected.",
+            "It is an offence even when the woman agrees to live with him.",
+        ],
+    )
+    def test_a_person_class_acting_as_the_victim_is_not_a_swap(self, claim: str) -> None:
+        # The claim names no man: the woman acts, but as the one deceived, not the deceiver.
+        assert problems(claim, [ipc_text("493")]) == []
+
     def test_the_counterpart_of_a_class_named_offender_fails(self) -> None:
         (problem,) = problems(
             "A woman who deceives a man into believing they are married faces ten years.",
