@@ -185,6 +185,13 @@ _CLAIM_PATTERNS: tuple[re.Pattern[str], ...] = (
 )
 
 
+# Anywhere in a claim, a role doing something in a who-clause ("to a clerk who then
+# misappropriates it"): too loose to name the offender, enough to show the claim names it.
+_ACTING_RE = re.compile(
+    rf"\b({_ROLE_LIST})\s+who\s+(?:(?:then|later|also|subsequently|afterwards)\s+)?(\w+)"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class StatuteRoles:
     """The roles one statute text names: as the offender, and in any other part."""
@@ -223,6 +230,14 @@ def claim_offenders(claim: str) -> frozenset[str]:
     """The roles a claim names as the doer of the offence; empty where it names none plainly
     (or is negated: "a wife who ... is not punishable under this section" is true)."""
     flat = _flat(claim)
+    # A role the claim names again elsewhere ("a public servant who threatens another public
+    # servant") may be both parties: not read.
+    mentions = [_ROLES[m] for m in _ROLE_RE.findall(flat)]
+    return frozenset(r for r in _doers(flat) if mentions.count(r) == 1)
+
+
+def _doers(flat: str) -> frozenset[str]:
+    """Every role the (flattened) claim names as the one who acts."""
     words = set(_WORD_RE.findall(flat))
     if _ROLE_WORDS.isdisjoint(words) or not _DENIALS.isdisjoint(words) or "n't" in flat:
         return frozenset()
@@ -232,10 +247,7 @@ def claim_offenders(claim: str) -> frozenset[str]:
             if m[2] and m[2] in _NOT_ACTION:  # "a woman who is subjected to ..." is the victim
                 continue
             found |= _roles_in(m[1])
-    # A role the claim names again elsewhere ("a public servant who threatens another public
-    # servant") may be both parties: not read.
-    mentions = [_ROLES[m] for m in _ROLE_RE.findall(flat)]
-    return frozenset(r for r in found if mentions.count(r) == 1)
+    return frozenset(found)
 
 
 def problems(claim: str, cited: Iterable[str]) -> list[str]:
@@ -249,9 +261,20 @@ def problems(claim: str, cited: Iterable[str]) -> list[str]:
     statutes = [statute_roles(t) for t in texts]
     if not statutes or not all(s.framed for s in statutes):
         return []
-    mentioned = _roles_in(_flat(claim))
+    flat = _flat(claim)
+    mentioned = _roles_in(flat)
+    doers = _doers(flat) | frozenset(
+        role
+        for m in _ACTING_RE.finditer(flat)
+        if m[2] not in _NOT_ACTION
+        for role in _roles_in(m[1])
+    )
     found: list[str] = []
     for s in statutes:
+        # The claim names the statute's offender acting too ("where an employer entrusts
+        # property to a clerk who then misappropriates it"): the right offender is there.
+        if any(_same(a, b) for a in doers for b in s.offenders):
+            return []
         issue = _against(stated, s, mentioned)
         if issue is None:
             return []

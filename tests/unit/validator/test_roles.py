@@ -117,6 +117,13 @@ class TestProblems:
     def test_the_right_offender_passes(self, claim: str, statute: str) -> None:
         assert problems(claim, [statute]) == []
 
+    def test_a_claim_naming_the_statutes_offender_acting_is_not_a_swap(self) -> None:
+        claim = (
+            "Where an employer entrusts goods to a clerk who then misappropriates them, "
+            "the clerk can be jailed for seven years."
+        )
+        assert problems(claim, [S408]) == []
+
     def test_any_cited_text_that_agrees_is_enough(self) -> None:
         claim = "A master who commits breach of trust is punishable."
         assert problems(claim, [S408])
