@@ -33,7 +33,9 @@ DEFAULT_STATEMENT_MODEL_DIR = (
     Path(__file__).resolve().parents[2] / "models" / "entailment-minilm-l6"
 )
 DEFAULT_STATEMENT_VETO_BELOW = 0.03
-DEFAULT_STATEMENT_RESCUE_AT = 1.0  # 1.0: no rescue (the keyword rules must pass too)
+# A statement the keyword rules refused for words alone is answered when a chunk entails (or
+# contradicts) it this surely; 1.0 rescues nothing.
+DEFAULT_STATEMENT_RESCUE_AT = 0.9
 # A chunk contradicting a statement this surely decides it too (docs/SYNTHESIS.md, "Claims").
 DEFAULT_STATEMENT_CONTRADICTION_AT = 0.9
 

@@ -562,7 +562,7 @@ class TestExtractiveWeightSetting:
         assert SynthesisConfig.from_env({}).answerability.extractive_weight == 0.15
         default = SynthesisConfig.from_env({}).answerability
         assert default.statements == "entailment"
-        assert (default.statement_veto_below, default.statement_rescue_at) == (0.03, 1.0)
+        assert (default.statement_veto_below, default.statement_rescue_at) == (0.03, 0.9)
         assert default.statement_contradiction_at == 0.9
         off = {"SYNTHESIS_STATEMENT_CONTRADICTION_AT": "1"}
         assert SynthesisConfig.from_env(off).answerability.statement_contradiction_at == 1.0
