@@ -541,7 +541,8 @@ class SynthesisPipeline:
         statement = is_statement(analysis.focus)
         if statement and options.statements is StatementCheck.KEYWORDS:
             return decision  # a claim to verify, left to the keyword rules by configuration
-        if statement and options.statements is StatementCheck.ENTAILMENT:
+        by_entailment = statement and options.statements is StatementCheck.ENTAILMENT
+        if by_entailment:
             # A claim is answerable when some evidence chunk entails it: the entailment model
             # scores it, against the statement thresholds (docs/SYNTHESIS.md, "Claims").
             if check.statement_scorer is None:
@@ -567,7 +568,7 @@ class SynthesisPipeline:
         # escalated.
         if (
             check.judge is not None
-            and scorer is check.scorer
+            and not by_entailment
             and needs_judge(keyword, scores, options, check.band)
         ):
             mark = time.perf_counter()

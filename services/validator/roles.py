@@ -230,10 +230,14 @@ def claim_offenders(claim: str) -> frozenset[str]:
     """The roles a claim names as the doer of the offence; empty where it names none plainly
     (or is negated: "a wife who ... is not punishable under this section" is true)."""
     flat = _flat(claim)
+    return _offenders(flat, _doers(flat))
+
+
+def _offenders(flat: str, doers: frozenset[str]) -> frozenset[str]:
     # A role the claim names again elsewhere ("a public servant who threatens another public
     # servant") may be both parties: not read.
     mentions = [_ROLES[m] for m in _ROLE_RE.findall(flat)]
-    return frozenset(r for r in _doers(flat) if mentions.count(r) == 1)
+    return frozenset(r for r in doers if mentions.count(r) == 1)
 
 
 def _doers(flat: str) -> frozenset[str]:
@@ -254,16 +258,17 @@ def problems(claim: str, cited: Iterable[str]) -> list[str]:
     """What the claim gets wrong about who commits the offence, against its cited texts; empty
     when it names no offender, when a cited text has no offence frame, or when any cited text
     agrees."""
-    stated = claim_offenders(claim)
+    flat = _flat(claim)
+    plain = _doers(flat)
+    stated = _offenders(flat, plain)
     if not stated:
         return []
     texts = list(cited)
     statutes = [statute_roles(t) for t in texts]
     if not statutes or not all(s.framed for s in statutes):
         return []
-    flat = _flat(claim)
     mentioned = _roles_in(flat)
-    doers = _doers(flat) | frozenset(
+    doers = plain | frozenset(
         role
         for m in _ACTING_RE.finditer(flat)
         if m[2] not in _NOT_ACTION
