@@ -41,7 +41,8 @@ class FineMode(Enum):
 
     ALTERNATIVE = "instead of the other punishment"  # "or with fine"
     CUMULATIVE = "in addition to the other punishment"  # "and shall also be liable to fine"
-    MANDATORY = "mandatory"  # "shall also be fined", "must pay a fine"
+    MANDATORY = "mandatory"  # "and with fine" (a statute), "must pay a fine" (a claim)
+    OPTIONAL = "at the court's discretion"  # a claim: "the fine is optional"
     ONLY = "the only punishment"  # "shall be punished with fine"
 
 
@@ -110,6 +111,21 @@ _FINE_MANDATORY = re.compile(
     r"\b(?:must|shall|will)\s+(?:also\s+)?(?:be\s+fined|pay\s+(?:a\s+)?fine)"
     r"|\bmandatory\s+fine|\bfine\s+is\s+(?:mandatory|compulsory|obligatory)"
     r"|\bcompulsor(?:y|ily)\b[^.]*\bfine|\bfine\b[^.]*\bcompulsor(?:y|ily)\b",
+    re.IGNORECASE,
+)
+# A statute's "and with fine" (ss. 326A, 376A-376E, ...) makes the fine part of the sentence;
+# "and shall also be liable to fine" only allows it (CUMULATIVE).
+_FINE_WITH = re.compile(r"\band\s+(?:also\s+)?with\s+fine(?![a-z])", re.IGNORECASE)
+# A claim that the fine is up to the court. Looked for before MANDATORY: "a fine is not
+# compulsory" holds "compulsory ... fine".
+_FINE_OPTIONAL = re.compile(
+    r"\bfine\s+is\s+(?:optional|discretionary|not\s+(?:mandatory|compulsory|obligatory))"
+    r"|\b(?:optional|discretionary)\s+fine|\bnot\s+(?:mandatory|compulsory|obligatory)\b[^.]*\bfine"
+    r"|\bfine\b[^.]*\b(?:at|in|to)\s+(?:the\s+)?(?:court'?s\s+|judge'?s\s+|its\s+)?discretion"
+    r"|\bdiscretion\b[^.]*\bfine|\bwhether\s+or\s+not\s+to\b[^.]*\bfine"
+    r"|\bmay\s+or\s+may\s+not\b[^.]*\bfine|\bneed\s+not\b[^.]*\bfine"
+    r"|\bfine\s+(?:need\s+not|does\s+not\s+have\s+to)\b"
+    r"|\bnot\s+necessarily\b[^.]*\bfine",
     re.IGNORECASE,
 )
 _FINE_CUMULATIVE = re.compile(
@@ -200,6 +216,10 @@ def parse_claim(text: str) -> Penalty | None:
     penalty = _parse(region, claim=True)
     if not penalty.death and _DEATH_PENALTY.search(body):
         penalty = replace(penalty, death=True)
+    # "the court may choose whether or not to add a fine to the imprisonment": said of the
+    # fine before the penalty the region starts at.
+    if penalty.fine_mode is not FineMode.OPTIONAL and _FINE_OPTIONAL.search(body):
+        penalty = replace(penalty, fine=True, fine_mode=FineMode.OPTIONAL)
     return penalty if penalty.stated else None
 
 
@@ -220,7 +240,9 @@ def _parse(text: str, *, claim: bool) -> Penalty:
     fine = bool(_FINE.search(text))
     mode: FineMode | None = None
     if fine:
-        if _FINE_MANDATORY.search(text):
+        if claim and _FINE_OPTIONAL.search(text):
+            mode = FineMode.OPTIONAL
+        elif _FINE_MANDATORY.search(text) or (not claim and _FINE_WITH.search(text)):
             mode = FineMode.MANDATORY
         elif _FINE_ALTERNATIVE.search(text):
             mode = FineMode.ALTERNATIVE
@@ -340,6 +362,8 @@ def _against(claim: Penalty, ev: Penalty) -> list[str]:
             out.append("the cited text adds the fine ('and'), it is not an alternative")
         elif claim.fine_mode is FineMode.MANDATORY and expected is not FineMode.MANDATORY:
             out.append("the cited text makes the fine possible ('liable to'), not mandatory")
+        elif claim.fine_mode is FineMode.OPTIONAL and expected is FineMode.MANDATORY:
+            out.append("the cited text makes the fine part of the sentence ('and with fine'), not optional")
         elif (
             claim.fine_mode is FineMode.ONLY
             and (ev.imprisonment or ev.death or ev.life)

@@ -79,6 +79,13 @@ class TestParseEvidence:
         (clause,) = parse_evidence(S509)
         assert clause.fine and clause.description is Description.SIMPLE
 
+    def test_parse_evidence_reads_and_with_fine_as_mandatory(self) -> None:
+        # "and also with fine" puts the fine in the sentence; "liable to fine" only allows it.
+        (clause,) = parse_evidence(S509)
+        assert clause.fine_mode is FineMode.MANDATORY
+        (clause,) = parse_evidence(S420)
+        assert clause.fine_mode is FineMode.CUMULATIVE
+
 
 class TestFaithfulClaims:
     @pytest.mark.parametrize(
@@ -101,6 +108,9 @@ class TestFaithfulClaims:
                 "Insulting a woman's modesty is punishable with simple imprisonment and a fine.",
                 S509,
             ),
+            ("The offender must also pay a fine.", S509),
+            ("The fine is optional, and the jail term is up to seven years.", S420),
+            ("A judge may or may not add a fine to the prison term for cheating.", S420),
         ],
     )
     def test_problems_accepts_a_faithful_claim(self, claim: str, evidence: str) -> None:
@@ -142,6 +152,17 @@ class TestMisstatedClaims:
                 "rigorous",
             ),
             ("Cheating is punishable with a fine only.", S420, "not a fine alone"),
+            (
+                "For insulting a woman's modesty the fine is optional.",
+                S509,
+                "not optional",
+            ),
+            (
+                "The court may decide whether or not to add a fine to the simple imprisonment.",
+                S509,
+                "not optional",
+            ),
+            ("A fine need not be imposed along with the jail term.", S509, "not optional"),
         ],
     )
     def test_problems_names_the_misstatement(
