@@ -59,6 +59,9 @@ NOT_ENOUGH_INFO: Final = ("scifact_nei_claim",)
 # The hand-written IPC set (data/eval/ipc_adversarial): its own table, never tuned on its
 # report half. Its categories are prefixed "adv:" so they stay apart from the groups above.
 ADVERSARIAL_FILE: Final = DATA / "eval" / "ipc_adversarial" / "pairs.jsonl"
+# Hand-written pairs over sections the adversarial set does not use, all of them tune data
+# (read to choose the negation and fine rules of 2026-11-26): reported apart, never as accuracy.
+PROBE_FILE: Final = DATA / "eval" / "ipc_paraphrase_probe" / "pairs.jsonl"
 TUNE, REPORT = "tune", "report"
 # Strict scoring: a reject is right only for a reason that names what the perturbation broke.
 # Citation-format reasons (MALFORMED_CITATION, NO_CITATION, ...) never count for a perturbation:
@@ -795,6 +798,14 @@ def split_markdown(report: dict[str, Any]) -> str:
         ("hotpot_statement_rejected", "HotpotQA question+answer statements rejected"),
     ):
         lines.append(f"| {label} | {pct(r['dataset'][key])} | {pct(t['dataset'][key])} |")
+    if report.get("probe_tuned", {}).get("paraphrase", {}).get("n"):
+        p = report["probe_tuned"]
+        lines += [
+            "",
+            "Paraphrase probe (`data/eval/ipc_paraphrase_probe`, other sections; **tuned**: read "
+            f"to choose rules): paraphrases accepted {pct(p['paraphrase'])}, contradictions "
+            f"rejected {pct(p['contradiction'])}.",
+        ]
     lines += ["", "Adversarial IPC set, report half, per category:", ""]
     lines += ["| category | correct | n | top reasons |", "| --- | --- | --- | --- |"]
     for name, row in r["adversarial"]["categories"].items():
@@ -839,7 +850,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     as_before = args.tier == "lexical-no-penalty"  # the cheap tiers before penalties and roles
     options = ValidationOptions(check_penalties=not as_before, check_roles=not as_before)
     started = time.perf_counter()
-    run(cases, options, tier)
+    probe = list(adversarial_cases(PROBE_FILE))
+    run(cases + probe, options, tier)
     elapsed = time.perf_counter() - started
     adversarial = [c for c in cases if c.source == "adversarial"]
     labelled = [c for c in cases if c.source != "adversarial"]
@@ -874,6 +886,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "options": {k: getattr(options, k) for k in options.__slots__},
         "seconds": round(elapsed, 2),
         **halves,
+        "probe_tuned": adversarial_summary(probe),
         "all": summary,
         "wrong_examples": [
             {
@@ -913,7 +926,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(headline)
     print()
     print(tables)
-    print(f"\n{len(cases)} cases validated in {elapsed:.1f} s; report: {args.out}")
+    print(f"\n{len(cases) + len(probe)} cases validated in {elapsed:.1f} s; report: {args.out}")
     return 0
 
 

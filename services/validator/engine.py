@@ -453,6 +453,11 @@ def _judge(
                 claim.norms,
                 evidence_scopes,
                 [c for a in analyses for c in a.clauses],
+                evidence_words=frozenset(t.norm for a in analyses for t in a.tokens),
+                evidence_implicit=frozenset().union(
+                    *(negation.implicit_terms(a.tokens) for a in analyses)
+                ),
+                claim_implicit=negation.implicit_terms(claim.tokens),
             ) + negation.edits(
                 claim.tokens, claim.negations, [(a.tokens, a.negations) for a in analyses]
             )

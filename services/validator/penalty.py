@@ -363,7 +363,9 @@ def _against(claim: Penalty, ev: Penalty) -> list[str]:
         elif claim.fine_mode is FineMode.MANDATORY and expected is not FineMode.MANDATORY:
             out.append("the cited text makes the fine possible ('liable to'), not mandatory")
         elif claim.fine_mode is FineMode.OPTIONAL and expected is FineMode.MANDATORY:
-            out.append("the cited text makes the fine part of the sentence ('and with fine'), not optional")
+            out.append(
+                "the cited text makes the fine part of the sentence ('and with fine'), not optional"
+            )
         elif (
             claim.fine_mode is FineMode.ONLY
             and (ev.imprisonment or ev.death or ev.life)

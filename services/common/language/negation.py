@@ -33,7 +33,14 @@ _BOUNDS: dict[tuple[str, ...], str] = {
     ("earlier", "than"): "earlier",
     ("exceeding",): "exceed",
     ("to", "exceed"): "exceed",
+    ("longer", "than"): "longer",
+    ("shorter", "than"): "shorter",
+    ("greater", "than"): "greater",
 }
+# Which way each comparative bounds: "not more than" and "not exceeding" set a maximum, "not
+# less than" a minimum.
+_UPPER = frozenset({"more", "exceed", "longer", "greater", "later"})
+_DIRECTION: dict[str, str] = {c: ("upper" if c in _UPPER else "lower") for c in _BOUNDS.values()}
 # The words that state each comparative: the claim's words are compared as written, so the bound
 # "not exceeding" fails a claim saying "exceeding" (or "exceeds") without negation.
 _BOUND_FORMS: dict[str, frozenset[str]] = {c: frozenset({c}) for c in _BOUNDS.values()} | {
@@ -152,6 +159,10 @@ def mismatches(
     claim_words: frozenset[str],
     evidence_scopes: Iterable[NegationScope],
     evidence_clauses: Sequence[Clause],
+    *,
+    evidence_words: frozenset[str],
+    evidence_implicit: frozenset[str],
+    claim_implicit: frozenset[str],
 ) -> list[str]:
     """Human-readable negation disagreements between a claim and its cited evidence.
 
@@ -161,12 +172,26 @@ def mismatches(
     fails when the best-aligned one negates the term ("X is not punishable" vs "X is punishable"),
     and passes when a clause stating it positively aligns at least as well. A negated bound
     ("not less than") fails a claim that uses the comparative word without negation.
+
+    A negated bound in the claim ("no more than 14 years") needs no negation in the evidence,
+    only no bound the other way (``_bound_backed``): "not exceeding fourteen years" and "may
+    extend to fourteen years" say the same. Words that negate without a cue back a negation
+    on the other side (``implicit_terms``): ``evidence_implicit`` holds the terms such words
+    govern in the evidence ("other than a human being" backs "not a human being"),
+    ``claim_implicit`` those in the claim ("in default of payment" against "not paying").
+    ``evidence_words`` are the evidence's word norms.
     """
     evidence_list = list(evidence_scopes)
     problems: list[str] = []
     claim_negated = {term for scope in claim_scopes for term in scope.terms}
     for scope in claim_scopes:
-        if scope.terms and not any(set(scope.terms).intersection(e.terms) for e in evidence_list):
+        if scope.bound and _bound_backed(scope.terms[0], evidence_list, evidence_words):
+            continue
+        if (
+            scope.terms
+            and not any(set(scope.terms).intersection(e.terms) for e in evidence_list)
+            and evidence_implicit.isdisjoint(scope.terms)
+        ):
             problems.append(
                 f"claim says '{scope.cue} {' '.join(scope.terms)}' but the cited evidence "
                 "has no matching negation"
@@ -185,6 +210,8 @@ def mismatches(
                 and _aligned_with_negation(t, claim_clauses, evidence_clauses)
             }
         stated -= reported
+        if not scope.bound:
+            stated -= claim_implicit
         if stated:
             reported |= stated
             problems.append(
@@ -192,6 +219,55 @@ def mismatches(
                 f"{', '.join(sorted(stated))} without negation"
             )
     return problems
+
+
+def _bound_backed(
+    comparative: str, evidence: Sequence[NegationScope], evidence_words: frozenset[str]
+) -> bool:
+    """A claim's negated bound ("no more than") agrees with evidence that bounds the same way
+    in any words ("not exceeding", "may extend to"): it disagrees only with an evidence bound
+    the other way ("not less than") or the comparative stated without negation ("more than")."""
+    direction = _DIRECTION[comparative]
+    bounds = [e for e in evidence if e.bound]
+    if any(_DIRECTION[e.terms[0]] == direction for e in bounds):
+        return True
+    if any(_DIRECTION[e.terms[0]] != direction for e in bounds):
+        return False
+    return _BOUND_FORMS.get(comparative, frozenset({comparative})).isdisjoint(evidence_words)
+
+
+# Words that negate without a negation cue: "other than a human being" = "not a human being",
+# "in default of payment" = "not paying", "incapable of knowing" = "cannot know". "other",
+# "rather" and "instead" only in "other than", "rather than", "instead of" ("any other person"
+# negates nothing).
+IMPLICIT = frozenset(
+    word_list(
+        "except excepting unless default incapable unable lack lacks lacking lacked fail fails "
+        "failed failing failure absence absent omit omits omitted omitting omission devoid"
+    )
+)
+_IMPLICIT_PAIRS = frozenset({("other", "than"), ("rather", "than"), ("instead", "of")})
+
+
+def implicit_terms(tokens: Sequence[Token], width: int = SCOPE_TERMS) -> frozenset[str]:
+    """The content terms right after each cue-less negating word (up to ``width`` each, in its
+    clause), and those before "or not" in "whether X or not"."""
+    out: set[str] = set()
+    for i, token in enumerate(tokens):
+        pair = i + 1 < len(tokens) and (token.norm, tokens[i + 1].norm) in _IMPLICIT_PAIRS
+        if token.norm in IMPLICIT or pair:
+            taken = 0
+            for follower in tokens[i + 1 :]:
+                if taken >= width or follower.clause != token.clause:
+                    break
+                if follower.term and follower.norm != "than":
+                    out.add(follower.term)
+                    taken += 1
+        elif token.norm == "not" and i >= 2 and tokens[i - 1].norm == "or":
+            for back in tokens[max(0, i - 5) : i - 1]:
+                if back.term and back.clause == token.clause:
+                    out.add(back.term)
+    return frozenset(out)
 
 
 def _aligned_with_negation(

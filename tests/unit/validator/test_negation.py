@@ -17,7 +17,14 @@ def edits(claim: str, *evidence: str) -> list[str]:
 def mismatches(claim: str, evidence: str) -> list[str]:
     c, e = analyse(claim), analyse(evidence, evidence=True)
     return negation.mismatches(
-        c.negations, c.clauses, frozenset(t.norm for t in c.tokens), e.negations, e.clauses
+        c.negations,
+        c.clauses,
+        frozenset(t.norm for t in c.tokens),
+        e.negations,
+        e.clauses,
+        evidence_words=frozenset(t.norm for t in e.tokens),
+        evidence_implicit=negation.implicit_terms(e.tokens),
+        claim_implicit=negation.implicit_terms(c.tokens),
     )
 
 
@@ -188,3 +195,93 @@ class TestPhraseCues:
             == []
         )
         assert mismatches("Whoever conspires without India", "Whoever within India conspires")
+
+
+class TestBoundsInOtherWords:
+    """A claim's negated bound agrees with the same bound in other words (rule 742a6d6, F1)."""
+
+    @pytest.mark.parametrize(
+        ("claim", "evidence"),
+        [
+            (
+                "imprisonment for no more than 14 years",
+                "imprisonment for a term not exceeding fourteen years",
+            ),
+            (
+                "a fine of no more than two hundred rupees",
+                "with fine which may extend to two hundred rupees",
+            ),
+            ("a term no longer than three months", "a term which may extend to three months"),
+        ],
+    )
+    def test_mismatches_accepts_a_negated_bound_said_another_way(
+        self, claim: str, evidence: str
+    ) -> None:
+        assert mismatches(claim, evidence) == []
+
+    @pytest.mark.parametrize(
+        ("claim", "evidence"),
+        [
+            # A maximum for a minimum.
+            ("a term of not more than seven years", "a term not less than seven years"),
+            # "more than" unnegated in the evidence: the claim's negation turns it round.
+            ("a term of not more than ten years", "a term of more than ten years"),
+        ],
+    )
+    def test_mismatches_rejects_a_negated_bound_the_other_way(
+        self, claim: str, evidence: str
+    ) -> None:
+        assert mismatches(claim, evidence)
+
+
+class TestNegationWithoutCue:
+    """Words that negate without a cue back a negation on the other side (rule 98ff21e, F3')."""
+
+    @pytest.mark.parametrize(
+        ("claim", "evidence"),
+        [
+            (
+                "An animal is any living creature that is not a human being.",
+                "The word animal denotes any living creature, other than a human being.",
+            ),
+            (
+                "Imprisonment for not paying the fine must be simple.",
+                "The imprisonment imposed in default of payment of the fine shall be simple.",
+            ),
+            (
+                "A company counts as a person even if it is not incorporated.",
+                "The word person includes any Company, whether incorporated or not.",
+            ),
+            (
+                "Membership of a wandering gang that lives by theft, other than a gang of thugs, "
+                "is punishable.",
+                "Whoever belongs to any wandering gang of persons associated for the purpose of "
+                "habitually committing theft, and not being a gang of thugs, shall be punished.",
+            ),
+        ],
+    )
+    def test_mismatches_accepts_a_negation_said_without_a_cue(
+        self, claim: str, evidence: str
+    ) -> None:
+        assert mismatches(claim, evidence) == []
+
+    @pytest.mark.parametrize(
+        ("claim", "evidence"),
+        [
+            # "any other person" negates nothing: only "other than" does.
+            (
+                "Only the person who caused hurt, and not others jointly concerned, is liable.",
+                "Such person, and any other person jointly concerned, shall be punished.",
+            ),
+            # A cue-less word governs only its own clause.
+            (
+                "Spoken words cannot defame anyone.",
+                "Whoever by words spoken makes any imputation is said, except in the cases "
+                "hereinafter excepted, to defame that person.",
+            ),
+        ],
+    )
+    def test_mismatches_still_rejects_a_negation_with_no_backing(
+        self, claim: str, evidence: str
+    ) -> None:
+        assert mismatches(claim, evidence)
