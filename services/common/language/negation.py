@@ -237,13 +237,15 @@ def _bound_backed(
 
 
 # Words that negate without a negation cue: "other than a human being" = "not a human being",
-# "in default of payment" = "not paying", "incapable of knowing" = "cannot know". "other",
+# "in default of payment" = "not paying", "incapable of knowing" = "cannot know", "forbids to
+# trade" = "bound not to trade". "other",
 # "rather" and "instead" only in "other than", "rather than", "instead of" ("any other person"
 # negates nothing).
 IMPLICIT = frozenset(
     word_list(
         "except excepting unless default incapable unable lack lacks lacking lacked fail fails "
-        "failed failing failure absence absent omit omits omitted omitting omission devoid"
+        "failed failing failure absence absent omit omits omitted omitting omission devoid "
+        "forbid forbids forbidden forbidding prohibit prohibits prohibited prohibiting barred bars"
     )
 )
 _IMPLICIT_PAIRS = frozenset({("other", "than"), ("rather", "than"), ("instead", "of")})

@@ -253,6 +253,11 @@ class TestNegationWithoutCue:
                 "The word person includes any Company, whether incorporated or not.",
             ),
             (
+                "A public servant whom the law forbids to trade is punishable if he trades.",
+                "Whoever, being a public servant, and being legally bound as such public servant "
+                "not to engage in trade, engages in trade, shall be punished.",
+            ),
+            (
                 "Membership of a wandering gang that lives by theft, other than a gang of thugs, "
                 "is punishable.",
                 "Whoever belongs to any wandering gang of persons associated for the purpose of "
