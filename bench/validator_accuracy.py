@@ -82,7 +82,7 @@ EXPECTED_REASONS: Final[dict[str, frozenset[str]]] = {
     "scifact_nei_claim": CONTENT_REASONS,
 }
 MODEL_REASONS: Final = frozenset(
-    {"CONTRADICTED", "NOT_ENTAILED", "PENALTY_MISMATCH", "ROLE_MISMATCH"}
+    {"CONTRADICTED", "NOT_ENTAILED", "PENALTY_MISMATCH", "ROLE_MISMATCH", "MODALITY_MISMATCH"}
 )
 
 

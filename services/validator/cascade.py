@@ -49,6 +49,7 @@ REVIEWABLE = frozenset(
         Reason.MISSING_CITATION,
         Reason.NUMBER_MISMATCH,
         Reason.NEGATION_MISMATCH,
+        Reason.MODALITY_MISMATCH,
         Reason.PENALTY_MISMATCH,
         Reason.ROLE_MISMATCH,
     }

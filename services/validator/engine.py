@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from services.common.language import negation
+from services.common.language import modality, negation
 from services.common.language.citations import (
     Citation,
     EvidenceIndex,
@@ -69,6 +69,7 @@ _SENTENCE_PRIORITY = (
     Reason.INVALID_CITATION,
     Reason.MISSING_CITATION,
     Reason.NEGATION_MISMATCH,
+    Reason.MODALITY_MISMATCH,
     Reason.NUMBER_MISMATCH,
     Reason.PENALTY_MISMATCH,
     Reason.ROLE_MISMATCH,
@@ -464,7 +465,13 @@ def _judge(
             if disagreements:
                 problems[Reason.NEGATION_MISMATCH] = "; ".join(disagreements)
         if options.check_negation:
-            flipped = negation.antonyms(claim.tokens, [a.tokens for a in analyses])
+            cited_tokens = [a.tokens for a in analyses]
+            flipped = negation.antonyms(claim.tokens, cited_tokens) + negation.lexical_antonyms(
+                claim.tokens, cited_tokens
+            )
+            made_duty = modality.duties_for_permissions(claim.tokens, cited_tokens)
+            if made_duty:
+                problems[Reason.MODALITY_MISMATCH] = "; ".join(made_duty)
             if flipped:
                 problems[Reason.NEGATION_MISMATCH] = "; ".join(
                     filter(None, (problems.get(Reason.NEGATION_MISMATCH), *flipped))

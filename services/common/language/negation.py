@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import filterfalse
+from itertools import filterfalse, pairwise
 from operator import attrgetter
 
 from services.common.language.stopwords import NUMBER_WORDS
@@ -469,3 +469,68 @@ def antonyms(claim_tokens: Sequence[Token], evidence: Sequence[Sequence[Token]])
         if base and base in claim and term_of(base) not in cited_terms:
             problems.append(f"the claim says '{base}' where the cited evidence says '{word}'")
     return problems
+
+
+# Words whose antonym keeps every other word of a statute: "the lowest punishment" / "the
+# highest punishment". A closed list; checked like the prefix antonyms.
+_WORD_ANTONYMS: tuple[tuple[str, str], ...] = (
+    ("lowest", "highest"),
+    ("minimum", "maximum"),
+    ("minimal", "maximal"),
+    ("earliest", "latest"),
+    ("upwards", "downwards"),
+)
+# An exclusion turned inclusion: "except land" / "including land", "other than a human being" /
+# "a human being included".
+_EXCLUDING = frozenset(word_list("except excepting excluding save"))
+_INCLUDING = frozenset(word_list("including included includes inclusive"))
+
+
+def lexical_antonyms(
+    claim_tokens: Sequence[Token], evidence: Sequence[Sequence[Token]]
+) -> list[str]:
+    """Word antonyms of ``_WORD_ANTONYMS`` and exclusions the claim makes inclusions."""
+    claim = {t.norm for t in claim_tokens}
+    cited = {t.norm for tokens in evidence for t in tokens}
+    problems: list[str] = []
+    for a, b in _WORD_ANTONYMS:
+        for word, other in ((a, b), (b, a)):
+            if word in claim and other in cited and word not in cited and other not in claim:
+                problems.append(f"the claim says '{word}' where the cited evidence says '{other}'")
+    excluded = _excluded_terms(evidence)
+    if excluded and claim.isdisjoint(_EXCLUDING) and ("other", "than") not in _pairs(claim_tokens):
+        norms = [t.norm for t in claim_tokens]
+        for i, token in enumerate(claim_tokens):
+            if token.norm not in _INCLUDING:
+                continue
+            near = {t.term for t in claim_tokens[max(0, i - 4) : i + 5] if t.term}
+            hit = sorted(near & excluded)
+            if hit:
+                problems.append(
+                    f"the claim says '{norms[i]}' {', '.join(hit)} where the cited evidence "
+                    "excludes it"
+                )
+                break
+    return problems
+
+
+def _pairs(tokens: Sequence[Token]) -> set[tuple[str, str]]:
+    return {(a.norm, b.norm) for a, b in pairwise(tokens)}
+
+
+def _excluded_terms(evidence: Sequence[Sequence[Token]]) -> frozenset[str]:
+    """The content terms right after "except", "excluding", "other than" ... (three, own clause)."""
+    out: set[str] = set()
+    for tokens in evidence:
+        for i, token in enumerate(tokens):
+            pair = i + 1 < len(tokens) and (token.norm, tokens[i + 1].norm) == ("other", "than")
+            if token.norm not in _EXCLUDING and not pair:
+                continue
+            taken = 0
+            for follower in tokens[i + 1 :]:
+                if taken >= SCOPE_TERMS or follower.clause != token.clause:
+                    break
+                if follower.term and follower.norm != "than":
+                    out.add(follower.term)
+                    taken += 1
+    return frozenset(out)

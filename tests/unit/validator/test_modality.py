@@ -1,0 +1,126 @@
+"""Permission made duty (rule 6a), and the closed-list antonyms of rule 6.
+
+The statute texts are the IPC's; the sentences are written for these tests. The accuracy
+figures come from bench.validator_accuracy, not from here.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from services.common.language import negation
+from services.common.language.modality import duties_for_permissions
+from services.common.language.text import tokenize
+from services.common.validation import Reason, ValidationOptions
+from services.validator.engine import validate
+from tests.unit.validator.samples import chunk
+
+S54 = (
+    "In every case in which sentence of death shall have been passed, the appropriate Government "
+    "may, without the consent of the offender, commute the punishment for any other punishment "
+    "provided by this Code."
+)
+S73 = (
+    "Whenever any person is convicted of an offence for which under this Code the Court has power "
+    "to sentence him to rigorous imprisonment, the Court may, by its sentence, order that the "
+    "offender shall be kept in solitary confinement for any portion or portions of the "
+    "imprisonment to which he is sentenced, not exceeding three months in the whole."
+)
+S420 = (
+    "Whoever cheats and thereby dishonestly induces the person deceived to deliver any property "
+    "to any person, shall be punished with imprisonment of either description for a term which "
+    "may extend to seven years, and shall also be liable to fine."
+)
+
+
+def made_duty(claim: str, evidence: str) -> list[str]:
+    return duties_for_permissions(tokenize(claim), [tokenize(evidence)])
+
+
+class TestPermissionMadeDuty:
+    @pytest.mark.parametrize(
+        ("claim", "evidence"),
+        [
+            ("The appropriate Government must commute every death sentence.", S54),
+            ("The Government is required to commute a death sentence.", S54),
+            ("On such a conviction the Court must order solitary confinement.", S73),
+        ],
+    )
+    def test_a_duty_for_a_permission_is_found(self, claim: str, evidence: str) -> None:
+        assert made_duty(claim, evidence)
+
+    @pytest.mark.parametrize(
+        ("claim", "evidence"),
+        [
+            ("The Government may commute a death sentence without the offender's consent.", S54),
+            ("The Court can order solitary confinement of up to three months.", S73),
+            # Penalty wording: "may extend to" is the penalty rule's.
+            ("A cheat must be punished with imprisonment of up to seven years.", S420),
+            ("The offender shall be punished with imprisonment of up to 7 years.", S420),
+        ],
+    )
+    def test_a_faithful_sentence_passes(self, claim: str, evidence: str) -> None:
+        assert made_duty(claim, evidence) == []
+
+    def test_validate_names_the_reason(self) -> None:
+        report = validate(
+            "The appropriate Government must commute a death sentence [IPC_54_0].",
+            (chunk("IPC_54_0", S54),),
+            ValidationOptions(),
+        )
+        assert report.sentences[0].reason is Reason.MODALITY_MISMATCH
+
+    def test_the_negation_switch_turns_it_off(self) -> None:
+        report = validate(
+            "The appropriate Government must commute a death sentence [IPC_54_0].",
+            (chunk("IPC_54_0", S54),),
+            ValidationOptions(check_negation=False),
+        )
+        assert Reason.MODALITY_MISMATCH not in report.sentences[0].failed
+
+
+def antonyms(claim: str, evidence: str) -> list[str]:
+    return negation.lexical_antonyms(tokenize(claim), [tokenize(evidence)])
+
+
+class TestClosedListAntonyms:
+    @pytest.mark.parametrize(
+        ("claim", "evidence"),
+        [
+            (
+                "He is punished for the offence carrying the highest punishment.",
+                "The offender shall be punished for the offence for which the lowest punishment "
+                "is provided.",
+            ),
+            (
+                "Movable property includes corporeal property of every description, including "
+                "land.",
+                "The words movable property are intended to include corporeal property of every "
+                "description, except land and things attached to the earth.",
+            ),
+            (
+                "The word animal denotes any living creature, a human being included.",
+                "The word animal denotes any living creature, other than a human being.",
+            ),
+        ],
+    )
+    def test_an_antonym_is_found(self, claim: str, evidence: str) -> None:
+        assert antonyms(claim, evidence)
+
+    @pytest.mark.parametrize(
+        ("claim", "evidence"),
+        [
+            (
+                "Movable property means corporeal property of every kind other than land.",
+                "The words movable property are intended to include corporeal property of every "
+                "description, except land and things attached to the earth.",
+            ),
+            (
+                "The minimum term is one year and the maximum five years.",
+                "imprisonment for a term which shall not be less than one year but which may "
+                "extend to five years (the minimum and the maximum)",
+            ),
+        ],
+    )
+    def test_a_faithful_sentence_passes(self, claim: str, evidence: str) -> None:
+        assert antonyms(claim, evidence) == []
