@@ -151,7 +151,10 @@ _MAX_BEFORE = re.compile(
 )
 _MIN_BEFORE = re.compile(
     r"(?:not\s+(?:be\s+)?less\s+than|no\s+less\s+than|not\s+below|at\s+least|minimum(?:\s+"
-    r"(?:term|period|sentence))?(?:\s+of)?|more\s+than|over|exceeding|no\s+shorter\s+than)"
+    r"(?:term|period|sentence))?(?:\s+of)?|no\s+shorter\s+than"
+    # "more than", "over", "exceeding" bound from below only when not negated: "not exceeding
+    # ten years" and "no more than twelve months" are maxima.
+    r"|(?<!\bnot\s)(?<!\bno\s)(?:more\s+than|over|exceeding))"
     r"\s+(?:a\s+(?:term|period)\s+of\s+)?(?:\S+\s+)?$",
     re.IGNORECASE,
 )

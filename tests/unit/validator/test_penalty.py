@@ -79,6 +79,28 @@ class TestParseEvidence:
         (clause,) = parse_evidence(S509)
         assert clause.fine and clause.description is Description.SIMPLE
 
+    def test_parse_evidence_reads_not_exceeding_as_a_maximum(self) -> None:
+        (clause,) = parse_evidence(
+            "shall be punished with imprisonment for life, or with imprisonment of either "
+            "description for a term not exceeding ten years, and shall also be liable to fine."
+        )
+        assert clause.bound("max") == 120 and clause.bound("min") is None
+
+    @pytest.mark.parametrize(
+        ("claim", "bound"),
+        [
+            ("It is punishable with no more than twelve months in prison.", "max"),
+            ("It is punishable with a prison term not exceeding one year.", "max"),
+            ("It is punishable with more than twelve months in prison.", "min"),
+            ("It is punishable with imprisonment exceeding one year.", "min"),
+        ],
+    )
+    def test_parse_claim_reads_a_negated_comparative_as_a_maximum(
+        self, claim: str, bound: str
+    ) -> None:
+        stated = parse_claim(claim)
+        assert stated is not None and [t.bound for t in stated.terms] == [bound]
+
     def test_parse_evidence_reads_and_with_fine_as_mandatory(self) -> None:
         # "and also with fine" puts the fine in the sentence; "liable to fine" only allows it.
         (clause,) = parse_evidence(S509)
