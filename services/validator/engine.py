@@ -466,8 +466,10 @@ def _judge(
                 problems[Reason.NEGATION_MISMATCH] = "; ".join(disagreements)
         if options.check_negation:
             cited_tokens = [a.tokens for a in analyses]
-            flipped = negation.antonyms(claim.tokens, cited_tokens) + negation.lexical_antonyms(
-                claim.tokens, cited_tokens
+            flipped = (
+                negation.antonyms(claim.tokens, cited_tokens)
+                + negation.lexical_antonyms(claim.tokens, cited_tokens)
+                + negation.exceptions_reversed(claim.tokens, cited_tokens)
             )
             made_duty = modality.duties_for_permissions(claim.tokens, cited_tokens)
             if made_duty:

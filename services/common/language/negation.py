@@ -534,3 +534,56 @@ def _excluded_terms(evidence: Sequence[Sequence[Token]]) -> frozenset[str]:
                     out.add(follower.term)
                     taken += 1
     return frozenset(out)
+
+
+# An exception turned round: "shall, unless he proves that he acted without intent to defraud,
+# be punished" / "is punished even if he proves that he acted without intent to defraud".
+_EXCEPTION_OPENERS: tuple[tuple[str, ...], ...] = (
+    ("unless",),
+    ("except", "where"),
+    ("except", "when"),
+    ("except", "if"),
+)
+_CONCESSIVE_OPENERS: tuple[tuple[str, ...], ...] = (
+    ("even", "if"),
+    ("even", "though"),
+    ("even", "where"),
+    ("even", "when"),
+    ("regardless", "of", "whether"),
+)
+_EXCEPTION_TERMS = 4
+_EXCEPTION_SHARED = 2
+
+
+def exceptions_reversed(
+    claim_tokens: Sequence[Token], evidence: Sequence[Sequence[Token]]
+) -> list[str]:
+    """Conditions the cited text makes an exception ("unless P") that the claim makes a
+    concession ("even if P"): at least two of the first four content terms shared."""
+    excepted = [terms for tokens in evidence for terms in _after(tokens, _EXCEPTION_OPENERS)]
+    if not excepted:
+        return []
+    problems: list[str] = []
+    for conceded in _after(claim_tokens, _CONCESSIVE_OPENERS):
+        for terms in excepted:
+            shared = [t for t in conceded if t in terms]
+            if len(shared) >= _EXCEPTION_SHARED:
+                problems.append(
+                    f"the claim concedes '{' '.join(shared)}' where the cited evidence makes it "
+                    "an exception ('unless')"
+                )
+                return problems
+    return problems
+
+
+def _after(tokens: Sequence[Token], openers: tuple[tuple[str, ...], ...]) -> list[tuple[str, ...]]:
+    """The first ``_EXCEPTION_TERMS`` content terms after each opener."""
+    norms = [t.norm for t in tokens]
+    out: list[tuple[str, ...]] = []
+    for i in range(len(norms)):
+        for opener in openers:
+            if tuple(norms[i : i + len(opener)]) == opener:
+                terms = [t.term for t in tokens[i + len(opener) :] if t.term][:_EXCEPTION_TERMS]
+                out.append(tuple(terms))
+                break
+    return out

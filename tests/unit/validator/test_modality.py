@@ -79,6 +79,25 @@ class TestPermissionMadeDuty:
         assert Reason.MODALITY_MISMATCH not in report.sentences[0].failed
 
 
+class TestExceptionTurnedRound:
+    S482 = (
+        "Whoever makes use of any such false mark in any manner prohibited by the last foregoing "
+        "section shall, unless he proves that he acted without intent to defraud, be punished."
+    )
+
+    def test_an_exception_made_a_concession_is_found(self) -> None:
+        claim = "He is punished even if he proves that he acted without intent to defraud."
+        assert negation.exceptions_reversed(tokenize(claim), [tokenize(self.S482)])
+
+    def test_the_exception_restated_passes(self) -> None:
+        claim = "He is punished except where he proves that he acted without intent to defraud."
+        assert negation.exceptions_reversed(tokenize(claim), [tokenize(self.S482)]) == []
+
+    def test_a_concession_about_other_terms_passes(self) -> None:
+        claim = "He is punished even if the mark was made by someone else."
+        assert negation.exceptions_reversed(tokenize(claim), [tokenize(self.S482)]) == []
+
+
 def antonyms(claim: str, evidence: str) -> list[str]:
     return negation.lexical_antonyms(tokenize(claim), [tokenize(evidence)])
 
