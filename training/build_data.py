@@ -317,6 +317,20 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=3,
         help="how many times the contrasting paraphrases are added (3: the shipped v3 mix)",
     )
+    parser.add_argument(
+        "--ipc-written-more",
+        type=Path,
+        nargs="*",
+        default=[],
+        help="further hand-written statute pair files (contradictions with their contrasting "
+        "paraphrases, and neutrals), e.g. training/sources/ipc_nli_pairs_v2a.jsonl",
+    )
+    parser.add_argument(
+        "--ipc-written-more-repeats",
+        type=int,
+        default=3,
+        help="how many times each --ipc-written-more file is added",
+    )
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
 
@@ -337,6 +351,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         rows += ipc_written_pairs(args.ipc_written) * args.ipc_written_repeats
     if args.ipc_contrasts_repeats > 0 and str(args.ipc_contrasts) not in ("", "."):
         rows += ipc_written_pairs(args.ipc_contrasts) * args.ipc_contrasts_repeats
+    for path in args.ipc_written_more:
+        rows += ipc_written_pairs(path) * args.ipc_written_more_repeats
     if args.scifact_tune_repeats > 0:
         rows += scifact_tune_pairs(SCIFACT, rng) * args.scifact_tune_repeats
     rng.shuffle(rows)
