@@ -258,18 +258,26 @@ def implicit_terms(tokens: Sequence[Token], width: int = SCOPE_TERMS) -> frozens
     for i, token in enumerate(tokens):
         pair = i + 1 < len(tokens) and (token.norm, tokens[i + 1].norm) in _IMPLICIT_PAIRS
         if token.norm in IMPLICIT or pair:
-            taken = 0
-            for follower in tokens[i + 1 :]:
-                if taken >= width or follower.clause != token.clause:
-                    break
-                if follower.term and follower.norm != "than":
-                    out.add(follower.term)
-                    taken += 1
+            out.update(_terms_after(tokens, i, width))
         elif token.norm == "not" and i >= 2 and tokens[i - 1].norm == "or":
             for back in tokens[max(0, i - 5) : i - 1]:
                 if back.term and back.clause == token.clause:
                     out.add(back.term)
     return frozenset(out)
+
+
+def _terms_after(
+    tokens: Sequence[Token], i: int, width: int, *, same_clause: bool = True
+) -> list[str]:
+    """Up to ``width`` content terms after token ``i`` ("than" of "other than" skipped), in its
+    clause unless ``same_clause`` is False."""
+    terms: list[str] = []
+    for follower in tokens[i + 1 :]:
+        if len(terms) >= width or (same_clause and follower.clause != tokens[i].clause):
+            break
+        if follower.term and follower.norm != "than":
+            terms.append(follower.term)
+    return terms
 
 
 def _aligned_with_negation(
@@ -524,15 +532,8 @@ def _excluded_terms(evidence: Sequence[Sequence[Token]]) -> frozenset[str]:
     for tokens in evidence:
         for i, token in enumerate(tokens):
             pair = i + 1 < len(tokens) and (token.norm, tokens[i + 1].norm) == ("other", "than")
-            if token.norm not in _EXCLUDING and not pair:
-                continue
-            taken = 0
-            for follower in tokens[i + 1 :]:
-                if taken >= SCOPE_TERMS or follower.clause != token.clause:
-                    break
-                if follower.term and follower.norm != "than":
-                    out.add(follower.term)
-                    taken += 1
+            if token.norm in _EXCLUDING or pair:
+                out.update(_terms_after(tokens, i, SCOPE_TERMS))
     return frozenset(out)
 
 
@@ -583,7 +584,7 @@ def _after(tokens: Sequence[Token], openers: tuple[tuple[str, ...], ...]) -> lis
     for i in range(len(norms)):
         for opener in openers:
             if tuple(norms[i : i + len(opener)]) == opener:
-                terms = [t.term for t in tokens[i + len(opener) :] if t.term][:_EXCEPTION_TERMS]
-                out.append(tuple(terms))
+                last = i + len(opener) - 1
+                out.append(tuple(_terms_after(tokens, last, _EXCEPTION_TERMS, same_clause=False)))
                 break
     return out
