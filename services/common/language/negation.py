@@ -497,7 +497,9 @@ _INCLUDING = frozenset(word_list("including included includes inclusive"))
 def lexical_antonyms(
     claim_tokens: Sequence[Token], evidence: Sequence[Sequence[Token]]
 ) -> list[str]:
-    """Word antonyms of ``_WORD_ANTONYMS`` and exclusions the claim makes inclusions."""
+    """Word antonyms of ``_WORD_ANTONYMS``, and exclusions the claim makes inclusions
+    ("including land" for "except land") or restrictions ("only in the cases excepted" for
+    "except in the cases excepted")."""
     claim = {t.norm for t in claim_tokens}
     cited = {t.norm for tokens in evidence for t in tokens}
     problems: list[str] = []
@@ -509,6 +511,17 @@ def lexical_antonyms(
     if excluded and claim.isdisjoint(_EXCLUDING) and ("other", "than") not in _pairs(claim_tokens):
         norms = [t.norm for t in claim_tokens]
         for i, token in enumerate(claim_tokens):
+            if token.norm == "only":
+                # "only in the cases excepted" for "except in the cases excepted"
+                near = {t.term for t in claim_tokens[i + 1 : i + 4] if t.term}
+                hit = sorted(near & excluded)
+                if hit:
+                    problems.append(
+                        f"the claim says 'only' {', '.join(hit)} where the cited evidence "
+                        "excludes it"
+                    )
+                    break
+                continue
             if token.norm not in _INCLUDING:
                 continue
             near = {t.term for t in claim_tokens[max(0, i - 4) : i + 5] if t.term}

@@ -121,6 +121,10 @@ class TestClosedListAntonyms:
                 "The word animal denotes any living creature, a human being included.",
                 "The word animal denotes any living creature, other than a human being.",
             ),
+            (
+                "Culpable homicide is murder only in the cases that are expressly excepted.",
+                "Except in the cases hereinafter excepted, culpable homicide is murder.",
+            ),
         ],
     )
     def test_an_antonym_is_found(self, claim: str, evidence: str) -> None:
@@ -133,6 +137,10 @@ class TestClosedListAntonyms:
                 "Movable property means corporeal property of every kind other than land.",
                 "The words movable property are intended to include corporeal property of every "
                 "description, except land and things attached to the earth.",
+            ),
+            (
+                "Fraud is punishable with fine only.",
+                "Whoever commits fraud, except on a bank, shall be punished with fine only.",
             ),
             (
                 "The minimum term is one year and the maximum five years.",
