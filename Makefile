@@ -146,7 +146,7 @@ train-models: train-entailment train-answerability ## Train, export (int8 ONNX) 
 train-entailment: install ## The entailment model (validator): train, export, calibrate.
 	nice -n 19 $(PY) -m training.train_entailment --out $(TRAIN_DIR) --epochs $(EPOCHS) --lr 6e-5
 	$(PY) -m training.export_onnx --model $(TRAIN_DIR)/final --out models/entailment-minilm-l6 \
-		--name entailment-minilm-l6-v3
+		--name entailment-minilm-l6-v4
 	$(PY) -m training.calibrate --model-dir models/entailment-minilm-l6
 
 .PHONY: train-answerability

@@ -37,6 +37,10 @@ DEFAULT_SEED = 20261124
 HELDBACK_PER_LABEL = 800
 IPC_WRITTEN = Path("training/sources/ipc_nli_pairs_v1.jsonl")
 IPC_CONTRASTS = Path("training/sources/ipc_nli_contrasts_v1.jsonl")
+IPC_WRITTEN_MORE = (
+    Path("training/sources/ipc_nli_pairs_v2a.jsonl"),
+    Path("training/sources/ipc_nli_pairs_v2b.jsonl"),
+)
 _WORD = re.compile(r"[a-z0-9]{3,}")
 # Only for picking related-but-neutral pairs by word overlap. Frozen as the shipped model's data
 # was built with it: the validator's STOP_WORDS picks other pairs (checked: other sha256).
@@ -321,9 +325,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--ipc-written-more",
         type=Path,
         nargs="*",
-        default=[],
+        default=list(IPC_WRITTEN_MORE),
         help="further hand-written statute pair files (contradictions with their contrasting "
-        "paraphrases, and neutrals), e.g. training/sources/ipc_nli_pairs_v2a.jsonl",
+        "paraphrases, and neutrals); default: the second batch, as in the shipped v4 mix "
+        "(none given: v3's mix)",
     )
     parser.add_argument(
         "--ipc-written-more-repeats",

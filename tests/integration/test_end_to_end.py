@@ -176,9 +176,14 @@ class TestValidateAnswer:
             )
 
     async def test_validate_accepts_cited_supported_answer(self, stack: Stack) -> None:
+        # A paraphrase, not a quote, so the entailment model judges it. (Until entailment v4 the
+        # sentence here was "... shall be punished with imprisonment which may extend to seven
+        # years and fine", which reads the statute's "liable to fine" as a fine imposed with the
+        # term: v3 accepted it at P(entailment) 0.49, v4 calls it a contradiction; model card.)
         answer = (
-            "Whoever cheats and dishonestly induces delivery of property shall be punished with "
-            "imprisonment which may extend to seven years and fine [IPC_420_0]."
+            "Cheating, by dishonestly inducing someone to deliver property, is punishable with "
+            "imprisonment of up to seven years, and the offender is also liable to a fine "
+            "[IPC_420_0]."
         )
         response = await self._validate(stack, answer, _evidence(_CHEATING))
         assert response.verdict == validation_pb2.VALIDATION_VERDICT_GROUNDED
