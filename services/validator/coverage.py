@@ -48,6 +48,7 @@ class Analysis:
     negated: frozenset[int] = frozenset()
     _clauses: tuple[Clause, ...] | None = field(default=None, repr=False, compare=False)
     dates: tuple[Date, ...] = ()
+    _implicit: frozenset[str] | None = field(default=None, repr=False, compare=False)
 
     @property
     def clauses(self) -> tuple[Clause, ...]:
@@ -55,6 +56,14 @@ class Analysis:
         if self._clauses is None:
             self._clauses = _clauses(self.tokens, self.quantities, self.negated)
         return self._clauses
+
+    @property
+    def implicit(self) -> frozenset[str]:
+        """The terms words that negate without a cue govern (``negation.implicit_terms``),
+        built on first use and kept (a cited passage is analysed once and reused)."""
+        if self._implicit is None:
+            self._implicit = negation.implicit_terms(self.tokens)
+        return self._implicit
 
     @property
     def norms(self) -> frozenset[str]:

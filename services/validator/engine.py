@@ -454,11 +454,14 @@ def _judge(
                 claim.norms,
                 evidence_scopes,
                 [c for a in analyses for c in a.clauses],
-                evidence_words=frozenset(t.norm for a in analyses for t in a.tokens),
-                evidence_implicit=frozenset().union(
-                    *(negation.implicit_terms(a.tokens) for a in analyses)
+                # Only a negated bound in the claim reads the cited words.
+                evidence_words=(
+                    frozenset().union(*(a.norms for a in analyses))
+                    if any(s.bound for s in claim.negations)
+                    else frozenset()
                 ),
-                claim_implicit=negation.implicit_terms(claim.tokens),
+                evidence_implicit=frozenset().union(*(a.implicit for a in analyses)),
+                claim_implicit=claim.implicit,
             ) + negation.edits(
                 claim.tokens, claim.negations, [(a.tokens, a.negations) for a in analyses]
             )

@@ -48,9 +48,22 @@ _DUTY_PHRASES: tuple[tuple[str, ...], ...] = (
 _SHALL_PERMITS = frozenset({"competent", "entitled", "allowed", "permitted", "empowered"})
 
 
-def _phrase_at(norms: Sequence[str], i: int, phrases: tuple[tuple[str, ...], ...]) -> int:
-    """The length of the phrase of ``phrases`` that starts at ``i``, or 0."""
+def _by_first(phrases: tuple[tuple[str, ...], ...]) -> dict[str, tuple[tuple[str, ...], ...]]:
+    index: dict[str, list[tuple[str, ...]]] = {}
     for phrase in phrases:
+        index.setdefault(phrase[0], []).append(phrase)
+    return {word: tuple(found) for word, found in index.items()}
+
+
+_PERMISSION_BY_FIRST = _by_first(_PERMISSION_PHRASES)
+_DUTY_BY_FIRST = _by_first(_DUTY_PHRASES)
+
+
+def _phrase_at(
+    norms: Sequence[str], i: int, phrases: dict[str, tuple[tuple[str, ...], ...]]
+) -> int:
+    """The length of the phrase (indexed by its first word) that starts at ``i``, or 0."""
+    for phrase in phrases.get(norms[i], ()):
         if tuple(norms[i : i + len(phrase)]) == phrase:
             return len(phrase)
     return 0
@@ -90,7 +103,7 @@ def _read(tokens: Sequence[Token]) -> tuple[set[str], set[str]]:
     owed: set[str] = set()
     for i, norm in enumerate(norms):
         after = norms[i + 1] if i + 1 < len(norms) else ""
-        n = _phrase_at(norms, i, _PERMISSION_PHRASES)
+        n = _phrase_at(norms, i, _PERMISSION_BY_FIRST)
         if n:
             allowed.update(_governed(tokens, i + n))
             continue
@@ -100,7 +113,7 @@ def _read(tokens: Sequence[Token]) -> tuple[set[str], set[str]]:
                 continue
             allowed.update(_governed(tokens, i + 1))
             continue
-        n = _phrase_at(norms, i, _DUTY_PHRASES)
+        n = _phrase_at(norms, i, _DUTY_BY_FIRST)
         if n:
             owed.update(_governed(tokens, i + n))
             continue

@@ -490,6 +490,7 @@ _WORD_ANTONYMS: tuple[tuple[str, str], ...] = (
 )
 # An exclusion turned inclusion: "except land" / "including land", "other than a human being" /
 # "a human being included".
+_ANTONYM_WORDS = frozenset(word for pair in _WORD_ANTONYMS for word in pair)
 _EXCLUDING = frozenset(word_list("except excepting excluding save"))
 _INCLUDING = frozenset(word_list("including included includes inclusive"))
 
@@ -501,12 +502,19 @@ def lexical_antonyms(
     ("including land" for "except land") or restrictions ("only in the cases excepted" for
     "except in the cases excepted")."""
     claim = {t.norm for t in claim_tokens}
-    cited = {t.norm for tokens in evidence for t in tokens}
     problems: list[str] = []
-    for a, b in _WORD_ANTONYMS:
-        for word, other in ((a, b), (b, a)):
-            if word in claim and other in cited and word not in cited and other not in claim:
-                problems.append(f"the claim says '{word}' where the cited evidence says '{other}'")
+    # The claim is read first: most claims hold none of these words, and then the cited text
+    # (often much longer) is never scanned.
+    if not claim.isdisjoint(_ANTONYM_WORDS):
+        cited = {t.norm for tokens in evidence for t in tokens}
+        for a, b in _WORD_ANTONYMS:
+            for word, other in ((a, b), (b, a)):
+                if word in claim and other in cited and word not in cited and other not in claim:
+                    problems.append(
+                        f"the claim says '{word}' where the cited evidence says '{other}'"
+                    )
+    if claim.isdisjoint(_INCLUDING) and "only" not in claim:
+        return problems
     excluded = _excluded_terms(evidence)
     if excluded and claim.isdisjoint(_EXCLUDING) and ("other", "than") not in _pairs(claim_tokens):
         norms = [t.norm for t in claim_tokens]
@@ -574,11 +582,12 @@ def exceptions_reversed(
 ) -> list[str]:
     """Conditions the cited text makes an exception ("unless P") that the claim makes a
     concession ("even if P"): at least two of the first four content terms shared."""
+    conceding = _after(claim_tokens, _CONCESSIVE_OPENERS)
+    if not conceding:
+        return []  # the usual case: the cited text is never scanned
     excepted = [terms for tokens in evidence for terms in _after(tokens, _EXCEPTION_OPENERS)]
-    if not excepted:
-        return []
     problems: list[str] = []
-    for conceded in _after(claim_tokens, _CONCESSIVE_OPENERS):
+    for conceded in conceding:
         for terms in excepted:
             shared = [t for t in conceded if t in terms]
             if len(shared) >= _EXCEPTION_SHARED:
@@ -593,8 +602,11 @@ def exceptions_reversed(
 def _after(tokens: Sequence[Token], openers: tuple[tuple[str, ...], ...]) -> list[tuple[str, ...]]:
     """The first ``_EXCEPTION_TERMS`` content terms after each opener."""
     norms = [t.norm for t in tokens]
+    firsts = {opener[0] for opener in openers}
     out: list[tuple[str, ...]] = []
     for i in range(len(norms)):
+        if norms[i] not in firsts:
+            continue
         for opener in openers:
             if tuple(norms[i : i + len(opener)]) == opener:
                 last = i + len(opener) - 1
