@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import time
@@ -33,7 +34,36 @@ def prefix(service: str) -> str:
     return service.upper() + "_"
 
 
+# Ports are drawn below the kernel's ephemeral range: a port the kernel handed out (bind to 0)
+# is released before the service binds it, and in that gap any outgoing connection (a gRPC
+# channel, a Redis client) may take it as its own source port; that failed a stack start once
+# ("Failed to bind to address 127.0.0.1:56843"). Below the range only another caller of
+# free_port can collide, at random, and the bind check below rules out ports in use.
+_DRAW_FROM = 20000
+_ATTEMPTS = 200
+
+
+def _ephemeral_low() -> int:
+    try:
+        low = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0]
+        return int(low)
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port() -> int:
+    """A loopback TCP port free right now, outside the ephemeral range where possible."""
+    high = _ephemeral_low() - 1
+    draw = random.SystemRandom()
+    if high > _DRAW_FROM:
+        for _ in range(_ATTEMPTS):
+            port = draw.randint(_DRAW_FROM, high)
+            with socket.socket() as sock:
+                try:
+                    sock.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+                return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])

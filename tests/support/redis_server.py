@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import tempfile
 import time
@@ -10,13 +9,7 @@ from types import TracebackType
 
 import redis
 
-from stack.wiring import redis_argv
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from stack.wiring import free_port, redis_argv
 
 
 class RedisServer:
