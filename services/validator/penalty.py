@@ -116,8 +116,8 @@ _FINE_MANDATORY = re.compile(
 # A statute's "and with fine" (ss. 326A, 376A-376E, ...) makes the fine part of the sentence;
 # "and shall also be liable to fine" only allows it (CUMULATIVE).
 _FINE_WITH = re.compile(r"\band\s+(?:also\s+)?with\s+fine(?![a-z])", re.IGNORECASE)
-# A claim that the fine is up to the court. Looked for before MANDATORY: "a fine is not
-# compulsory" holds "compulsory ... fine".
+# A claim that the fine is up to the court, anywhere in the claim (``parse_claim``), over any
+# mode read before: "a fine is not compulsory" holds "compulsory ... fine".
 _FINE_OPTIONAL = re.compile(
     r"\bfine\s+is\s+(?:optional|discretionary|not\s+(?:mandatory|compulsory|obligatory))"
     r"|\b(?:optional|discretionary)\s+fine|\bnot\s+(?:mandatory|compulsory|obligatory)\b[^.]*\bfine"
@@ -243,9 +243,7 @@ def _parse(text: str, *, claim: bool) -> Penalty:
     fine = bool(_FINE.search(text))
     mode: FineMode | None = None
     if fine:
-        if claim and _FINE_OPTIONAL.search(text):
-            mode = FineMode.OPTIONAL
-        elif _FINE_MANDATORY.search(text) or (not claim and _FINE_WITH.search(text)):
+        if _FINE_MANDATORY.search(text) or (not claim and _FINE_WITH.search(text)):
             mode = FineMode.MANDATORY
         elif _FINE_ALTERNATIVE.search(text):
             mode = FineMode.ALTERNATIVE

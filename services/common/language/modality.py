@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from services.common.language.stopwords import NUMBER_WORDS
-from services.common.language.text import Token
+from services.common.language.text import Token, phrase_at, phrase_index
 
 # Terms read after a cue: the verb and what closely follows it ("may ... commute the punishment").
 _WIDTH = 2
@@ -48,25 +48,8 @@ _DUTY_PHRASES: tuple[tuple[str, ...], ...] = (
 _SHALL_PERMITS = frozenset({"competent", "entitled", "allowed", "permitted", "empowered"})
 
 
-def _by_first(phrases: tuple[tuple[str, ...], ...]) -> dict[str, tuple[tuple[str, ...], ...]]:
-    index: dict[str, list[tuple[str, ...]]] = {}
-    for phrase in phrases:
-        index.setdefault(phrase[0], []).append(phrase)
-    return {word: tuple(found) for word, found in index.items()}
-
-
-_PERMISSION_BY_FIRST = _by_first(_PERMISSION_PHRASES)
-_DUTY_BY_FIRST = _by_first(_DUTY_PHRASES)
-
-
-def _phrase_at(
-    norms: Sequence[str], i: int, phrases: dict[str, tuple[tuple[str, ...], ...]]
-) -> int:
-    """The length of the phrase (indexed by its first word) that starts at ``i``, or 0."""
-    for phrase in phrases.get(norms[i], ()):
-        if tuple(norms[i : i + len(phrase)]) == phrase:
-            return len(phrase)
-    return 0
+_PERMISSION_BY_FIRST = phrase_index(_PERMISSION_PHRASES)
+_DUTY_BY_FIRST = phrase_index(_DUTY_PHRASES)
 
 
 def _governed(tokens: Sequence[Token], start: int) -> tuple[str, ...]:
@@ -103,7 +86,7 @@ def _read(tokens: Sequence[Token]) -> tuple[set[str], set[str]]:
     owed: set[str] = set()
     for i, norm in enumerate(norms):
         after = norms[i + 1] if i + 1 < len(norms) else ""
-        n = _phrase_at(norms, i, _PERMISSION_BY_FIRST)
+        n = phrase_at(norms, i, _PERMISSION_BY_FIRST)
         if n:
             allowed.update(_governed(tokens, i + n))
             continue
@@ -113,7 +96,7 @@ def _read(tokens: Sequence[Token]) -> tuple[set[str], set[str]]:
                 continue
             allowed.update(_governed(tokens, i + 1))
             continue
-        n = _phrase_at(norms, i, _DUTY_BY_FIRST)
+        n = phrase_at(norms, i, _DUTY_BY_FIRST)
         if n:
             owed.update(_governed(tokens, i + n))
             continue

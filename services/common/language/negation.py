@@ -8,7 +8,15 @@ from itertools import filterfalse, pairwise
 from operator import attrgetter
 
 from services.common.language.stopwords import NUMBER_WORDS
-from services.common.language.text import Clause, Token, term_of, word_list
+from services.common.language.text import (
+    Clause,
+    Phrases,
+    Token,
+    phrase_at,
+    phrase_index,
+    term_of,
+    word_list,
+)
 
 CUES = frozenset(
     word_list("not no never nothing none neither nor without cannot nobody nowhere noone")
@@ -517,26 +525,18 @@ def lexical_antonyms(
         return problems
     excluded = _excluded_terms(evidence)
     if excluded and claim.isdisjoint(_EXCLUDING) and ("other", "than") not in _pairs(claim_tokens):
-        norms = [t.norm for t in claim_tokens]
         for i, token in enumerate(claim_tokens):
             if token.norm == "only":
                 # "only in the cases excepted" for "except in the cases excepted"
-                near = {t.term for t in claim_tokens[i + 1 : i + 4] if t.term}
-                hit = sorted(near & excluded)
-                if hit:
-                    problems.append(
-                        f"the claim says 'only' {', '.join(hit)} where the cited evidence "
-                        "excludes it"
-                    )
-                    break
+                window = claim_tokens[i + 1 : i + 4]
+            elif token.norm in _INCLUDING:
+                window = claim_tokens[max(0, i - 4) : i + 5]
+            else:
                 continue
-            if token.norm not in _INCLUDING:
-                continue
-            near = {t.term for t in claim_tokens[max(0, i - 4) : i + 5] if t.term}
-            hit = sorted(near & excluded)
+            hit = sorted({t.term for t in window if t.term} & excluded)
             if hit:
                 problems.append(
-                    f"the claim says '{norms[i]}' {', '.join(hit)} where the cited evidence "
+                    f"the claim says '{token.norm}' {', '.join(hit)} where the cited evidence "
                     "excludes it"
                 )
                 break
@@ -573,6 +573,8 @@ _CONCESSIVE_OPENERS: tuple[tuple[str, ...], ...] = (
     ("even", "when"),
     ("regardless", "of", "whether"),
 )
+_EXCEPTIONS = phrase_index(_EXCEPTION_OPENERS)
+_CONCESSIONS = phrase_index(_CONCESSIVE_OPENERS)
 _EXCEPTION_TERMS = 4
 _EXCEPTION_SHARED = 2
 
@@ -582,10 +584,10 @@ def exceptions_reversed(
 ) -> list[str]:
     """Conditions the cited text makes an exception ("unless P") that the claim makes a
     concession ("even if P"): at least two of the first four content terms shared."""
-    conceding = _after(claim_tokens, _CONCESSIVE_OPENERS)
+    conceding = _after(claim_tokens, _CONCESSIONS)
     if not conceding:
         return []  # the usual case: the cited text is never scanned
-    excepted = [terms for tokens in evidence for terms in _after(tokens, _EXCEPTION_OPENERS)]
+    excepted = [terms for tokens in evidence for terms in _after(tokens, _EXCEPTIONS)]
     problems: list[str] = []
     for conceded in conceding:
         for terms in excepted:
@@ -599,17 +601,12 @@ def exceptions_reversed(
     return problems
 
 
-def _after(tokens: Sequence[Token], openers: tuple[tuple[str, ...], ...]) -> list[tuple[str, ...]]:
+def _after(tokens: Sequence[Token], openers: Phrases) -> list[tuple[str, ...]]:
     """The first ``_EXCEPTION_TERMS`` content terms after each opener."""
     norms = [t.norm for t in tokens]
-    firsts = {opener[0] for opener in openers}
     out: list[tuple[str, ...]] = []
     for i in range(len(norms)):
-        if norms[i] not in firsts:
-            continue
-        for opener in openers:
-            if tuple(norms[i : i + len(opener)]) == opener:
-                last = i + len(opener) - 1
-                out.append(tuple(_terms_after(tokens, last, _EXCEPTION_TERMS, same_clause=False)))
-                break
+        n = phrase_at(norms, i, openers)
+        if n:
+            out.append(tuple(_terms_after(tokens, i + n - 1, _EXCEPTION_TERMS, same_clause=False)))
     return out

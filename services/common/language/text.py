@@ -293,3 +293,22 @@ def blank_meta(text: str) -> str:
     Offsets are preserved (phrases become spaces), so spans computed afterwards still fit.
     """
     return _META_RE.sub(lambda m: " " * len(m.group()), text)
+
+
+Phrases = dict[str, tuple[tuple[str, ...], ...]]
+
+
+def phrase_index(phrases: Sequence[tuple[str, ...]]) -> Phrases:
+    """Word sequences indexed by their first word, for ``phrase_at``."""
+    index: dict[str, list[tuple[str, ...]]] = {}
+    for phrase in phrases:
+        index.setdefault(phrase[0], []).append(phrase)
+    return {word: tuple(found) for word, found in index.items()}
+
+
+def phrase_at(norms: Sequence[str], i: int, phrases: Phrases) -> int:
+    """The length of the first phrase of ``phrases`` that starts at word ``i``, or 0."""
+    for phrase in phrases.get(norms[i], ()):
+        if tuple(norms[i : i + len(phrase)]) == phrase:
+            return len(phrase)
+    return 0
