@@ -137,6 +137,9 @@ class SynthesisConfig:
     second_hop: bool = False
     # One more retrieval per part of a multi-part question (PipelineSettings.part_retrieval).
     part_retrieval: bool = True
+    # The extractive generator also quotes an evidence document its answer names by title
+    # (ExtractiveOptions.bridge_titles).
+    extractive_bridge_titles: bool = True
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> SynthesisConfig:
@@ -157,6 +160,7 @@ class SynthesisConfig:
             history_turns=env.int("HISTORY_TURNS", 4, minimum=0, maximum=50),
             second_hop=env.bool("SECOND_HOP", False),
             part_retrieval=env.bool("PART_RETRIEVAL", True),
+            extractive_bridge_titles=env.bool("EXTRACTIVE_BRIDGE_TITLES", True),
             openai=OpenAISettings(
                 base_url=env.str("OPENAI_BASE_URL", "https://api.openai.com/v1"),
                 api_key=env.secret("OPENAI_API_KEY"),

@@ -73,6 +73,13 @@ class ExtractiveOptions:
     # tune sets it cost SQuAD's even half 28 citations with no supporting one more, for one gold
     # passage over 2 IPC golden answers (docs/EVALUATION.md).
     synthesis_one_per_source: bool = False
+    # A bridge: when a quoted sentence names another evidence document by its title (and the
+    # question does not), that document's best sentence is quoted too ("... was bought out by
+    # Standard Oil" names the page that answers the rest of the question), at most
+    # ``bridge_max`` documents per answer (SYNTHESIS_EXTRACTIVE_BRIDGE_TITLES; on since rule
+    # 5bbc6f2 / B': docs/EVALUATION.md, "Quoting the document an answer names").
+    bridge_titles: bool = True
+    bridge_max: int = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +152,8 @@ class ExtractiveGenerator:
             seed = self._one_per_source(units, request.evidence, seed)
         chosen = self._select(units, request.synthesis_mode, aspects, seed)
         chosen = self._complement(units, chosen, key_terms, request.answer_scores)
+        if self._options.bridge_titles:
+            chosen = self._bridges(units, chosen, request)
         if request.synthesis_mode:
             return by_source(chosen, request.evidence)
         return " ".join(_cite_unit(unit) for unit in _reading_order(chosen))
@@ -313,6 +322,65 @@ class ExtractiveGenerator:
             return chosen
         best = max(candidates, key=lambda u: (len(missing & u.stems), u.score, -u.position))
         return [*chosen, best]
+
+    def _bridges(
+        self, units: list[_Unit], chosen: list[_Unit], request: GenerationRequest
+    ) -> list[_Unit]:
+        """Quote each evidence document a chosen sentence names by title and the question does
+        not (``bridge_titles``): its best-scoring sentence, else its first in evidence order. A
+        document titled like a quoted one (a paragraph of the same article) is no bridge."""
+        quoted = " ".join(unit.text for unit in chosen)
+        docs = {unit.doc_id for unit in chosen}
+        titles = {s.chunk.title for s in request.evidence if s.chunk.doc_id in docs}
+        added: list[_Unit] = []
+        for position, scored in enumerate(request.evidence):
+            chunk = scored.chunk
+            if len(added) >= self._options.bridge_max:
+                break
+            if chunk.doc_id in docs or chunk.title in titles:
+                continue  # the same work (another paragraph of a quoted article) is no bridge
+            name = title_name(chunk.title)
+            if not (names(quoted, name) and not names(request.question, name, fold_case=True)):
+                continue
+            docs.add(chunk.doc_id)
+            own = [unit for unit in units if unit.doc_id == chunk.doc_id]
+            if own:
+                added.append(max(own, key=lambda u: (u.score, -u.position, -u.piece)))
+                continue
+            text = next(iter(sentences(chunk.text)), "")
+            if text:
+                added.append(
+                    _Unit(
+                        position=position,
+                        piece=0,
+                        sentence_index=chunk.sentence_index,
+                        text=text,
+                        semantic_id=chunk.semantic_id,
+                        doc_id=chunk.doc_id,
+                        stems=text_stems(text),
+                        score=0.0,
+                        title=text_stems(chunk.title),
+                    )
+                )
+        return [*chosen, *added]
+
+
+_DISAMBIGUATOR = re.compile(r"\s*\([^()]*\)\s*$")
+
+
+def title_name(title: str) -> str:
+    """The name a document's title gives it, without a trailing disambiguator: "Tinted
+    Windows" for "Tinted Windows (band)"; empty when shorter than 3 characters."""
+    name = _DISAMBIGUATOR.sub("", title).strip()
+    return name if len(name) >= 3 else ""
+
+
+def names(text: str, name: str, *, fold_case: bool = False) -> bool:
+    """Whether ``text`` names ``name`` as whole words (case-sensitive unless ``fold_case``)."""
+    if not name:
+        return False
+    pattern = rf"(?<!\w){re.escape(name)}(?!\w)"
+    return re.search(pattern, text, re.IGNORECASE if fold_case else 0) is not None
 
 
 def _one_per_compared_term(units: list[_Unit], compared: tuple[str, ...]) -> list[_Unit]:

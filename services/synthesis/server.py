@@ -120,6 +120,7 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
             ExtractiveOptions(
                 weight_answerability=config.answerability.extractive_weight,
                 complement_answering_at=config.answerability.complement_answering_at,
+                bridge_titles=config.extractive_bridge_titles,
             )
         ),
         openai=lambda model: OpenAIGenerator(_openai_settings(config, model)),

@@ -521,3 +521,111 @@ class TestAnsweringComplement:
         low = {"Gym_0": 0.3, "Gym_1": 0.05, "Man_0": 0.5}
         assert "[Man_0]" not in await self.answer(0.62, low)
         assert "[Man_0]" not in await self.answer(0.62, {})
+
+
+class TestBridgeTitles:
+    """SYNTHESIS_EXTRACTIVE_BRIDGE_TITLES (on by default): a quoted sentence that names another
+    evidence document by its title brings that document's best sentence into the answer."""
+
+    QUESTION = "The benefactor who paid for Archbold Gymnasium sold his firm to whom?"
+
+    def evidence(self, *extra: Chunk) -> tuple[ScoredChunk, ...]:
+        return ranked(
+            article(
+                "Gym",
+                0,
+                "Archbold Gymnasium was paid for by John Dustin Archbold in 1908.",
+                "Archbold Gymnasium",
+            ),
+            *extra,
+            article(
+                "JDA",
+                0,
+                "His small oil company was bought out by Standard Oil.",
+                "John Dustin Archbold",
+            ),
+        )
+
+    async def answer(
+        self, evidence: tuple[ScoredChunk, ...], *, question: str = QUESTION, **options: object
+    ) -> str:
+        from services.synthesis.extractive import ExtractiveOptions
+
+        generator = ExtractiveGenerator(ExtractiveOptions(**options))  # type: ignore[arg-type]
+        result = await generator.generate(request(question, evidence), timeout_s=1.0)
+        return result.text
+
+    async def test_the_named_document_is_quoted_and_the_answer_validates(self) -> None:
+        evidence = self.evidence()
+        on = await self.answer(evidence)
+        # The bridge sentence shares no word with the question: only the name brings it in.
+        assert "[Gym_0]" in on and "[JDA_0]" in on
+        assert "[JDA_0]" not in await self.answer(evidence, bridge_titles=False)
+        report = await EngineValidator().validate(on, [s.chunk for s in evidence], timeout_s=1.0)
+        assert report.verdict is Verdict.GROUNDED, report
+
+    async def test_a_document_the_question_names_is_no_bridge(self) -> None:
+        question = "Did John Dustin Archbold, who paid for Archbold Gymnasium, sell a firm?"
+        evidence = ranked(
+            article(
+                "Gym",
+                0,
+                "Archbold Gymnasium was paid for by John Dustin Archbold in 1908.",
+                "Archbold Gymnasium",
+            ),
+            article("JDA", 0, "The weather in 1908 was mild.", "John Dustin Archbold"),
+        )
+        # JDA_0 has three content words, none the question's: it is quoted only as a bridge.
+        assert "[JDA_0]" not in await self.answer(evidence, question=question)
+
+    async def test_another_paragraph_of_the_same_article_is_no_bridge(self) -> None:
+        # SQuAD-like: paragraphs of one article share its title, which a sentence may name.
+        evidence = ranked(
+            article(
+                "Gym_p0",
+                0,
+                "Archbold Gymnasium was paid for by a benefactor of Syracuse in 1908.",
+                "Syracuse",
+            ),
+            article("Gym_p1", 0, "The climate of the region is humid and cold.", "Syracuse"),
+        )
+        assert "[Gym_p1_0]" not in await self.answer(evidence)
+
+    async def test_the_cap_and_a_disambiguated_title(self) -> None:
+        evidence = ranked(
+            article(
+                "Gym",
+                0,
+                "Archbold Gymnasium was paid for by John Dustin Archbold of Standard Oil in 1908.",
+                "Archbold Gymnasium",
+            ),
+            article("SO", 0, "The trust was dissolved by the courts.", "Standard Oil (company)"),
+            article(
+                "JDA", 0, "His small oil company was bought out by a rival.", "John Dustin Archbold"
+            ),
+        )
+        text = await self.answer(evidence)
+        # "Standard Oil (company)" is named as "Standard Oil"; both named documents are quoted.
+        assert "[SO_0]" in text and "[JDA_0]" in text
+        capped = await self.answer(evidence, bridge_max=1)
+        assert "[SO_0]" in capped and "[JDA_0]" not in capped  # the first in evidence order
+
+
+def test_title_names_match_whole_words_and_case() -> None:
+    from services.synthesis.extractive import names, title_name
+
+    assert title_name("Tinted Windows (band)") == "Tinted Windows"
+    assert title_name("Melanie") == "Melanie" and title_name("Oz") == ""
+    assert names("a song by Tinted Windows in 2009", "Tinted Windows")
+    assert not names("a song by tinted windows", "Tinted Windows")  # a name keeps its capitals
+    assert names("a song by tinted windows", "Tinted Windows", fold_case=True)
+    assert not names("Ti' Punched the clock", "Punch")  # whole words only
+    assert not names("anything", "")
+
+
+def test_the_bridge_setting_defaults_on_and_switches_off() -> None:
+    from services.synthesis.config import SynthesisConfig
+
+    assert SynthesisConfig.from_env({}).extractive_bridge_titles is True
+    off = {"SYNTHESIS_EXTRACTIVE_BRIDGE_TITLES": "false"}
+    assert SynthesisConfig.from_env(off).extractive_bridge_titles is False
