@@ -137,6 +137,11 @@ class SynthesisConfig:
     second_hop: bool = False
     # One more retrieval per part of a multi-part question (PipelineSettings.part_retrieval).
     part_retrieval: bool = True
+    # A candidate from a document the evidence names takes the last evidence slot
+    # (PipelineSettings.promote_named), and how many candidates retrieval is asked for
+    # (PipelineSettings.candidate_pool).
+    promote_named: bool = True
+    candidate_pool: int = 20
     # The extractive generator also quotes an evidence document its answer names by title
     # (ExtractiveOptions.bridge_titles).
     extractive_bridge_titles: bool = True
@@ -160,6 +165,8 @@ class SynthesisConfig:
             history_turns=env.int("HISTORY_TURNS", 4, minimum=0, maximum=50),
             second_hop=env.bool("SECOND_HOP", False),
             part_retrieval=env.bool("PART_RETRIEVAL", True),
+            promote_named=env.bool("PROMOTE_NAMED", True),
+            candidate_pool=env.int("CANDIDATE_POOL", 20, minimum=0, maximum=MAX_TOP_K),
             extractive_bridge_titles=env.bool("EXTRACTIVE_BRIDGE_TITLES", True),
             openai=OpenAISettings(
                 base_url=env.str("OPENAI_BASE_URL", "https://api.openai.com/v1"),

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import Intent, classify_intent
+from services.common.language.names import names_beyond_question
 from services.common.language.sentences import sentences
 from services.common.language.text import stem
 from services.common.refusal import REFUSAL
@@ -339,8 +340,7 @@ class ExtractiveGenerator:
                 break
             if chunk.doc_id in docs or chunk.title in titles:
                 continue  # the same work (another paragraph of a quoted article) is no bridge
-            name = title_name(chunk.title)
-            if not (names(quoted, name) and not names(request.question, name, fold_case=True)):
+            if not names_beyond_question(quoted, chunk.title, request.question):
                 continue
             docs.add(chunk.doc_id)
             own = [unit for unit in units if unit.doc_id == chunk.doc_id]
@@ -363,24 +363,6 @@ class ExtractiveGenerator:
                     )
                 )
         return [*chosen, *added]
-
-
-_DISAMBIGUATOR = re.compile(r"\s*\([^()]*\)\s*$")
-
-
-def title_name(title: str) -> str:
-    """The name a document's title gives it, without a trailing disambiguator: "Tinted
-    Windows" for "Tinted Windows (band)"; empty when shorter than 3 characters."""
-    name = _DISAMBIGUATOR.sub("", title).strip()
-    return name if len(name) >= 3 else ""
-
-
-def names(text: str, name: str, *, fold_case: bool = False) -> bool:
-    """Whether ``text`` names ``name`` as whole words (case-sensitive unless ``fold_case``)."""
-    if not name:
-        return False
-    pattern = rf"(?<!\w){re.escape(name)}(?!\w)"
-    return re.search(pattern, text, re.IGNORECASE if fold_case else 0) is not None
 
 
 def _one_per_compared_term(units: list[_Unit], compared: tuple[str, ...]) -> list[_Unit]:

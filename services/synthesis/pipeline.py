@@ -33,6 +33,7 @@ from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import Intent, is_statement
 from services.common.judge import Task
 from services.common.language.citations import resolve_positions
+from services.common.language.names import names_beyond_question
 from services.common.language.text import is_blank
 from services.common.refusal import REFUSAL
 from services.common.tracing import annotate, stage_span
@@ -165,8 +166,9 @@ class PipelineSettings:
     # Retrieval is asked for at least this many passages. The request's ``top_k`` best are the
     # evidence, but when they cannot answer and a passage ranked below them can, that passage
     # replaces the lowest-ranked one ("What is theft under the Indian Penal Code?" ranks the
-    # defining s.378 seventh). 0 = exactly ``top_k``.
-    candidate_pool: int = 10
+    # defining s.378 seventh). 0 = exactly ``top_k``. 20 since 2026-11-26 (was 10), with
+    # ``promote_named``: docs/EVALUATION.md, "A candidate the evidence names".
+    candidate_pool: int = 20
     max_promoted: int = 2
     # A second retrieval ("hop") for a question the first passage does not finish: the
     # question plus the first passage's text, so a bridge entity the first passage names
@@ -174,6 +176,10 @@ class PipelineSettings:
     # document not already among the first ``top_k - 1`` takes the last evidence slot.
     # Comparisons (one retrieval per compared term already) never take a second hop.
     second_hop: bool = False
+    # A candidate ranked below the first ``top_k`` whose document an evidence passage names by
+    # its title (and the question does not) takes the last evidence slot: the second hop's
+    # bridge, found in the candidates already retrieved (services/common/language/names.py).
+    promote_named: bool = True
     # A multi-part question ("How is X punished, and how is Y punished?") is also retrieved
     # once per part, and the parts' rankings take turns for the evidence slots, so each part
     # can find its own answering passage (the answerability check refuses a question one of
@@ -490,6 +496,8 @@ class SynthesisPipeline:
         options = self._settings.sufficiency
         intent, comparison = analysis.intent, analysis.comparison
         candidates = _dedupe(_interleave(results, comparison, intent))
+        if self._settings.promote_named and comparison is None and len(results) == 1:
+            candidates = promote_named(analysis.focus, candidates, top_k)
         evidence = candidates[:top_k]
         mark = time.perf_counter()
         with stage_span("sufficiency", intent=intent.value):
@@ -773,6 +781,35 @@ def promote_supporting(
     if not promoted:
         return head
     return head[: top_k - len(promoted)] + promoted
+
+
+def promote_named(
+    question: str, candidates: Sequence[ScoredChunk], top_k: int
+) -> list[ScoredChunk]:
+    """The candidates, with the best one ranked below ``top_k`` whose document the first
+    ``top_k`` name by its title (and ``question`` does not) moved into the last evidence slot;
+    a document titled like one among them (another paragraph of the same article) does not
+    count. Unchanged when there is none, or fewer than 2 slots."""
+    if top_k < 2 or len(candidates) <= top_k:
+        return list(candidates)
+    head = candidates[:top_k]
+    docs = {scored.chunk.doc_id for scored in head}
+    titles = {scored.chunk.title for scored in head}
+    text = " ".join(scored.chunk.text for scored in head)
+    named = next(
+        (
+            scored
+            for scored in candidates[top_k:]
+            if scored.chunk.doc_id not in docs
+            and scored.chunk.title not in titles
+            and names_beyond_question(text, scored.chunk.title, question)
+        ),
+        None,
+    )
+    if named is None:
+        return list(candidates)
+    rest = [s for s in candidates[top_k - 1 :] if s is not named]
+    return [*head[: top_k - 1], named, *rest]
 
 
 def _part_queries(analysis: QuestionAnalysis, settings: PipelineSettings) -> tuple[str, ...]:

@@ -83,6 +83,8 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
         max_question_chars=MAX_QUESTION_CHARS,
         history_turns=config.history_turns,
         second_hop=config.second_hop,
+        promote_named=config.promote_named,
+        candidate_pool=config.candidate_pool,
         part_retrieval=config.part_retrieval,
     )
     # A call first waits for a reconnecting dependency up to a little more than the capped

@@ -6,6 +6,8 @@ sufficiency, and the canonical section number the corpus loader uses.
 ``windows``: how a text longer than a cross-encoder's input is covered, never truncated.
 ``text``, ``quantities``, ``negation``: tokens and stems, numbers and dates, negation cues and
 their scopes; the validator checks answers with them, synthesis finds disagreeing passages.
+``names``: how a text names a document by its title (a bridge between documents), for
+synthesis's evidence and the extractive generator.
 ``text.stem`` is the one stemmer: BM25's tokens, sufficiency's key terms and the validator's
 content terms.
 """

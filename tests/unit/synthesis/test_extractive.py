@@ -611,18 +611,6 @@ class TestBridgeTitles:
         assert "[SO_0]" in capped and "[JDA_0]" not in capped  # the first in evidence order
 
 
-def test_title_names_match_whole_words_and_case() -> None:
-    from services.synthesis.extractive import names, title_name
-
-    assert title_name("Tinted Windows (band)") == "Tinted Windows"
-    assert title_name("Melanie") == "Melanie" and title_name("Oz") == ""
-    assert names("a song by Tinted Windows in 2009", "Tinted Windows")
-    assert not names("a song by tinted windows", "Tinted Windows")  # a name keeps its capitals
-    assert names("a song by tinted windows", "Tinted Windows", fold_case=True)
-    assert not names("Ti' Punched the clock", "Punch")  # whole words only
-    assert not names("anything", "")
-
-
 def test_the_bridge_setting_defaults_on_and_switches_off() -> None:
     from services.synthesis.config import SynthesisConfig
 

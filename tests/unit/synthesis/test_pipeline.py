@@ -93,7 +93,7 @@ class TestEvidenceDepth:
 
         result = await synth.answer(SynthesisRequest("What is theft?", top_k=2))
 
-        assert retriever.calls[0].top_k == 10  # the candidate pool
+        assert retriever.calls[0].top_k == 20  # the candidate pool
         assert [s.chunk.semantic_id for s in result.evidence] == ["IPC_379_0", "IPC_378_0"]
         assert result.status is SynthesisStatus.ANSWERED
         assert "[IPC_378_0]" in result.answer
@@ -952,3 +952,69 @@ class TestSecondHop:
             "Who directed it? Alice met"
         )
         assert hop_query("Who directed it?", "Alicemetbobthere", limit=20) == "Who directed it?"
+
+
+class TestPromoteNamed:
+    """SYNTHESIS_PROMOTE_NAMED (on by default): a candidate below the first ``top_k`` whose
+    document the evidence names by its title takes the last evidence slot."""
+
+    QUESTION = "The benefactor who paid for Archbold Gymnasium sold his firm to whom?"
+
+    @staticmethod
+    def doc(doc: str, n: int, text: str, title: str) -> Chunk:
+        return Chunk(semantic_id=f"{doc}_{n}", doc_id=doc, text=text, title=title, sentence_index=n)
+
+    def candidates(self) -> list[ScoredChunk]:
+        chunks = (
+            self.doc("Gym", 0, "Archbold Gymnasium was paid for by John Dustin Archbold.", "Gym"),
+            self.doc("Gym", 1, "The gymnasium was rebuilt after a fire in 1947.", "Gym"),
+            self.doc("Pool", 0, "The pool was paid for by the city.", "Pool"),
+            self.doc("Other", 0, "An unrelated benefactor founded a library.", "Other"),
+            self.doc(
+                "JDA", 0, "His oil company was bought out by Standard Oil.", "John Dustin Archbold"
+            ),
+        )
+        return [ScoredChunk(c, round(0.9 - 0.1 * n, 2)) for n, c in enumerate(chunks)]
+
+    def test_the_named_document_takes_the_last_slot(self) -> None:
+        from services.synthesis.pipeline import promote_named
+
+        out = promote_named(self.QUESTION, self.candidates(), 3)
+        assert [s.chunk.semantic_id for s in out[:3]] == ["Gym_0", "Gym_1", "JDA_0"]
+        # Nothing is lost: the displaced candidate stays in the pool, behind the evidence.
+        assert [s.chunk.semantic_id for s in out[3:]] == ["Pool_0", "Other_0"]
+
+    def test_unchanged_without_a_named_candidate_or_room(self) -> None:
+        from services.synthesis.pipeline import promote_named
+
+        candidates = self.candidates()
+        ids = [s.chunk.semantic_id for s in candidates]
+        asked = "Did John Dustin Archbold pay for Archbold Gymnasium?"  # the question names it
+        assert [s.chunk.semantic_id for s in promote_named(asked, candidates, 3)] == ids
+        assert [s.chunk.semantic_id for s in promote_named(self.QUESTION, candidates, 1)] == ids
+        assert [s.chunk.semantic_id for s in promote_named(self.QUESTION, candidates, 5)] == ids
+        same_title = [
+            *candidates[:4],
+            ScoredChunk(dataclasses.replace(candidates[4].chunk, title="Gym"), 0.5),
+        ]
+        assert [s.chunk.semantic_id for s in promote_named(self.QUESTION, same_title, 3)] == ids
+
+    async def test_in_the_pipeline_and_switched_off(self) -> None:
+        request = SynthesisRequest(self.QUESTION, top_k=3)
+        on = await pipeline(FakeRetriever(self.candidates()), ExtractiveGenerator()).answer(request)
+        assert [s.chunk.semantic_id for s in on.evidence][-1] == "JDA_0"
+        off = await pipeline(
+            FakeRetriever(self.candidates()), ExtractiveGenerator(), promote_named=False
+        ).answer(request)
+        assert "JDA_0" not in [s.chunk.semantic_id for s in off.evidence]
+
+
+def test_promotion_settings_default_on_with_a_pool_of_20() -> None:
+    from services.synthesis.config import SynthesisConfig
+
+    default = SynthesisConfig.from_env({})
+    assert (default.promote_named, default.candidate_pool) == (True, 20)
+    assert (PipelineSettings().promote_named, PipelineSettings().candidate_pool) == (True, 20)
+    changed = {"SYNTHESIS_PROMOTE_NAMED": "false", "SYNTHESIS_CANDIDATE_POOL": "10"}
+    config = SynthesisConfig.from_env(changed)
+    assert (config.promote_named, config.candidate_pool) == (False, 10)
