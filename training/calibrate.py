@@ -68,6 +68,21 @@ def balanced_accuracy(cases: Sequence[Case]) -> tuple[float, dict[str, float]]:
     return sum(per.values()) / len(per), per
 
 
+def parse_floors(raw: Sequence[str]) -> dict[str, float]:
+    """``GROUP=ACCURACY`` options as a mapping; a malformed one is an error, not ignored."""
+    floors: dict[str, float] = {}
+    for item in raw:
+        group, sep, value = item.partition("=")
+        try:
+            floor = float(value)
+        except ValueError:
+            floor = -1.0
+        if not sep or not group or not 0.0 <= floor <= 1.0:
+            raise SystemExit(f"--min-group-accuracy wants GROUP=ACCURACY in [0, 1], got {item!r}")
+        floors[group] = floor
+    return floors
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model-dir", type=Path, default=DEFAULT_MODEL_DIR)
@@ -78,7 +93,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="leave a case source out (repeatable): one the model was trained on, e.g. scifact "
         "when its tune-half documents are in the training mix",
     )
+    parser.add_argument(
+        "--min-group-accuracy",
+        action="append",
+        default=[],
+        metavar="GROUP=ACCURACY",
+        help="only thresholds that judge at least this share of a case group right (repeatable), "
+        "e.g. scifact_contradict_claim=0.9 for a deployment that must accept at most 10 %% of "
+        "contradicted scientific claims; the best balanced accuracy among them wins",
+    )
     args = parser.parse_args(argv)
+    floors = parse_floors(args.min_group_accuracy)
     cases = [c for c in build_cases() if c.split == TUNE and c.source not in args.exclude_source]
     model = CachedModel(OnnxNliModel(args.model_dir, threads=2))
     results = []
@@ -88,7 +113,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         score, per = balanced_accuracy(cases)
         results.append((score, entail, rescue, per))
         print(f"entail {entail:.2f} rescue {rescue:.2f}: balanced accuracy {score:.4f}", flush=True)
-    score, entail, rescue, per = max(results, key=lambda r: (r[0], r[1]))
+    allowed = [r for r in results if all(r[3].get(g, 0.0) >= f for g, f in floors.items())]
+    if not allowed:
+        raise SystemExit(f"no grid point meets {floors}: nothing written")
+    score, entail, rescue, per = max(allowed, key=lambda r: (r[0], r[1]))
     manifest_path = args.model_dir / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
     manifest["calibration"] = {
@@ -99,9 +127,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"tune half of bench.validator_accuracy's cases ({len(cases)} cases"
             + (f", without {', '.join(args.exclude_source)}" if args.exclude_source else "")
             + "); objective: balanced accuracy over case groups"
+            + (f", subject to {floors}" if floors else "")
         ),
         "command": "python -m training.calibrate"
-        + "".join(f" --exclude-source {s}" for s in args.exclude_source),
+        + "".join(f" --exclude-source {s}" for s in args.exclude_source)
+        + "".join(f" --min-group-accuracy {g}={f}" for g, f in floors.items()),
         "balanced_accuracy": round(score, 4),
         "per_group_accuracy": {k: round(v, 4) for k, v in per.items()},
     }

@@ -418,3 +418,23 @@ def test_merged_questions_keep_each_text_once_and_drop_near_ones() -> None:
     ]
     kept = merge.keep(rows, [False, True, False, False])
     assert [r["question"] for r in kept] == ["Is bail a right?", "What is theft?"]
+
+
+class TestCalibrationFloors:
+    """training.calibrate --min-group-accuracy GROUP=ACCURACY: a constraint, never ignored."""
+
+    def test_parsed(self) -> None:
+        from training.calibrate import parse_floors
+
+        assert parse_floors([]) == {}
+        assert parse_floors(["scifact_contradict_claim=0.9", "a=1"]) == {
+            "scifact_contradict_claim": 0.9,
+            "a": 1.0,
+        }
+
+    @pytest.mark.parametrize("raw", ["scifact", "=0.9", "group=", "group=high", "group=1.5"])
+    def test_a_malformed_floor_is_an_error(self, raw: str) -> None:
+        from training.calibrate import parse_floors
+
+        with pytest.raises(SystemExit, match="GROUP=ACCURACY"):
+            parse_floors([raw])
