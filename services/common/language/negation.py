@@ -246,9 +246,8 @@ def _bound_backed(
 
 # Words that negate without a negation cue: "other than a human being" = "not a human being",
 # "in default of payment" = "not paying", "incapable of knowing" = "cannot know", "forbids to
-# trade" = "bound not to trade". "other",
-# "rather" and "instead" only in "other than", "rather than", "instead of" ("any other person"
-# negates nothing).
+# trade" = "bound not to trade". "other", "rather" and "instead" only in "other than", "rather
+# than", "instead of" ("any other person" negates nothing).
 IMPLICIT = frozenset(
     word_list(
         "except excepting unless default incapable unable lack lacks lacking lacked fail fails "
@@ -262,16 +261,29 @@ _IMPLICIT_PAIRS = frozenset({("other", "than"), ("rather", "than"), ("instead", 
 def implicit_terms(tokens: Sequence[Token], width: int = SCOPE_TERMS) -> frozenset[str]:
     """The content terms right after each cue-less negating word (up to ``width`` each, in its
     clause), and those before "or not" in "whether X or not"."""
-    out: set[str] = set()
+    out = _governed(tokens, IMPLICIT, _IMPLICIT_PAIRS, width)
     for i, token in enumerate(tokens):
-        pair = i + 1 < len(tokens) and (token.norm, tokens[i + 1].norm) in _IMPLICIT_PAIRS
-        if token.norm in IMPLICIT or pair:
-            out.update(_terms_after(tokens, i, width))
-        elif token.norm == "not" and i >= 2 and tokens[i - 1].norm == "or":
+        if token.norm == "not" and i >= 2 and tokens[i - 1].norm == "or":
             for back in tokens[max(0, i - 5) : i - 1]:
                 if back.term and back.clause == token.clause:
                     out.add(back.term)
     return frozenset(out)
+
+
+def _governed(
+    tokens: Sequence[Token],
+    words: frozenset[str],
+    pairs: frozenset[tuple[str, str]],
+    width: int,
+) -> set[str]:
+    """The content terms right after each of ``words`` or each two-word opener of ``pairs``
+    (up to ``width`` each, in its clause)."""
+    out: set[str] = set()
+    for i, token in enumerate(tokens):
+        pair = i + 1 < len(tokens) and (token.norm, tokens[i + 1].norm) in pairs
+        if token.norm in words or pair:
+            out.update(_terms_after(tokens, i, width))
+    return out
 
 
 def _terms_after(
@@ -501,6 +513,7 @@ _WORD_ANTONYMS: tuple[tuple[str, str], ...] = (
 _ANTONYM_WORDS = frozenset(word for pair in _WORD_ANTONYMS for word in pair)
 _EXCLUDING = frozenset(word_list("except excepting excluding save"))
 _INCLUDING = frozenset(word_list("including included includes inclusive"))
+_OTHER_THAN = frozenset({("other", "than")})
 
 
 def lexical_antonyms(
@@ -524,7 +537,7 @@ def lexical_antonyms(
     if claim.isdisjoint(_INCLUDING) and "only" not in claim:
         return problems
     excluded = _excluded_terms(evidence)
-    if excluded and claim.isdisjoint(_EXCLUDING) and ("other", "than") not in _pairs(claim_tokens):
+    if excluded and claim.isdisjoint(_EXCLUDING) and _OTHER_THAN.isdisjoint(_pairs(claim_tokens)):
         for i, token in enumerate(claim_tokens):
             if token.norm == "only":
                 # "only in the cases excepted" for "except in the cases excepted"
@@ -549,13 +562,9 @@ def _pairs(tokens: Sequence[Token]) -> set[tuple[str, str]]:
 
 def _excluded_terms(evidence: Sequence[Sequence[Token]]) -> frozenset[str]:
     """The content terms right after "except", "excluding", "other than" ... (three, own clause)."""
-    out: set[str] = set()
-    for tokens in evidence:
-        for i, token in enumerate(tokens):
-            pair = i + 1 < len(tokens) and (token.norm, tokens[i + 1].norm) == ("other", "than")
-            if token.norm in _EXCLUDING or pair:
-                out.update(_terms_after(tokens, i, SCOPE_TERMS))
-    return frozenset(out)
+    return frozenset().union(
+        *(_governed(tokens, _EXCLUDING, _OTHER_THAN, SCOPE_TERMS) for tokens in evidence)
+    )
 
 
 # An exception turned round: "shall, unless he proves that he acted without intent to defraud,
