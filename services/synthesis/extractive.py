@@ -338,9 +338,9 @@ class ExtractiveGenerator:
             chunk = scored.chunk
             if len(added) >= self._options.bridge_max:
                 break
-            if chunk.doc_id in docs or chunk.title in titles:
-                continue  # the same work (another paragraph of a quoted article) is no bridge
-            if not names_beyond_question(quoted, chunk.title, request.question):
+            if chunk.doc_id in docs or not names_beyond_question(
+                quoted, chunk.title, request.question, own_titles=titles
+            ):
                 continue
             docs.add(chunk.doc_id)
             own = [unit for unit in units if unit.doc_id == chunk.doc_id]

@@ -801,8 +801,7 @@ def promote_named(
             scored
             for scored in candidates[top_k:]
             if scored.chunk.doc_id not in docs
-            and scored.chunk.title not in titles
-            and names_beyond_question(text, scored.chunk.title, question)
+            and names_beyond_question(text, scored.chunk.title, question, own_titles=titles)
         ),
         None,
     )

@@ -9,6 +9,7 @@ extractive generator quotes a document its answer names (``SYNTHESIS_EXTRACTIVE_
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Final
 
 _DISAMBIGUATOR: Final = re.compile(r"\s*\([^()]*\)\s*$")
@@ -31,8 +32,14 @@ def names(text: str, name: str, *, fold_case: bool = False) -> bool:
     return re.search(pattern, text, re.IGNORECASE if fold_case else 0) is not None
 
 
-def names_beyond_question(text: str, title: str, question: str) -> bool:
+def names_beyond_question(
+    text: str, title: str, question: str, *, own_titles: Collection[str] = ()
+) -> bool:
     """Whether ``text`` names the document titled ``title`` and ``question`` does not (in any
-    case): a document the question names is what it asks about, not a bridge to it."""
+    case): a document the question names is what it asks about, not a bridge to it. Nor is a
+    document titled like one of ``own_titles``, the titles of the documents ``text`` comes
+    from (another paragraph of the same article)."""
+    if title in own_titles:
+        return False
     name = title_name(title)
     return names(text, name) and not names(question, name, fold_case=True)
