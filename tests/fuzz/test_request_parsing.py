@@ -17,9 +17,9 @@ from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 from grounded.retrieval.v1 import retrieval_service_pb2 as rpb
 from grounded.synthesis.v1 import synthesis_service_pb2 as spb
-from grounded.type.v1 import validation_pb2
+from grounded.type.v1 import evidence_pb2, validation_pb2
 from grounded.validator.v1 import validator_service_pb2 as vpb
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from services.common import status, validation_proto
@@ -83,9 +83,49 @@ def _status_details(rich: grpc.Status) -> list[any_pb2.Any]:
     raise AssertionError("no grpc-status-details-bin trailer")
 
 
+# Valid requests, so the accepted-request checks run on every run (generated requests are
+# rarely valid); TestFixedExamples proves each is accepted.
+VALID_RETRIEVAL = [
+    rpb.RetrievePassagesRequest(query="What is the punishment for theft?", top_k=5),
+    rpb.RetrievePassagesRequest(
+        query="  cheating  ",
+        top_k=MAX_TOP_K,
+        filters=evidence_pb2.EvidenceFilters(acts=["IPC"], doc_ids=["IPC_420"]),
+        stages=rpb.RetrievalStages(dense=False, rerank=True),
+        min_score=0.25,
+    ),
+    # top_k 0 asks for the default.
+    rpb.RetrievePassagesRequest(query="x" * MAX_QUERY_CHARS, top_k=0),
+]
+VALID_SYNTHESIS: list[tuple[spb.SynthesizeAnswerRequest, str | None]] = [
+    (spb.SynthesizeAnswerRequest(question="What is theft?"), None),
+    (
+        spb.SynthesizeAnswerRequest(
+            question="  And its punishment? ",
+            top_k=synthesis_convert.MAX_TOP_K,
+            history=[
+                spb.ConversationTurn(role=spb.TURN_ROLE_USER, text="What is theft?"),
+                spb.ConversationTurn(role=spb.TURN_ROLE_ASSISTANT, text="Theft is [IPC_378_0]."),
+            ],
+            generator=spb.GENERATOR_KIND_EXTRACTIVE,
+        ),
+        "openai",
+    ),
+    (
+        spb.SynthesizeAnswerRequest(
+            question="What is cheating?", top_k=3, generator=spb.GENERATOR_KIND_OPENAI, model="m"
+        ),
+        "extractive",
+    ),
+]
+
+
 class TestRetrievalRequestFromProto:
     @FUZZ
     @given(retrieval_requests())
+    @example(VALID_RETRIEVAL[0])
+    @example(VALID_RETRIEVAL[1])
+    @example(VALID_RETRIEVAL[2])
     def test_retrieval_request_rejected_exactly_when_a_limit_is_broken(
         self, request: rpb.RetrievePassagesRequest
     ) -> None:
@@ -129,6 +169,9 @@ class TestRetrievalRequestFromProto:
 class TestSynthesisRequestFromProto:
     @FUZZ
     @given(synthesis_requests(), st.sampled_from([None, "extractive", "openai"]))
+    @example(*VALID_SYNTHESIS[0])
+    @example(*VALID_SYNTHESIS[1])
+    @example(*VALID_SYNTHESIS[2])
     def test_synthesis_request_rejected_exactly_when_a_limit_is_broken(
         self, request: spb.SynthesizeAnswerRequest, default_generator: str | None
     ) -> None:
@@ -209,3 +252,31 @@ class TestValidatorRequestFromProto:
         response = validation_proto.report_to_proto(report)
         assert response.verdict != validation_pb2.VALIDATION_VERDICT_UNSPECIFIED
         assert set(response.cited_ids) <= {p.semantic_id for p in request.evidence}
+
+
+class TestFixedExamples:
+    """The valid examples above are accepted: were one to be rejected, the accepted-request
+    checks it is there for would silently not run."""
+
+    @pytest.mark.parametrize("request_", VALID_RETRIEVAL)
+    def test_valid_retrieval_examples_are_accepted(
+        self, request_: rpb.RetrievePassagesRequest
+    ) -> None:
+        parsed = retrieval_convert.request_from_proto(
+            _over_the_wire(request_),
+            known_acts=KNOWN_ACTS,
+            known_doc_ids=KNOWN_DOC_IDS,
+            default_stages=StageSwitches(),
+        )
+
+        assert parsed.query == request_.query.strip()
+
+    @pytest.mark.parametrize(("request_", "default_generator"), VALID_SYNTHESIS)
+    def test_valid_synthesis_examples_are_accepted(
+        self, request_: spb.SynthesizeAnswerRequest, default_generator: str | None
+    ) -> None:
+        parsed = synthesis_convert.request_from_proto(
+            _over_the_wire(request_), default_top_k=5, default_generator=default_generator
+        )
+
+        assert parsed.question == request_.question.strip()

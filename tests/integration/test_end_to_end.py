@@ -56,8 +56,10 @@ class TestSynthesizeAnswer:
             d.doc_id: d.text
             for d in load_documents(ROOT / "data/corpora/indian_law/ipc.json", act="IPC")
         }
+        assert response.citations, response.answer  # else the loop below checks nothing
         for document in response.citations:
             assert document.source.chapter and document.source.chapter_title
+            assert document.citations, document
             for c in document.citations:
                 assert sections[document.doc_id][c.char_start : c.char_end] == c.sentence
                 section, n = c.semantic_id.removeprefix("IPC_").rsplit("_", 1)

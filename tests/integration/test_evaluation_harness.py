@@ -104,10 +104,15 @@ class TestEvaluationHarness:
         assert metrics["correct_refusal_rate"].value == pytest.approx(declined / len(unanswerable))
         assert metrics["correct_refusal_rate"].n == len(UNANSWERABLE)
         citations = sum(s.n_citations for s in answerable if s.status == Status.ANSWERED.value)
+        # Some definition was answered with citations, so the citation metrics have data.
+        assert citations > 0, [(s.item_id, s.status) for s in items]
         assert metrics["citation_precision"].n == citations
+        assert metrics["citation_precision"].value is not None
         cited = sum(s.cites_gold_doc for s in answerable)
         assert metrics["gold_doc_cite_rate"].value == pytest.approx(cited / len(answerable))
-        assert metrics["invalid_citation_rate"].value in (0.0, None)
+        all_citations = sum(s.n_citations for s in items if s.status == Status.ANSWERED.value)
+        assert metrics["invalid_citation_rate"].n == all_citations
+        assert metrics["invalid_citation_rate"].value == 0.0
         for metric in metrics.values():
             if metric.value is None:
                 assert metric.n == 0
@@ -127,6 +132,8 @@ class TestEvaluationHarness:
         rows = {row.variant: row for row in result.ablations}
         default = rows["coverage 0.30 / 0.21 (default)"].metrics
         for name in ("false_refusal_rate", "correct_refusal_rate", "citation_precision"):
+            # Each has data in this run (answerable and unanswerable items, cited answers).
+            assert result.report.metrics[name].value is not None, name
             assert default[name].value == result.report.metrics[name].value, name
         hybrid = rows["hybrid (dense + BM25)"].metrics
         assert hybrid["retrieval_doc_recall@10"].value is not None

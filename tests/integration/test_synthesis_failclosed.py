@@ -188,6 +188,7 @@ class TestSynthesisFailsClosed:
             await _ask(synthesis, deadline_s=1.0)
 
         assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        assert len(servicer.answers) == 1  # the validator was reached; it was too slow to matter
 
     @pytest.mark.parametrize(
         "code",
@@ -214,6 +215,7 @@ class TestSynthesisFailsClosed:
         assert info.value.code() == grpc.StatusCode.UNAVAILABLE
         assert code.name in (info.value.details() or "")
         assert _dependency(info.value) == "validator"
+        assert len(servicer.answers) == 1  # the draft reached the failing validator
 
 
 _EVIDENCE = [Chunk(semantic_id="IPC_420_0", doc_id="IPC_420", text="Whoever cheats is punished.")]

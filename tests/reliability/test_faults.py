@@ -172,13 +172,16 @@ class TestValidatorFaults:
     async def test_validator_error_never_answers(
         self, fake_retrieval: str, code: grpc.StatusCode
     ) -> None:
-        server, address = await serve_fake(FakeValidator(code=code))
+        fake = FakeValidator(code=code)
+        server, address = await serve_fake(fake)
         app = await _start_synthesis(fake_retrieval, address)
         try:
             outcome = await _ask(app)
         finally:
             await app.stop(0)
             await server.stop(0)
+        # The draft reached the failing validator: the error, not a missed call, refused it.
+        assert fake.log.time_remaining, "the validator was never asked"
         _assert_no_answer_escaped(outcome, {grpc.StatusCode.UNAVAILABLE})
 
     @pytest.mark.parametrize(

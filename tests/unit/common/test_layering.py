@@ -53,13 +53,30 @@ ADAPTERS = {
 }
 
 
-def _imports(path: Path) -> set[str]:
+def _package(path: Path, root: Path) -> list[str]:
+    """The dotted package ``path`` belongs to (``services/a/b.py`` and ``services/a/__init__.py``
+    both belong to ``services.a``), as parts."""
+    return list(path.relative_to(root).parent.parts)
+
+
+def _imports(path: Path, root: Path = ROOT) -> set[str]:
+    """Every module ``path`` imports, absolute: ``from x import y`` names ``x`` and ``x.y`` (``y``
+    may be a module), and a relative import is resolved against the package of ``path``."""
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                package = _package(path, root)
+                assert node.level - 1 <= len(package), f"{path}: import beyond the top package"
+                base = package[: len(package) - (node.level - 1)]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            if module:
+                names.add(module)
+            names.update(f"{module}.{a.name}".lstrip(".") for a in node.names if a.name != "*")
     return names
 
 
@@ -69,6 +86,45 @@ def _forbidden(name: str) -> bool:
         or name.endswith("_pb2")
         or "_pb2" in name
     )
+
+
+class TestImports:
+    def test_imports_resolves_relative_and_from_imports(self, tmp_path: Path) -> None:
+        module = tmp_path / "services" / "synthesis" / "pipeline.py"
+        module.parent.mkdir(parents=True)
+        module.write_text(
+            "import grpc.aio\n"
+            "from . import clients\n"
+            "from .convert import request_from_proto\n"
+            "from ..retrieval import search\n"
+            "from ..common.language.text import *\n"
+            "from grounded.type.v1 import evidence_pb2\n"
+        )
+
+        assert _imports(module, tmp_path) == {
+            "grpc.aio",
+            "services.synthesis",
+            "services.synthesis.clients",
+            "services.synthesis.convert",
+            "services.synthesis.convert.request_from_proto",
+            "services.retrieval",
+            "services.retrieval.search",
+            "services.common.language.text",
+            "grounded.type.v1",
+            "grounded.type.v1.evidence_pb2",
+        }
+
+    def test_imports_resolves_relative_imports_in_a_package_init(self, tmp_path: Path) -> None:
+        init = tmp_path / "services" / "validator" / "__init__.py"
+        init.parent.mkdir(parents=True)
+        init.write_text("from .engine import validate\nfrom .. import synthesis\n")
+
+        assert _imports(init, tmp_path) == {
+            "services.validator.engine",
+            "services.validator.engine.validate",
+            "services",
+            "services.synthesis",
+        }
 
 
 class TestLayering:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import zlib
 
 from bench.validator_accuracy import remove_negation, swap_numbers
 
@@ -29,14 +30,20 @@ class TestPerturbations:
 
 class TestSplitsAndIntervals:
     def test_split_is_fixed_by_the_evidence_document_and_about_half(self) -> None:
-        from bench.validator_accuracy import ACCEPT, TUNE, Case, Chunk
+        from bench.validator_accuracy import ACCEPT, REPORT, TUNE, Case, Chunk
 
         cases = [
             Case("scifact", "scifact_support_claim", "a [d_0].", [Chunk(f"{d}_0", "t")], ACCEPT)
             for d in range(400)
         ]
         splits = [c.split for c in cases]
-        assert splits == [c.split for c in cases]
+        # Pinned: a change of the split function would move cases tuned on into the report half.
+        T, R = TUNE, REPORT
+        assert splits[:10] == [T, T, T, T, R, R, R, R, T, T]
+        # The documented rule, computed here on its own: CRC-32 of "source:document", even: tune.
+        assert splits == [
+            TUNE if zlib.crc32(f"scifact:{d}".encode()) % 2 == 0 else REPORT for d in range(400)
+        ]
         assert 150 <= splits.count(TUNE) <= 250
         same_doc = Case("scifact", "other_document", "b [7_1].", [Chunk("7_1", "u")], ACCEPT)
         assert same_doc.split == cases[7].split  # a document's cases share a half
