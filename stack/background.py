@@ -18,6 +18,7 @@ from pathlib import Path
 
 import grpc
 
+from services.common.config import EnvReader, SettingError, exit_on_setting_error
 from stack.wiring import (
     OFFLINE_ENV,
     SERVICES,
@@ -31,7 +32,8 @@ from stack.wiring import (
 
 RUN_DIR = Path(os.environ.get("RUN_DIR", "var/run"))
 LOG_DIR = RUN_DIR / "logs"
-REDIS_PORT = int(os.environ.get("REDIS_PORT", "6399"))
+# The Redis make run starts (a port of its own, so it never meets a Redis already running).
+REDIS_PORT_DEFAULT = 6399
 DEFAULT_PORTS = {"retrieval": 50051, "synthesis": 50052, "validator": 50053}
 
 
@@ -76,31 +78,39 @@ def _spawn(name: str, argv: list[str], env: dict[str, str]) -> None:
 
 
 def _port(name: str) -> int:
-    return int(os.environ.get(f"{name.upper()}_PORT", DEFAULT_PORTS[name]))
+    """The port a service is started on, read as the service reads it (a bad value is named)."""
+    return EnvReader(f"{name.upper()}_").int("PORT", DEFAULT_PORTS[name], minimum=1, maximum=65535)
+
+
+def _redis_port() -> int:
+    return EnvReader("").int("REDIS_PORT", REDIS_PORT_DEFAULT, minimum=1, maximum=65535)
 
 
 def up(index_dir: str, timeout_s: float) -> None:
+    # Read every port first: a bad one stops here, before anything is started.
+    redis_port = _redis_port()
+    ports = {name: _port(name) for name in SERVICES}
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     # The environment wins, as it would for a service started by hand.
     base_env = {**OFFLINE_ENV, **os.environ}
-    redis_url = os.environ.get("RETRIEVAL_REDIS_URL", f"redis://127.0.0.1:{REDIS_PORT}/0")
+    redis_url = os.environ.get("RETRIEVAL_REDIS_URL", f"redis://127.0.0.1:{redis_port}/0")
     redis_dir = RUN_DIR / "redis"
     redis_dir.mkdir(exist_ok=True)
-    _spawn("redis", redis_argv(REDIS_PORT, redis_dir.resolve()), base_env)
+    _spawn("redis", redis_argv(redis_port, redis_dir.resolve()), base_env)
     for name in SERVICES:
         env = service_env(
             name,
-            port=_port(name),
+            port=ports[name],
             metrics_port=None,
             index_dir=os.environ.get("RETRIEVAL_INDEX_DIR", index_dir),
             redis_url=redis_url,
-            retrieval_addr=os.environ.get("SYNTHESIS_RETRIEVAL_ADDR", loopback(_port("retrieval"))),
-            validator_addr=os.environ.get("SYNTHESIS_VALIDATOR_ADDR", loopback(_port("validator"))),
+            retrieval_addr=os.environ.get("SYNTHESIS_RETRIEVAL_ADDR", loopback(ports["retrieval"])),
+            validator_addr=os.environ.get("SYNTHESIS_VALIDATOR_ADDR", loopback(ports["validator"])),
         )
         _spawn(name, [sys.executable, "-m", f"services.{name}"], {**base_env, **env})
     try:
         for name in SERVICES:
-            address = loopback(_port(name))
+            address = loopback(ports[name])
             wait_serving(
                 name,
                 address,
@@ -158,7 +168,10 @@ def main() -> None:
     p_up.add_argument("--timeout", type=float, default=180.0)
     sub.add_parser("down", help="stop everything started by up")
     args = parser.parse_args()
-    if args.command == "up":
-        up(args.index_dir, args.timeout)
-    else:
-        down()
+    try:
+        if args.command == "up":
+            up(args.index_dir, args.timeout)
+        else:
+            down()
+    except SettingError as error:
+        exit_on_setting_error("stack", error)

@@ -1,15 +1,21 @@
-"""Environment-variable readers with validation: the only module that reads os.environ."""
+"""Environment-variable readers with validation: every service setting is read here.
+
+A setting that is absent takes its default; one that is set but invalid (not a number, out of
+range, not one of the choices, a half-configured TLS pair) stops the process at start-up with an
+error that names the setting, the value and what it accepts (``SettingError``). A typo in a
+ConfigMap then fails the rollout loudly instead of running with a default nobody asked for.
+(The stack launcher, the CLIs and tracing read a few variables of their own: see README.)
+"""
 
 from __future__ import annotations
 
 import builtins
-import logging
+import math
 import os
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
-
-logger = logging.getLogger(__name__)
+from typing import NoReturn, TypeVar
 
 T = TypeVar("T")
 
@@ -32,12 +38,27 @@ class Secret:
     __str__ = __repr__
 
 
-class MissingSettingError(RuntimeError):
-    """A required setting is absent: the process must not start."""
+class SettingError(RuntimeError):
+    """A setting is missing or invalid: the process must not start. The message names it."""
+
+
+class MissingSettingError(SettingError):
+    """A required setting is absent."""
+
+
+class InvalidSettingError(SettingError, ValueError):
+    """A setting is set to a value it does not accept (or one another setting rules out)."""
+
+
+def exit_on_setting_error(service: str, error: SettingError) -> NoReturn:
+    """End start-up on a bad setting: one line on stderr naming it, exit status 2 (a usage
+    error, as for a bad command line), so the orchestrator's log shows why."""
+    print(f"{service}: configuration error: {error}", file=sys.stderr, flush=True)
+    raise SystemExit(2) from error
 
 
 class EnvReader:
-    """Reads typed settings under one prefix; an invalid value falls back to the default with a warning."""
+    """Reads typed settings under one prefix; an invalid value raises ``InvalidSettingError``."""
 
     def __init__(self, prefix: str, environ: Mapping[str, str] | None = None) -> None:
         self.prefix = prefix
@@ -49,8 +70,17 @@ class EnvReader:
             return None
         return value.strip()
 
+    def invalid(self, name: str, raw: str, expected: str) -> InvalidSettingError:
+        """The error for ``<prefix><name>=raw``, saying what the setting accepts."""
+        return InvalidSettingError(f"{self.prefix}{name}={raw!r}: expected {expected}")
+
     def _parsed(
-        self, name: str, default: T, parse: Callable[[str], T], check: Callable[[T], bool]
+        self,
+        name: str,
+        default: T,
+        parse: Callable[[str], T],
+        check: Callable[[T], bool],
+        expected: str,
     ) -> T:
         raw = self._raw(name)
         if raw is None:
@@ -58,17 +88,24 @@ class EnvReader:
         try:
             value = parse(raw)
         except ValueError:
-            value = None
-        if value is None or not check(value):
-            logger.warning(
-                "invalid setting, using default",
-                extra={"setting": self.prefix + name, "value": raw, "default": default},
-            )
-            return default
+            raise self.invalid(name, raw, expected) from None
+        if not check(value):
+            raise self.invalid(name, raw, expected)
         return value
 
     def str(self, name: str, default: str, *, choices: tuple[str, ...] | None = None) -> str:
-        return self._parsed(name, default, builtins.str, lambda v: choices is None or v in choices)
+        """A string; with ``choices``, one of them, matched without regard to case and returned
+        as the choice is spelled ("debug" reads as "DEBUG")."""
+        if choices is None:
+            return self._parsed(name, default, builtins.str, lambda v: True, "a string")
+        by_case = {c.lower(): c for c in choices}
+
+        def parse(raw: builtins.str) -> builtins.str:
+            if raw.lower() not in by_case:
+                raise ValueError(raw)
+            return by_case[raw.lower()]
+
+        return self._parsed(name, default, parse, lambda v: True, f"one of {', '.join(choices)}")
 
     def int(
         self,
@@ -78,7 +115,13 @@ class EnvReader:
         minimum: builtins.int | None = None,
         maximum: builtins.int | None = None,
     ) -> builtins.int:
-        return self._parsed(name, default, builtins.int, lambda v: _in_range(v, minimum, maximum))
+        return self._parsed(
+            name,
+            default,
+            builtins.int,
+            lambda v: _in_range(v, minimum, maximum),
+            f"an integer{_range_text(minimum, maximum)}",
+        )
 
     def float(
         self,
@@ -88,16 +131,24 @@ class EnvReader:
         minimum: builtins.float | None = None,
         maximum: builtins.float | None = None,
     ) -> builtins.float:
-        return self._parsed(name, default, builtins.float, lambda v: _in_range(v, minimum, maximum))
+        return self._parsed(
+            name,
+            default,
+            _parse_float,
+            lambda v: _in_range(v, minimum, maximum),
+            f"a number{_range_text(minimum, maximum)}",
+        )
 
     def probability(self, name: builtins.str) -> builtins.float | None:
-        """An optional threshold in [0, 1]: unset (or invalid, with a warning) gives None, which
-        callers read as "keep the model's calibrated value"."""
+        """An optional threshold in [0, 1]: unset gives None, which callers read as "keep the
+        model's calibrated value"."""
         value = self.float(name, -1.0, minimum=0.0, maximum=1.0)
         return None if value < 0 else value
 
     def bool(self, name: builtins.str, default: builtins.bool) -> builtins.bool:
-        return self._parsed(name, default, _parse_bool, lambda v: True)
+        return self._parsed(
+            name, default, _parse_bool, lambda v: True, "true or false (or 1/0, yes/no, on/off)"
+        )
 
     def secret(self, name: builtins.str) -> Secret:
         return Secret(self._raw(name) or "")
@@ -113,6 +164,23 @@ def _in_range(
     value: builtins.float, minimum: builtins.float | None, maximum: builtins.float | None
 ) -> builtins.bool:
     return (minimum is None or value >= minimum) and (maximum is None or value <= maximum)
+
+
+def _range_text(minimum: builtins.float | None, maximum: builtins.float | None) -> str:
+    if minimum is not None and maximum is not None:
+        return f" from {minimum:g} to {maximum:g}"
+    if minimum is not None:
+        return f" of at least {minimum:g}"
+    if maximum is not None:
+        return f" of at most {maximum:g}"
+    return ""
+
+
+def _parse_float(raw: str) -> float:
+    value = float(raw)
+    if not math.isfinite(value):  # "nan" and "inf" parse, but no setting means them
+        raise ValueError(raw)
+    return value
 
 
 def _parse_bool(raw: str) -> bool:
@@ -139,12 +207,57 @@ class TlsSettings:
 
     @classmethod
     def from_env(cls, env: EnvReader) -> TlsSettings:
-        return cls(
+        """A server's ``<PREFIX>TLS_*``. TLS is on with a certificate and its key; a CA file
+        adds client certificates, required with ``TLS_REQUIRE_CLIENT_AUTH``. Anything set that
+        would not take effect (a certificate without its key, a CA or client authentication
+        without a certificate, client authentication without a CA) is an error, never a silent
+        fall-back to plaintext."""
+        tls = cls._read(env, require_client_auth=env.bool("TLS_REQUIRE_CLIENT_AUTH", False))
+        p = env.prefix
+        if (tls.ca_file or tls.require_client_auth) and not tls.enabled:
+            raise InvalidSettingError(
+                f"{p}TLS_CA_FILE / {p}TLS_REQUIRE_CLIENT_AUTH need {p}TLS_CERT_FILE and "
+                f"{p}TLS_KEY_FILE: without them the server would listen in plaintext"
+            )
+        if tls.require_client_auth and not tls.ca_file:
+            raise InvalidSettingError(
+                f"{p}TLS_REQUIRE_CLIENT_AUTH=true needs {p}TLS_CA_FILE, the CA that client "
+                "certificates are checked against"
+            )
+        return tls
+
+    @classmethod
+    def client_from_env(cls, env: EnvReader) -> TlsSettings:
+        """A client's ``<PREFIX>TLS_*`` (synthesis's channels to its backends): TLS is on with a
+        CA file to check the servers against; a certificate and key add a client certificate
+        (mutual TLS). A certificate or key without the CA, or ``TLS_REQUIRE_CLIENT_AUTH``
+        (a server's setting), is an error."""
+        p = env.prefix
+        if env.bool("TLS_REQUIRE_CLIENT_AUTH", False):
+            raise InvalidSettingError(
+                f"{p}TLS_REQUIRE_CLIENT_AUTH is a server setting; a client has nothing to require"
+            )
+        tls = cls._read(env, require_client_auth=False)
+        if (tls.cert_file or tls.key_file) and not tls.ca_file:
+            raise InvalidSettingError(
+                f"{p}TLS_CERT_FILE / {p}TLS_KEY_FILE need {p}TLS_CA_FILE: TLS to the backends "
+                "is on only with a CA to check them against"
+            )
+        return tls
+
+    @classmethod
+    def _read(cls, env: EnvReader, *, require_client_auth: bool) -> TlsSettings:
+        tls = cls(
             cert_file=env.str("TLS_CERT_FILE", ""),
             key_file=env.str("TLS_KEY_FILE", ""),
             ca_file=env.str("TLS_CA_FILE", ""),
-            require_client_auth=env.bool("TLS_REQUIRE_CLIENT_AUTH", False),
+            require_client_auth=require_client_auth,
         )
+        if bool(tls.cert_file) != bool(tls.key_file):
+            raise InvalidSettingError(
+                f"{env.prefix}TLS_CERT_FILE and {env.prefix}TLS_KEY_FILE must be set together"
+            )
+        return tls
 
 
 # gRPC client load-balancing policies a channel may use (services/common/channels.py).
@@ -224,6 +337,8 @@ class JudgeSettings:
     band_high: float | None = None
     cache_url: str = ""
     cache_ttl_s: int = 86_400
+    # Where these were read ("VALIDATOR_JUDGE_"), so an error can name the setting.
+    env_prefix: str = "JUDGE_"
 
     @property
     def enabled(self) -> bool:
@@ -255,4 +370,5 @@ class JudgeSettings:
             band_high=judge.probability("BAND_HIGH"),
             cache_url=judge.str("CACHE_URL", ""),
             cache_ttl_s=judge.int("CACHE_TTL_S", 86_400, minimum=1, maximum=30 * 86_400),
+            env_prefix=judge.prefix,
         )

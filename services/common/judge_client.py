@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import openai
 
-from services.common.config import JudgeSettings
+from services.common.config import InvalidSettingError, JudgeSettings
 from services.common.judge import (
     Band,
     Item,
@@ -282,11 +282,18 @@ def _logprobs(choice: Any) -> list[TokenLogprob]:
 
 
 def judge_band(settings: JudgeSettings, default: Band) -> Band:
-    """The configured uncertainty band, each end defaulting to ``default``'s."""
-    return Band(
-        default.low if settings.band_low is None else settings.band_low,
-        default.high if settings.band_high is None else settings.band_high,
-    )
+    """The configured uncertainty band, each end defaulting to ``default``'s. A band whose low
+    end is above its high end (one end set past the other's default counts) is an
+    ``InvalidSettingError`` naming both settings, whether or not a judge is configured."""
+    low = default.low if settings.band_low is None else settings.band_low
+    high = default.high if settings.band_high is None else settings.band_high
+    if low > high:
+        p = settings.env_prefix
+        raise InvalidSettingError(
+            f"{p}BAND_LOW={low:g} is above {p}BAND_HIGH={high:g} (an unset end takes its "
+            f"default, [{default.low:g}, {default.high:g})): the band needs low <= high"
+        )
+    return Band(low, high)
 
 
 def build_judge(settings: JudgeSettings) -> OpenAIJudge | None:

@@ -8,17 +8,23 @@ import signal
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import grpc
 from grpc import aio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from services.common.config import ServerSettings, TlsSettings
+from services.common.config import (
+    ServerSettings,
+    SettingError,
+    TlsSettings,
+    exit_on_setting_error,
+)
 from services.common.interceptors import ServiceInterceptor
+from services.common.logs import configure_logging
 from services.common.metrics import serve_metrics
-from services.common.tracing import server_interceptors
+from services.common.tracing import configure_tracing, server_interceptors
 
 logger = logging.getLogger(__name__)
 
@@ -150,7 +156,14 @@ async def run_until_signalled(app: ServiceApp) -> None:
     waiter: asyncio.Future[Any] = asyncio.ensure_future(stop_requested.wait())
     done, _ = await asyncio.wait({warm, waiter}, return_when=asyncio.FIRST_COMPLETED)
     if warm in done:
-        warm.result()  # a failed warm-up must stop the process with its error, not serve forever
+        if warm.exception() is not None:
+            # A failed warm-up stops the process with its error, not serve forever; the server
+            # (bound, NOT_SERVING) and the app's clients are closed first.
+            waiter.cancel()
+            try:
+                await app.stop(0)
+            finally:
+                warm.result()
         await service.mark_serving()
         await waiter
     else:
@@ -170,3 +183,31 @@ async def run_until_signalled(app: ServiceApp) -> None:
     await asyncio.sleep(service.settings.drain_delay_s)
     await app.stop()
     logger.info("stopped")
+
+
+class _Configured(Protocol):
+    @property
+    def server(self) -> ServerSettings: ...
+
+
+C = TypeVar("C", bound=_Configured)
+
+
+def serve_main(
+    label: str, read_config: Callable[[], C], create_app: Callable[[C], ServiceApp]
+) -> None:
+    """A service's entry point: read its settings, log JSON lines, trace (when configured), serve
+    until SIGTERM. A bad setting, read from the environment or found wrong against another
+    while the app is built, ends start-up with one line that names it (exit status 2)."""
+    try:
+        config = read_config()
+        configure_logging(label, config.server.log_level)
+        configure_tracing(label)  # off unless OTEL_TRACES_EXPORTER is set
+
+        # The aio server and channels bind to the running loop, so they are built inside it.
+        async def serve() -> None:
+            await run_until_signalled(create_app(config))
+
+        asyncio.run(serve())
+    except SettingError as error:
+        exit_on_setting_error(label, error)

@@ -10,10 +10,9 @@ from pathlib import Path
 from grounded.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc
 
 from services.common.answerability_model import load_scorer
+from services.common.config import InvalidSettingError
 from services.common.evidence import passage_text
-from services.common.logs import configure_logging
-from services.common.server import GrpcService, ServiceApp, run_until_signalled
-from services.common.tracing import configure_tracing
+from services.common.server import GrpcService, ServiceApp, serve_main
 from services.retrieval.cache import RedisResultCache
 from services.retrieval.config import SERVICE_NAME, RetrievalConfig
 from services.retrieval.embedding import load_encoder, set_torch_threads
@@ -53,7 +52,7 @@ def build_reranker(settings: SearchSettings) -> Reranker | None:
     """
     if settings.answerability_model_dir is not None:
         if settings.cross_encoder_path is not None:
-            raise ValueError(
+            raise InvalidSettingError(
                 "RETRIEVAL_RERANK_MODEL_DIR and RETRIEVAL_CROSS_ENCODER_PATH: set one, not both"
             )
         scorer = load_scorer(Path(settings.answerability_model_dir), threads=1)
@@ -73,7 +72,7 @@ def build_reranker(settings: SearchSettings) -> Reranker | None:
             heuristic=HeuristicReranker(settings.rerank_weights),
         )
     except (OSError, ValueError) as exc:
-        raise ValueError(f"RETRIEVAL_CROSS_ENCODER_PATH: {exc}") from exc
+        raise InvalidSettingError(f"RETRIEVAL_CROSS_ENCODER_PATH: {exc}") from exc
 
 
 def build_searcher(config: RetrievalConfig) -> Searcher:
@@ -120,12 +119,4 @@ def create_app(config: RetrievalConfig) -> ServiceApp:
 
 
 def main() -> None:
-    config = RetrievalConfig.from_env()
-    configure_logging("retrieval", config.server.log_level)
-    configure_tracing("retrieval")  # off unless OTEL_TRACES_EXPORTER is set
-
-    # The aio server and channels bind to the running loop, so they are built inside it.
-    async def serve() -> None:
-        await run_until_signalled(create_app(config))
-
-    asyncio.run(serve())
+    serve_main("retrieval", RetrievalConfig.from_env, create_app)

@@ -8,11 +8,14 @@ from pathlib import Path
 from services.common.config import (
     LOAD_BALANCING,
     EnvReader,
+    InvalidSettingError,
     JudgeSettings,
     Secret,
     ServerSettings,
     TlsSettings,
 )
+from services.common.judge_client import judge_band
+from services.synthesis.answerability import DEFAULT_JUDGE_BAND
 from services.synthesis.limits import (
     DEFAULT_TOP_K,
     MAX_TOP_K,
@@ -150,6 +153,13 @@ class SynthesisConfig:
     def from_env(cls, environ: dict[str, str] | None = None) -> SynthesisConfig:
         env = EnvReader("SYNTHESIS_", environ)
         seed = env.int("OPENAI_SEED", -1, minimum=-1)
+        judge = JudgeSettings.from_env(env)
+        judge_band(judge, DEFAULT_JUDGE_BAND)  # an inverted band stops start-up here, named
+        if judge.enabled and judge.prompt == "document-claim":
+            raise InvalidSettingError(
+                "SYNTHESIS_JUDGE_PROMPT=document-claim: a claim checker cannot judge whether "
+                "evidence answers a question; use the numbered prompt with an instruction model"
+            )
         return cls(
             server=ServerSettings.from_env(env, default_port=50052, default_metrics_port=9092),
             retrieval_addr=env.str("RETRIEVAL_ADDR", "127.0.0.1:50051"),
@@ -177,9 +187,9 @@ class SynthesisConfig:
                 seed=None if seed < 0 else seed,
                 stream=env.bool("OPENAI_STREAM", False),
             ),
-            client_tls=TlsSettings.from_env(EnvReader("SYNTHESIS_CLIENT_", environ)),
+            client_tls=TlsSettings.client_from_env(EnvReader("SYNTHESIS_CLIENT_", environ)),
             answerability=AnswerabilitySettings.from_env(env),
-            judge=JudgeSettings.from_env(env),
+            judge=judge,
             load_balancing=env.str("LB_POLICY", "round_robin", choices=LOAD_BALANCING),
             retry_attempts=env.int("RETRY_ATTEMPTS", 4, minimum=1, maximum=5),
             reconnect_backoff_max_s=env.float(

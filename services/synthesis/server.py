@@ -11,9 +11,7 @@ from services.common.answerability_model import CONTRADICTION, ENTAILMENT, load_
 from services.common.channels import ChannelPolicy, open_channel
 from services.common.errors import ModelUnavailableError
 from services.common.judge_client import build_judge, judge_band
-from services.common.logs import configure_logging
-from services.common.server import GrpcService, ServiceApp, run_until_signalled
-from services.common.tracing import configure_tracing
+from services.common.server import GrpcService, ServiceApp, serve_main
 from services.synthesis.answerability import (
     DEFAULT_JUDGE_BAND,
     AnswerabilityCheck,
@@ -93,11 +91,6 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
     retriever = GrpcRetriever(retrieval_channel, connect_wait_s=connect_wait_s)
     validator = GrpcValidator(validator_channel, connect_wait_s=connect_wait_s)
     # Loaded at warm-up (one model and one judge per process).
-    if config.judge.enabled and config.judge.prompt == "document-claim":
-        raise ValueError(
-            "SYNTHESIS_JUDGE_PROMPT=document-claim: a claim checker cannot judge whether "
-            "evidence answers a question; use the numbered prompt with an instruction model"
-        )
     judge = build_judge(config.judge)
     answerability = AnswerabilityCheck(
         judge=judge, band=judge_band(config.judge, DEFAULT_JUDGE_BAND)
@@ -226,12 +219,4 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
 
 
 def main() -> None:
-    config = SynthesisConfig.from_env()
-    configure_logging("synthesis", config.server.log_level)
-    configure_tracing("synthesis")  # off unless OTEL_TRACES_EXPORTER is set
-
-    # The aio server and channels bind to the running loop, so they are built inside it.
-    async def serve() -> None:
-        await run_until_signalled(create_app(config))
-
-    asyncio.run(serve())
+    serve_main("synthesis", SynthesisConfig.from_env, create_app)

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from services.common.config import EnvReader, JudgeSettings, ServerSettings
+from services.common.judge_client import judge_band
 from services.common.validation import Reason
-from services.validator.cascade import DEFAULT_REVIEW, REVIEWABLE
-
-logger = logging.getLogger(__name__)
+from services.validator.cascade import DEFAULT_BAND, DEFAULT_REVIEW, REVIEWABLE
 
 SERVICE_NAME = "grounded.validator.v1.ValidatorService"
 # The shipped entailment model, found from the repository root (the image copies models/ too).
@@ -41,6 +39,8 @@ class ValidatorConfig:
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> ValidatorConfig:
         env = EnvReader("VALIDATOR_", environ)
+        judge = JudgeSettings.from_env(env)
+        judge_band(judge, DEFAULT_BAND)  # an inverted band stops start-up here, named
         return cls(
             server=ServerSettings.from_env(env, default_port=50053, default_metrics_port=9093),
             inline_max_bytes=env.int(
@@ -52,7 +52,7 @@ class ValidatorConfig:
             entail_threshold=env.probability("ENTAIL_THRESHOLD"),
             contradiction_threshold=env.probability("CONTRADICTION_THRESHOLD"),
             coverage_rescue_threshold=env.probability("COVERAGE_RESCUE_THRESHOLD"),
-            judge=JudgeSettings.from_env(env),
+            judge=judge,
             judge_review=_review(env),
         )
 
@@ -65,15 +65,8 @@ def _review(env: EnvReader) -> frozenset[Reason]:
         return frozenset()
     names = {n.strip().upper() for n in raw.split(",") if n.strip()}
     allowed = {r.value: r for r in REVIEWABLE}
-    if not names <= allowed.keys():
-        logger.warning(
-            "invalid setting, using default",
-            extra={
-                "setting": "VALIDATOR_JUDGE_REVIEW",
-                "value": raw,
-                "default": default,
-                "allowed": sorted(allowed),
-            },
+    if not names or not names <= allowed.keys():
+        raise env.invalid(
+            "JUDGE_REVIEW", raw, f"'none' or a comma-separated list of {', '.join(sorted(allowed))}"
         )
-        return DEFAULT_REVIEW
     return frozenset(allowed[n] for n in names)

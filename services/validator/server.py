@@ -9,9 +9,7 @@ from grounded.validator.v1 import validator_service_pb2_grpc as pb_grpc
 
 from services.common.errors import ModelUnavailableError
 from services.common.judge_client import build_judge, judge_band
-from services.common.logs import configure_logging
-from services.common.server import GrpcService, ServiceApp, run_until_signalled
-from services.common.tracing import configure_tracing
+from services.common.server import GrpcService, ServiceApp, serve_main
 from services.validator.cascade import DEFAULT_BAND
 from services.validator.config import SERVICE_NAME, ValidatorConfig
 from services.validator.nli_onnx import tier_from_config
@@ -70,12 +68,4 @@ def create_app(config: ValidatorConfig) -> ServiceApp:
 
 
 def main() -> None:
-    config = ValidatorConfig.from_env()
-    configure_logging("validator", config.server.log_level)
-    configure_tracing("validator")  # off unless OTEL_TRACES_EXPORTER is set
-
-    # The aio server and channels bind to the running loop, so they are built inside it.
-    async def serve() -> None:
-        await run_until_signalled(create_app(config))
-
-    asyncio.run(serve())
+    serve_main("validator", ValidatorConfig.from_env, create_app)

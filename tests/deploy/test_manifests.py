@@ -6,13 +6,17 @@ import functools
 import ipaddress
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml  # type: ignore[import-untyped]
+
+from services.retrieval.config import RetrievalConfig
+from services.synthesis.config import SynthesisConfig
+from services.validator.config import ValidatorConfig
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 TARGETS: dict[str, Path] = {
@@ -46,6 +50,12 @@ APPS = (
     App("synthesis", "grounded.synthesis.v1.SynthesisService", "SYNTHESIS_", 50052, 9092),
     App("validator", "grounded.validator.v1.ValidatorService", "VALIDATOR_", 50053, 9093),
 )
+# Each service's settings reader (what its main() runs first).
+CONFIGS: dict[str, Callable[[dict[str, str]], object]] = {
+    "retrieval": RetrievalConfig.from_env,
+    "synthesis": SynthesisConfig.from_env,
+    "validator": ValidatorConfig.from_env,
+}
 APP_UID = 10001
 DEFAULT_GRACE_S = 10.0  # ServerSettings' default for *_GRACE_S
 NAME_LABEL = "app.kubernetes.io/name"
@@ -93,6 +103,14 @@ class Rendered:
         containers: list[Manifest] = self.pod_spec(deployment)["containers"]
         assert len(containers) == 1, f"{deployment} should run one container"
         return containers[0]
+
+    def environment(self, deployment: str) -> dict[str, str]:
+        """What the container's process sees: the settings ConfigMap, then its own ``env`` (a
+        secret reference reads as a placeholder)."""
+        environ = dict(self.settings())
+        for variable in self.container(deployment).get("env", []):
+            environ[variable["name"]] = variable.get("value", "from-a-secret")
+        return environ
 
     def settings(self) -> dict[str, str]:
         """The ConfigMap every app container reads with envFrom (name carries a hash suffix)."""
@@ -406,6 +424,14 @@ class TestSettings:
         # The server default is 127.0.0.1, which kubelet probes and Services cannot reach.
         assert rendered.settings()[f"{app.env_prefix}HOST"] in ("0.0.0.0", "[::]")
 
+    @pytest.mark.parametrize("app", APPS, ids=lambda app: app.name)
+    def test_every_setting_is_one_the_service_accepts(self, rendered: Rendered, app: App) -> None:
+        """The container's environment (the ConfigMap, then its own env; a secret reference
+        reads as a placeholder) goes through the service's own settings reader, which stops
+        start-up on a bad value: a typo in an overlay fails here, not as a CrashLoopBackOff."""
+        read = CONFIGS[app.name]
+        read(rendered.environment(app.name))  # raises SettingError, naming what it rejects
+
     def test_synthesis_peers_are_the_in_cluster_services(self, rendered: Rendered) -> None:
         settings = rendered.settings()
         for app, key in (("retrieval", "RETRIEVAL_ADDR"), ("validator", "VALIDATOR_ADDR")):
@@ -442,6 +468,18 @@ class TestShutdown:
         pre_stop = container.get("lifecycle", {}).get("preStop", {}).get("sleep", {})
         drain = float(rendered.settings().get(f"{app.env_prefix}GRACE_S", DEFAULT_GRACE_S))
         assert spec["terminationGracePeriodSeconds"] > pre_stop.get("seconds", 0) + drain
+
+    def test_synthesis_drain_outlasts_its_slowest_answer(self, rendered: Rendered) -> None:
+        """An answer in flight at SIGTERM may take every downstream limit in turn: retrieval,
+        the answerability judge (when configured), the LLM (with the openai generator), then
+        validation. The drain must wait that long, or it cuts answers off."""
+        config = SynthesisConfig.from_env(rendered.environment("synthesis"))
+        slowest = config.retrieval_timeout_s + config.validator_timeout_s
+        if config.judge.enabled:
+            slowest += config.judge.timeout_s
+        if config.generator == "openai":
+            slowest += config.openai.timeout_s
+        assert config.server.grace_s >= slowest
 
 
 class TestImages:

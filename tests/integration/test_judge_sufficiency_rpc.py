@@ -13,9 +13,9 @@ from grounded.synthesis.v1 import synthesis_service_pb2 as spb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
 from grpc import aio
 
+from services.common.config import InvalidSettingError
 from services.common.refusal import REFUSAL
 from services.synthesis.config import SynthesisConfig
-from services.synthesis.server import create_app
 from stack.inprocess import start_in_process
 from tests.integration.conftest import Stack
 from tests.support.fake_openai import Delay, FakeOpenAIServer, Messages, Reply, evidence_blocks
@@ -107,20 +107,24 @@ class TestSufficiencyJudge:
         response = await ask(judged_stack, "What does section 379 of the IPC say?")
         assert len(judge_server.requests) == seen
         assert response.sufficiency.answerability_judge_model == ""
+        # The question passed the sufficiency check where the judge is asked, and was answered:
+        # the judge, scripted to say no, would have refused it (not a refusal before that point).
+        assert response.sufficiency.sufficient, response.sufficiency
+        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
+        assert "[IPC_379_" in response.answer
 
 
 class TestSufficiencyJudgeSettings:
     async def test_a_claim_checker_prompt_stops_synthesis_at_start(
         self, judge_server: FakeOpenAIServer
     ) -> None:
-        config = SynthesisConfig.from_env(
-            {
-                "SYNTHESIS_PORT": "0",
-                "SYNTHESIS_ANSWERABILITY": "both",
-                "SYNTHESIS_JUDGE_BASE_URL": judge_server.base_url,
-                "SYNTHESIS_JUDGE_MODEL": "bespoke-minicheck",
-                "SYNTHESIS_JUDGE_PROMPT": "document-claim",
-            }
-        )
-        with pytest.raises(ValueError, match="document-claim"):
-            create_app(config)
+        with pytest.raises(InvalidSettingError, match=r"^SYNTHESIS_JUDGE_PROMPT=document-claim"):
+            SynthesisConfig.from_env(
+                {
+                    "SYNTHESIS_PORT": "0",
+                    "SYNTHESIS_ANSWERABILITY": "both",
+                    "SYNTHESIS_JUDGE_BASE_URL": judge_server.base_url,
+                    "SYNTHESIS_JUDGE_MODEL": "bespoke-minicheck",
+                    "SYNTHESIS_JUDGE_PROMPT": "document-claim",
+                }
+            )

@@ -9,7 +9,7 @@ import pytest
 from grpc import aio
 
 from services.common.channels import ChannelPolicy, call_idempotent
-from services.common.config import EnvReader, ServerSettings
+from services.common.config import EnvReader, InvalidSettingError, ServerSettings
 from services.synthesis.config import SynthesisConfig
 
 METHOD = "grounded.retrieval.v1.RetrievalService/RetrievePassages"
@@ -63,11 +63,21 @@ class TestSettings:
         assert (config.load_balancing, config.retry_attempts) == ("round_robin", 4)
         assert config.reconnect_backoff_max_s == 1.0
 
-    @pytest.mark.parametrize("bad", ["random", ""])
-    def test_a_bad_policy_falls_back_to_round_robin(self, bad: str) -> None:
-        assert SynthesisConfig.from_env({"SYNTHESIS_LB_POLICY": bad}).load_balancing == (
+    def test_an_empty_policy_is_the_default_round_robin(self) -> None:
+        assert SynthesisConfig.from_env({"SYNTHESIS_LB_POLICY": ""}).load_balancing == (
             "round_robin"
         )
+
+    def test_an_unknown_policy_stops_start_up_naming_the_choices(self) -> None:
+        with pytest.raises(InvalidSettingError) as info:
+            SynthesisConfig.from_env({"SYNTHESIS_LB_POLICY": "random"})
+        assert str(info.value) == (
+            "SYNTHESIS_LB_POLICY='random': expected one of round_robin, pick_first"
+        )
+
+    def test_a_policy_is_read_without_regard_to_case(self) -> None:
+        config = SynthesisConfig.from_env({"SYNTHESIS_LB_POLICY": "Pick_First"})
+        assert config.load_balancing == "pick_first"
 
     def test_server_connection_age_is_off_unless_set(self) -> None:
         default = ServerSettings.from_env(

@@ -1,12 +1,20 @@
-"""Settings come from prefixed environment variables; bad values fall back with a warning."""
+"""Settings come from prefixed environment variables; a bad value stops start-up, named."""
 
 from __future__ import annotations
 
-import logging
+from collections.abc import Callable
 
 import pytest
 
-from services.common.config import EnvReader, MissingSettingError, Secret, ServerSettings
+from services.common.config import (
+    EnvReader,
+    InvalidSettingError,
+    MissingSettingError,
+    Secret,
+    ServerSettings,
+    SettingError,
+    TlsSettings,
+)
 
 
 class TestEnvReader:
@@ -16,18 +24,52 @@ class TestEnvReader:
         assert env.bool("ON", False) is True
         assert env.float("RATIO", 0.1) == 0.5
 
-    def test_env_reader_invalid_value_falls_back_with_warning(
-        self, caplog: pytest.LogCaptureFixture
+    @pytest.mark.parametrize(
+        ("environ", "read", "message"),
+        [
+            (
+                {"X_PORT": "not-a-port"},
+                lambda env: env.int("PORT", 50051, minimum=0, maximum=65535),
+                "X_PORT='not-a-port': expected an integer from 0 to 65535",
+            ),
+            (
+                {"X_TOP": "500"},
+                lambda env: env.int("TOP", 5, maximum=100),
+                "X_TOP='500': expected an integer of at most 100",
+            ),
+            (
+                {"X_RATIO": "inf"},
+                lambda env: env.float("RATIO", 0.5, minimum=0.0),
+                "X_RATIO='inf': expected a number of at least 0",
+            ),
+            (
+                {"X_ON": "enabled"},
+                lambda env: env.bool("ON", False),
+                "X_ON='enabled': expected true or false (or 1/0, yes/no, on/off)",
+            ),
+            (
+                {"X_GEN": "gpt"},
+                lambda env: env.str("GEN", "extractive", choices=("extractive", "openai")),
+                "X_GEN='gpt': expected one of extractive, openai",
+            ),
+            (
+                {"X_P": "1.5"},
+                lambda env: env.probability("P"),
+                "X_P='1.5': expected a number from 0 to 1",
+            ),
+        ],
+    )
+    def test_env_reader_invalid_value_is_an_error_naming_it(
+        self, environ: dict[str, str], read: Callable[[EnvReader], object], message: str
     ) -> None:
-        env = EnvReader("X_", {"X_PORT": "not-a-port", "X_TOP": "500"})
-        with caplog.at_level(logging.WARNING):
-            assert env.int("PORT", 50051) == 50051
-            assert env.int("TOP", 5, maximum=100) == 5
-        assert [r.setting for r in caplog.records] == ["X_PORT", "X_TOP"]  # type: ignore[attr-defined]
+        with pytest.raises(InvalidSettingError) as info:
+            read(EnvReader("X_", environ))
+        assert str(info.value) == message
+        assert isinstance(info.value, SettingError)
 
-    def test_env_reader_choice_outside_list_falls_back(self) -> None:
-        env = EnvReader("X_", {"X_GEN": "gpt"})
-        assert env.str("GEN", "extractive", choices=("extractive", "openai")) == "extractive"
+    def test_env_reader_choices_ignore_case_and_return_the_choice(self) -> None:
+        env = EnvReader("X_", {"X_GEN": "OpenAI"})
+        assert env.str("GEN", "extractive", choices=("extractive", "openai")) == "openai"
 
     def test_env_reader_missing_required_fails_fast(self) -> None:
         with pytest.raises(MissingSettingError, match="X_URL"):
@@ -53,3 +95,73 @@ class TestServerSettings:
         )
         assert (settings.host, settings.port, settings.grace_s) == ("127.0.0.1", 50053, 10.0)
         assert settings.tls.enabled is False
+
+    def test_log_level_is_read_without_regard_to_case(self) -> None:
+        settings = ServerSettings.from_env(
+            EnvReader("V_", {"LOG_LEVEL": "debug"}), default_port=1, default_metrics_port=2
+        )
+        assert settings.log_level == "DEBUG"
+
+
+class TestTlsSettings:
+    """Half a TLS configuration is an error at start-up, never a silent plaintext port."""
+
+    def test_a_certificate_and_key_turn_server_tls_on(self) -> None:
+        env = EnvReader("V_", {"V_TLS_CERT_FILE": "c.pem", "V_TLS_KEY_FILE": "k.pem"})
+        assert TlsSettings.from_env(env).enabled
+
+    @pytest.mark.parametrize(
+        ("environ", "message"),
+        [
+            (
+                {"V_TLS_CERT_FILE": "c.pem"},
+                "V_TLS_CERT_FILE and V_TLS_KEY_FILE must be set together",
+            ),
+            (
+                {"V_TLS_KEY_FILE": "k.pem"},
+                "V_TLS_CERT_FILE and V_TLS_KEY_FILE must be set together",
+            ),
+            ({"V_TLS_CA_FILE": "ca.pem"}, "need V_TLS_CERT_FILE and V_TLS_KEY_FILE"),
+            ({"V_TLS_REQUIRE_CLIENT_AUTH": "true"}, "need V_TLS_CERT_FILE and V_TLS_KEY_FILE"),
+            (
+                {
+                    "V_TLS_CERT_FILE": "c.pem",
+                    "V_TLS_KEY_FILE": "k.pem",
+                    "V_TLS_REQUIRE_CLIENT_AUTH": "true",
+                },
+                "V_TLS_REQUIRE_CLIENT_AUTH=true needs V_TLS_CA_FILE",
+            ),
+        ],
+    )
+    def test_half_a_server_configuration_is_an_error(
+        self, environ: dict[str, str], message: str
+    ) -> None:
+        with pytest.raises(InvalidSettingError, match=message):
+            TlsSettings.from_env(EnvReader("V_", environ))
+
+    def test_a_ca_turns_client_tls_on(self) -> None:
+        env = EnvReader("S_CLIENT_", {"S_CLIENT_TLS_CA_FILE": "ca.pem"})
+        assert TlsSettings.client_from_env(env).ca_file == "ca.pem"
+
+    @pytest.mark.parametrize(
+        ("environ", "message"),
+        [
+            (
+                {"S_CLIENT_TLS_CERT_FILE": "c.pem", "S_CLIENT_TLS_KEY_FILE": "k.pem"},
+                "need S_CLIENT_TLS_CA_FILE",
+            ),
+            (
+                {"S_CLIENT_TLS_CA_FILE": "ca.pem", "S_CLIENT_TLS_CERT_FILE": "c.pem"},
+                "must be set together",
+            ),
+            (
+                {"S_CLIENT_TLS_CA_FILE": "ca.pem", "S_CLIENT_TLS_REQUIRE_CLIENT_AUTH": "true"},
+                "is a server setting",
+            ),
+        ],
+    )
+    def test_half_a_client_configuration_is_an_error(
+        self, environ: dict[str, str], message: str
+    ) -> None:
+        with pytest.raises(InvalidSettingError, match=message):
+            TlsSettings.client_from_env(EnvReader("S_CLIENT_", environ))

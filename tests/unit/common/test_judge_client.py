@@ -8,9 +8,15 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from services.common.config import EnvReader, JudgeSettings, MissingSettingError, Secret
-from services.common.judge import Item, Outcome, ProcessBudget, Task
-from services.common.judge_client import OpenAIJudge
+from services.common.config import (
+    EnvReader,
+    InvalidSettingError,
+    JudgeSettings,
+    MissingSettingError,
+    Secret,
+)
+from services.common.judge import Band, Item, Outcome, ProcessBudget, Task
+from services.common.judge_client import OpenAIJudge, judge_band
 from tests.support.fake_openai import (
     Delay,
     FakeOpenAIServer,
@@ -211,10 +217,41 @@ class TestJudgeSettings:
                 "SYNTHESIS_JUDGE_API_KEY": "sk-x",
                 "SYNTHESIS_JUDGE_BAND_LOW": "0.2",
                 "SYNTHESIS_JUDGE_CALLS_PER_MINUTE": "600",
-                "SYNTHESIS_JUDGE_TIMEOUT_S": "not a number",
             },
         )
         s = JudgeSettings.from_env(env)
         assert (s.enabled, s.model, s.api_key.reveal()) == (True, "checker-7b", "sk-x")
         assert (s.band_low, s.band_high, s.calls_per_minute) == (0.2, None, 600)
-        assert s.timeout_s == 10.0  # invalid: the default, with a warning
+        assert (s.timeout_s, s.env_prefix) == (10.0, "SYNTHESIS_JUDGE_")
+
+    def test_an_invalid_value_is_named_with_what_it_accepts(self) -> None:
+        env = EnvReader("SYNTHESIS_", {"SYNTHESIS_JUDGE_TIMEOUT_S": "not a number"})
+        with pytest.raises(InvalidSettingError) as info:
+            JudgeSettings.from_env(env)
+        assert str(info.value) == (
+            "SYNTHESIS_JUDGE_TIMEOUT_S='not a number': expected a number from 0.05 to 600"
+        )
+
+    @pytest.mark.parametrize(
+        ("environ", "named"),
+        [
+            ({"VALIDATOR_JUDGE_BAND_LOW": "0.95"}, "VALIDATOR_JUDGE_BAND_LOW=0.95"),
+            ({"VALIDATOR_JUDGE_BAND_HIGH": "0.01"}, "VALIDATOR_JUDGE_BAND_HIGH=0.01"),
+            (
+                {"VALIDATOR_JUDGE_BAND_LOW": "0.6", "VALIDATOR_JUDGE_BAND_HIGH": "0.4"},
+                "VALIDATOR_JUDGE_BAND_LOW=0.6 is above VALIDATOR_JUDGE_BAND_HIGH=0.4",
+            ),
+        ],
+    )
+    def test_an_inverted_band_is_named_even_without_a_judge(
+        self, environ: dict[str, str], named: str
+    ) -> None:
+        settings = JudgeSettings.from_env(EnvReader("VALIDATOR_", environ))
+        assert not settings.enabled
+        with pytest.raises(InvalidSettingError, match=named):
+            judge_band(settings, Band(0.05, 0.9))
+
+    def test_one_end_set_within_the_default_band_keeps_the_other(self) -> None:
+        env = EnvReader("VALIDATOR_", {"VALIDATOR_JUDGE_BAND_LOW": "0.5"})
+        band = judge_band(JudgeSettings.from_env(env), Band(0.05, 0.9))
+        assert (band.low, band.high) == (0.5, 0.9)

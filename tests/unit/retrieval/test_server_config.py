@@ -9,6 +9,7 @@ import pytest
 from grounded.retrieval.v1 import retrieval_service_pb2 as pb
 from grounded.type.v1 import evidence_pb2
 
+from services.common.config import InvalidSettingError
 from services.common.errors import DeadlineExceededError
 from services.retrieval import server
 from services.retrieval.config import RetrievalConfig
@@ -176,12 +177,9 @@ class TestFusionWeights:
         assert settings.fingerprint() != default.fingerprint()
 
     @pytest.mark.parametrize("name", ["RETRIEVAL_DENSE_WEIGHT", "RETRIEVAL_LEXICAL_WEIGHT"])
-    def test_a_negative_fusion_weight_keeps_the_default_with_a_warning(
-        self, name: str, caplog: pytest.LogCaptureFixture
-    ) -> None:
-        config = RetrievalConfig.from_env({name: "-0.5"})
-        assert (config.dense_weight, config.lexical_weight) == (1.0, 1.0)
-        assert any(getattr(r, "setting", "") == name for r in caplog.records)
+    def test_a_negative_fusion_weight_stops_start_up_naming_it(self, name: str) -> None:
+        with pytest.raises(InvalidSettingError, match=f"^{name}='-0.5': expected a number"):
+            RetrievalConfig.from_env({name: "-0.5"})
 
     def test_lexical_weight_changes_the_fused_order(self) -> None:
         """With BM25 weighted 0, the fused order is the dense order."""

@@ -576,15 +576,12 @@ class TestExtractiveWeightSetting:
         assert config.answerability.extractive_weight == 0.0
 
     @pytest.mark.parametrize("raw", ["1.5", "-0.1", "heavy"])
-    def test_a_bad_value_keeps_the_default_with_a_warning(
-        self, raw: str, caplog: pytest.LogCaptureFixture
-    ) -> None:
+    def test_a_bad_value_stops_start_up_naming_it(self, raw: str) -> None:
+        from services.common.config import InvalidSettingError
         from services.synthesis.config import SynthesisConfig
 
-        config = SynthesisConfig.from_env({"SYNTHESIS_EXTRACTIVE_ANSWERABILITY_WEIGHT": raw})
-
-        assert config.answerability.extractive_weight == 0.15  # every EnvReader setting does so
-        assert any(
-            getattr(r, "setting", "") == "SYNTHESIS_EXTRACTIVE_ANSWERABILITY_WEIGHT"
-            for r in caplog.records
+        with pytest.raises(InvalidSettingError) as info:
+            SynthesisConfig.from_env({"SYNTHESIS_EXTRACTIVE_ANSWERABILITY_WEIGHT": raw})
+        assert str(info.value) == (
+            f"SYNTHESIS_EXTRACTIVE_ANSWERABILITY_WEIGHT={raw!r}: expected a number from 0 to 1"
         )

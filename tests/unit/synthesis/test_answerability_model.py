@@ -193,6 +193,11 @@ class TestConfig:
         a = config.answerability
         assert (a.mode, a.rescue_at, a.veto_below, a.threads) == ("both", 0.95, None, 2)
 
-    def test_config_rejects_an_unknown_mode_with_the_default(self) -> None:
-        config = SynthesisConfig.from_env({"SYNTHESIS_ANSWERABILITY": "maybe"})
-        assert config.answerability.mode == AnswerabilitySettings().mode
+    def test_config_rejects_an_unknown_mode_naming_the_modes(self) -> None:
+        from services.common.config import InvalidSettingError
+
+        with pytest.raises(
+            InvalidSettingError, match=r"^SYNTHESIS_ANSWERABILITY='maybe': expected one of .*both"
+        ):
+            SynthesisConfig.from_env({"SYNTHESIS_ANSWERABILITY": "maybe"})
+        assert SynthesisConfig.from_env({}).answerability.mode == AnswerabilitySettings().mode

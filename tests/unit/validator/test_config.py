@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from services.common.config import InvalidSettingError
 from services.common.validation import Reason
 from services.validator.config import DEFAULT_MODEL_DIR, ValidatorConfig
 
@@ -14,9 +17,10 @@ class TestValidatorConfig:
         config = ValidatorConfig.from_env({"VALIDATOR_INLINE_MAX_BYTES": "0"})
         assert config.inline_max_bytes == 0
 
-    def test_config_inline_limit_invalid_falls_back(self) -> None:
-        config = ValidatorConfig.from_env({"VALIDATOR_INLINE_MAX_BYTES": "-1"})
-        assert config.inline_max_bytes == 32 * 1024
+    def test_config_inline_limit_invalid_stops_start_up(self) -> None:
+        with pytest.raises(InvalidSettingError, match=r"^VALIDATOR_INLINE_MAX_BYTES='-1'"):
+            ValidatorConfig.from_env({"VALIDATOR_INLINE_MAX_BYTES": "-1"})
+        assert ValidatorConfig.from_env({}).inline_max_bytes == 32 * 1024
 
 
 class TestEntailmentSettings:
@@ -34,9 +38,13 @@ class TestEntailmentSettings:
         )
         assert (config.entail_threshold, config.coverage_rescue_threshold) == (0.7, 0.9)
 
-    def test_config_invalid_threshold_keeps_the_model_value(self) -> None:
-        config = ValidatorConfig.from_env({"VALIDATOR_ENTAIL_THRESHOLD": "1.5"})
-        assert config.entail_threshold is None
+    @pytest.mark.parametrize("raw", ["1.5", "-0.1", "nan", "high"])
+    def test_config_invalid_threshold_stops_start_up(self, raw: str) -> None:
+        with pytest.raises(InvalidSettingError) as info:
+            ValidatorConfig.from_env({"VALIDATOR_ENTAIL_THRESHOLD": raw})
+        assert str(info.value) == (
+            f"VALIDATOR_ENTAIL_THRESHOLD={raw!r}: expected a number from 0 to 1"
+        )
 
 
 class TestJudgeReview:
@@ -52,6 +60,7 @@ class TestJudgeReview:
         }
         assert ValidatorConfig.from_env({"VALIDATOR_JUDGE_REVIEW": "none"}).judge_review == set()
 
-    def test_review_of_an_unreviewable_rule_keeps_the_default(self) -> None:
-        config = ValidatorConfig.from_env({"VALIDATOR_JUDGE_REVIEW": "INVALID_CITATION"})
-        assert config.judge_review == {Reason.LOW_COVERAGE, Reason.MISSING_CITATION}
+    @pytest.mark.parametrize("raw", ["INVALID_CITATION", ",", "LOW_COVERAGE,nonsense"])
+    def test_review_of_an_unreviewable_rule_stops_start_up(self, raw: str) -> None:
+        with pytest.raises(InvalidSettingError, match=r"^VALIDATOR_JUDGE_REVIEW=.*LOW_COVERAGE"):
+            ValidatorConfig.from_env({"VALIDATOR_JUDGE_REVIEW": raw})

@@ -1,0 +1,90 @@
+"""A bad setting stops a real service process at start-up, before it listens: exit status 2 and
+a last line on stderr that names the setting, the value and what it accepts (a ConfigMap typo
+shows in `kubectl logs` of the crash-looping pod, instead of a default nobody asked for)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stack.wiring import OFFLINE_ENV
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def start(service: str, settings: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **OFFLINE_ENV, f"{service.upper()}_METRICS_PORT": "0", **settings}
+    return subprocess.run(
+        [sys.executable, "-m", f"services.{service}"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    ("service", "settings", "line"),
+    [
+        (
+            "validator",
+            {"VALIDATOR_PORT": "5OO53"},
+            "validator: configuration error: VALIDATOR_PORT='5OO53': "
+            "expected an integer from 0 to 65535",
+        ),
+        (
+            "synthesis",
+            {"SYNTHESIS_GENERATOR": "gpt-4o"},
+            "synthesis: configuration error: SYNTHESIS_GENERATOR='gpt-4o': "
+            "expected one of extractive, openai",
+        ),
+        (
+            "retrieval",
+            {"RETRIEVAL_CACHE_TTL_S": "1d"},
+            "retrieval: configuration error: RETRIEVAL_CACHE_TTL_S='1d': expected an integer",
+        ),
+        (
+            "synthesis",
+            {"SYNTHESIS_TLS_CERT_FILE": "/etc/tls/tls.crt"},
+            "synthesis: configuration error: SYNTHESIS_TLS_CERT_FILE and SYNTHESIS_TLS_KEY_FILE "
+            "must be set together",
+        ),
+        (
+            "validator",
+            {"VALIDATOR_JUDGE_BAND_LOW": "0.95"},
+            "validator: configuration error: VALIDATOR_JUDGE_BAND_LOW=0.95 is above "
+            "VALIDATOR_JUDGE_BAND_HIGH=0.9",
+        ),
+    ],
+    ids=["port", "choice", "integer", "half-tls", "judge-band"],
+)
+def test_a_bad_setting_stops_start_up_naming_it(
+    service: str, settings: dict[str, str], line: str
+) -> None:
+    result = start(service, settings)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith(line)
+
+
+def test_settings_that_rule_each_other_out_stop_retrieval_at_warm_up() -> None:
+    """Checked while the server warms up (it loads the models then), after logging has begun:
+    still exit status 2 and the same last line."""
+    result = start(
+        "retrieval",
+        {
+            "RETRIEVAL_PORT": "0",
+            "RETRIEVAL_RERANK_MODEL_DIR": str(ROOT / "models" / "answerability-minilm-l6"),
+            "RETRIEVAL_CROSS_ENCODER_PATH": "/models/ce",
+        },
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        "retrieval: configuration error: RETRIEVAL_RERANK_MODEL_DIR and "
+        "RETRIEVAL_CROSS_ENCODER_PATH: set one, not both"
+    )
