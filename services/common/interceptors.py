@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, cast
 
 import grpc
+from google.protobuf.message import DecodeError
 from grpc import aio
 
 from services.common import errors, status
@@ -57,15 +58,17 @@ class ServiceInterceptor(aio.ServerInterceptor):
                 Callable[[Any, aio.ServicerContext[Any, Any]], Awaitable[Any]], handler.unary_unary
             )
 
-            async def unary(request: Any, context: aio.ServicerContext[Any, Any]) -> Any:
+            parse_unary = _parser(handler.request_deserializer)
+
+            async def unary(raw: Any, context: aio.ServicerContext[Any, Any]) -> Any:
                 async with _rpc(service, method, context):
-                    return await inner(request, context)
+                    return await inner(parse_unary(raw), context)
                 raise AssertionError("unreachable: _rpc aborts or re-raises")  # pragma: no cover
 
+            # The request arrives as bytes and is parsed inside the call, so a malformed one is
+            # INVALID_ARGUMENT with a field violation, logged and counted like any other.
             return grpc.unary_unary_rpc_method_handler(
-                unary,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
+                unary, request_deserializer=None, response_serializer=handler.response_serializer
             )
         # Only streams written as async generators (ours); health's Watch writes to its context.
         if handler.unary_stream is not None and inspect.isasyncgenfunction(handler.unary_stream):
@@ -74,19 +77,43 @@ class ServiceInterceptor(aio.ServerInterceptor):
                 handler.unary_stream,
             )
 
+            parse_stream = _parser(handler.request_deserializer)
+
             async def stream(
-                request: Any, context: aio.ServicerContext[Any, Any]
+                raw: Any, context: aio.ServicerContext[Any, Any]
             ) -> AsyncIterator[Any]:
                 async with _rpc(service, method, context):
-                    async for response in produce(request, context):
+                    async for response in produce(parse_stream(raw), context):
                         yield response
 
             return grpc.unary_stream_rpc_method_handler(
-                stream,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
+                stream, request_deserializer=None, response_serializer=handler.response_serializer
             )
         return handler
+
+
+def _parser(deserialize: Callable[[bytes], Any] | None) -> Callable[[Any], Any]:
+    """The handler's request parser, raising ``InvalidInputError`` for bytes that are not its
+    message (grpc's own parsing would answer UNKNOWN: "Unexpected DecodeError"). A string field
+    that is not UTF-8 is the usual cause; which field, the parser does not say."""
+    if deserialize is None:
+        return lambda raw: raw
+
+    def parse(raw: Any) -> Any:
+        try:
+            return deserialize(raw)
+        except DecodeError as exc:
+            raise errors.InvalidInputError(
+                [
+                    errors.FieldViolation(
+                        "",
+                        f"the request does not parse ({exc}): every string field must be "
+                        "valid UTF-8",
+                    )
+                ]
+            ) from exc
+
+    return parse
 
 
 @contextlib.asynccontextmanager

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
+
+from services.common.language.windows import token_windows
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +30,11 @@ class Encoder(Protocol):
         self, texts: Sequence[str], *, batch_size: int = 64, show_progress: bool = False
     ) -> Vectors: ...
 
+    def windows(self, text: str) -> list[str]:
+        """Pieces of ``text`` that each fit the model's input and together cover all of it
+        (``[text]`` when it fits): the model never reads a query cut short."""
+        ...
+
 
 class SentenceTransformerEncoder:
     """An Encoder over a loaded ``sentence_transformers.SentenceTransformer``."""
@@ -38,6 +46,26 @@ class SentenceTransformerEncoder:
         if not dim:
             raise ValueError(f"model {name} does not report an embedding dimension")
         self.dim = int(dim)
+        # The model reads at most max_seq_length word pieces, [CLS] and [SEP] included, and
+        # silently drops the rest; windows() keeps every query within that. Its own fast
+        # tokenizer, copied without truncation, says where each word piece is.
+        self.max_tokens = int(model.max_seq_length) - 2
+        from tokenizers import Tokenizer
+
+        self._tokenizer = Tokenizer.from_str(model.tokenizer.backend_tokenizer.to_str())
+        self._tokenizer.no_truncation()
+        self._tokenizer.no_padding()
+        self._lock = threading.Lock()  # one tokenizer instance is not re-entrant
+
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        with self._lock:
+            encoding = self._tokenizer.encode(text, add_special_tokens=False)
+        return [(int(start), int(end)) for start, end in encoding.offsets]
+
+    def windows(self, text: str) -> list[str]:
+        # A quarter of each window overlaps the next, as for the cross-encoders.
+        spans = token_windows(text, self, self.max_tokens, overlap=self.max_tokens // 4)
+        return [text[start:end] for start, end in spans]
 
     def encode(
         self, texts: Sequence[str], *, batch_size: int = 64, show_progress: bool = False

@@ -140,6 +140,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"({manifest.chunk_count / max(seconds, 1e-9):.0f} chunks/s; model load "
         f"{loaded - started:.1f}s)"
     )
+    if manifest.over_window:
+        print(
+            f"  {len(manifest.over_window)} chunks longer than the embedding model's input "
+            f"(their vectors read the first window; BM25 all): "
+            f"{', '.join(manifest.over_window[:5])}{' ...' if len(manifest.over_window) > 5 else ''}"
+        )
     return 0
 
 

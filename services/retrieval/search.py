@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
 import logging
 import math
-import re
 import threading
 import time
-import unicodedata
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from services.common.errors import (
 )
 from services.common.evidence import Chunk, ScoredChunk, StageScores, StageSkip
 from services.common.intent import Intent
-from services.common.language.text import is_blank
+from services.common.language.text import is_blank, normalise_query
 from services.common.tracing import stage_span
 from services.retrieval.aggregation import DEFAULT_PER_DOC_CAP, DEFAULT_SIBLING_RATIO, aggregate
 from services.retrieval.embedding import Encoder
@@ -119,6 +118,14 @@ def request_violations(
         violations.append(
             FieldViolation(
                 "query", f"must be at most {MAX_QUERY_CHARS} characters (got {len(query)})"
+            )
+        )
+    elif len(normalised := normalise_query(query)) > MAX_QUERY_CHARS:
+        violations.append(
+            FieldViolation(
+                "query",
+                f"must be at most {MAX_QUERY_CHARS} characters once normalised (NFKC), as "
+                f"searched (got {len(normalised)} from {len(query)})",
             )
         )
     if not 1 <= top_k <= MAX_TOP_K:
@@ -238,17 +245,6 @@ class ResultCache(Protocol):
     def get(self, key: str) -> SearchResult | None: ...
 
     def set(self, key: str, result: SearchResult) -> None: ...
-
-
-_SPACE = re.compile(r"\s+")
-
-
-def normalise_query(query: str) -> str:
-    """NFKC, whitespace collapsed and trimmed: the text every stage (and the cache key) sees.
-
-    Case is kept: a configured encoder may be cased, and "IPC" must stay recognisable.
-    """
-    return _SPACE.sub(" ", unicodedata.normalize("NFKC", query)).strip()
 
 
 def cache_key(
@@ -553,13 +549,21 @@ class Searcher:
         if stages.dense:
             budget.check("dense")
             with clock.stage("dense"):
+                # A variant longer than the model's input is read in overlapping windows that
+                # cover all of it (never cut short); a chunk scores its best window.
+                pieces = [self._encoder.windows(v) for v in variants]
                 with self._encode_lock:
-                    vectors = self._encoder.encode(variants)
+                    vectors = self._encoder.encode([p for ps in pieces for p in ps])
                 scores, positions = self._dense_search(vectors, depth, mask)
-                for h, row_s, row_p in zip(hits, scores, positions, strict=True):
-                    h.dense = {
-                        int(p): float(s) for s, p in zip(row_s, row_p, strict=True) if p >= 0
-                    }
+                rows = iter(zip(scores, positions, strict=True))
+                for h, ps in zip(hits, pieces, strict=True):
+                    for row_s, row_p in itertools.islice(rows, len(ps)):
+                        for s, p in zip(row_s, row_p, strict=True):
+                            if p >= 0 and float(s) > h.dense.get(int(p), -math.inf):
+                                h.dense[int(p)] = float(s)
+                    if len(ps) > 1:  # insertion order is the rank order fusion reads
+                        best = sorted(h.dense.items(), key=lambda item: -item[1])[:depth]
+                        h.dense = dict(best)
         if stages.lexical:
             budget.check("lexical")
             with clock.stage("lexical"):

@@ -73,6 +73,9 @@ class Manifest:
     sources: list[str]
     created_at: str
     timings: dict[str, float] = field(default_factory=dict)
+    # Chunks whose embedding text is longer than the model's input: their vector reads its
+    # first window only (BM25 indexes all of it). None in manifests written before it was kept.
+    over_window: list[str] | None = None
     # True when build_artifacts found this manifest up to date; never written to disk.
     reused: bool = field(default=False, compare=False)
 
@@ -244,7 +247,18 @@ def build_artifacts(
     if not chunks:
         raise CorpusFormatError(f"no text found in {', '.join(map(str, sources))}")
     chunked = time.perf_counter()
-    vectors = _encode(encoder, embedding_texts(chunks, embed_text), batch_size, progress)
+    texts = embedding_texts(chunks, embed_text)
+    over_window = [
+        c.semantic_id for c, t in zip(chunks, texts, strict=True) if len(encoder.windows(t)) > 1
+    ]
+    if over_window:
+        logger.warning(
+            "%d chunks are longer than the embedding model's input: their vectors read the "
+            "first window only (BM25 indexes all of each); first: %s",
+            len(over_window),
+            ", ".join(over_window[:5]),
+        )
+    vectors = _encode(encoder, texts, batch_size, progress)
     encoded = time.perf_counter()
     index = DenseIndex.build(vectors, index_kind, **options)
     indexed = time.perf_counter()
@@ -267,6 +281,7 @@ def build_artifacts(
         embed_text=embed_text,
         sources=[str(s) for s in sources],
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        over_window=over_window,
         timings={
             "load_chunk_s": round(chunked - started, 3),
             "encode_s": round(encoded - chunked, 3),

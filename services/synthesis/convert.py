@@ -8,7 +8,7 @@ from grounded.synthesis.v1 import synthesis_service_pb2 as pb
 from grounded.type.v1 import evidence_pb2
 
 from services.common.errors import Violations
-from services.common.language.text import is_blank
+from services.common.language.text import is_blank, normalise_query
 from services.common.passages import INTENT_TO_PROTO, scored_to_proto, timings_to_proto
 from services.common.validation_proto import report_to_proto
 from services.synthesis.generation import Turn
@@ -68,6 +68,14 @@ def request_from_proto(
         "question",
         f"must be at most {MAX_QUESTION_CHARS} characters (got {len(request.question)})",
     )
+    if len(request.question) <= MAX_QUESTION_CHARS:
+        searched = len(normalise_query(request.question))
+        violations.check(
+            searched <= MAX_QUESTION_CHARS,
+            "question",
+            f"must be at most {MAX_QUESTION_CHARS} characters once normalised (NFKC), as "
+            f"searched (got {searched} from {len(request.question)})",
+        )
     violations.check(
         0 <= request.top_k <= MAX_TOP_K,
         "top_k",
@@ -89,6 +97,11 @@ def request_from_proto(
             f"must be at most {MAX_TURN_CHARS} characters",
         )
     violations.check(len(request.model) <= 200, "model", "must be at most 200 characters")
+    violations.check(
+        not request.model or (request.model.isprintable() and not is_blank(request.model)),
+        "model",
+        "must be a model name: not blank, no control or invisible characters",
+    )
     generator = GENERATOR_NAMES.get(request.generator) or default_generator
     violations.check(
         not request.model or default_generator is None or generator == "openai",
@@ -135,6 +148,8 @@ def result_to_proto(result: SynthesisResult) -> pb.SynthesizeAnswerResponse:
         source_doc_count=result.source_doc_count,
         evidence=[scored_to_proto(s) for s in result.evidence],
         compact_answer=result.compact_answer,
+        retrieval_query=result.retrieval_query,
+        history_turns_used=result.history_turns_used,
         source_relations=[
             pb.SourceRelation(
                 first_semantic_id=r.first_id,

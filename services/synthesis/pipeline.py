@@ -77,7 +77,7 @@ from services.synthesis.limits import (
     VALIDATION_TIMEOUT_S,
 )
 from services.synthesis.prompt import group_by_document, is_synthesis_mode, source_documents
-from services.synthesis.question import QuestionAnalysis, analyse_question
+from services.synthesis.question import QuestionAnalysis, analyse_question, recent_turns
 from services.synthesis.routing import GeneratorPool
 from services.synthesis.sources import SourceRelation, relate
 from services.synthesis.sufficiency import (
@@ -253,6 +253,8 @@ class SynthesisResult:
     generator: str = ""
     model: str = ""
     retrieval_query: str = ""
+    # How many of the request's history turns were read (the last ones, at most history_turns).
+    history_turns_used: int = 0
     cache_hit: bool = False
     # The draft as written when it cited by position ([1-3]); "" otherwise, and for refusals.
     compact_answer: str = ""
@@ -382,6 +384,7 @@ class SynthesisPipeline:
             source_doc_count=len(source_documents([s.chunk for s in evidence])),
             generator=generator.name,
             retrieval_query=analysis.retrieval_query,
+            history_turns_used=len(recent_turns(request.history, self._settings.history_turns)),
             cache_hit=all(result.cache_hit for result in results),
             timings=timings,
             started=started,
@@ -606,7 +609,7 @@ class SynthesisPipeline:
             evidence=base.evidence,
             intent=analysis.intent,
             focus_question=analysis.focus,
-            history=tuple(request.history)[-turns:] if turns > 0 else (),
+            history=recent_turns(request.history, turns),
             synthesis_mode=base.synthesis_mode,
             compared=comparison.terms if comparison is not None else (),
             answering=(
@@ -977,6 +980,7 @@ class ResultBuilder:
     source_doc_count: int
     generator: str
     retrieval_query: str
+    history_turns_used: int
     cache_hit: bool
     timings: dict[str, float]
     started: float
@@ -1033,6 +1037,7 @@ class ResultBuilder:
             generator=self.generator,
             model=self.model,
             retrieval_query=self.retrieval_query,
+            history_turns_used=self.history_turns_used,
             cache_hit=self.cache_hit,
             compact_answer=self.compact_answer if status is SynthesisStatus.ANSWERED else "",
         )

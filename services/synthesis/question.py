@@ -108,10 +108,15 @@ def question_parts(question: str) -> tuple[str, ...]:
     return tuple(f"{p[0].upper()}{p[1:]}?" for p in parts)
 
 
+def recent_turns(history: Sequence[Turn], max_turns: int) -> tuple[Turn, ...]:
+    """The turns a request is answered with: the last ``max_turns`` of ``history`` (none for 0;
+    the response's ``history_turns_used`` is how many)."""
+    return tuple(history)[-max_turns:] if max_turns > 0 else ()
+
+
 def previous_user_question(history: Sequence[Turn], max_turns: int) -> str | None:
     """The last user turn among the last ``max_turns`` turns, if any."""
-    recent = list(history)[-max_turns:] if max_turns > 0 else []
-    for turn in reversed(recent):
+    for turn in reversed(recent_turns(history, max_turns)):
         if turn.role == "user" and turn.text.strip():
             return turn.text.strip()
     return None

@@ -10,8 +10,10 @@ from grounded.validator.v1 import validator_service_pb2 as pb
 
 from services.common import validation as r
 from services.common.errors import Violations
+from services.common.judge import Band
 from services.common.language.citations import uncitable
 from services.common.validation_proto import report_to_proto
+from services.validator.cascade import DEFAULT_BAND
 from services.validator.limits import (
     MAX_ANSWER_BYTES,
     MAX_EVIDENCE,
@@ -46,9 +48,10 @@ class EvidenceItem(NamedTuple):
 
 
 def request_from_proto(
-    request: pb.ValidateAnswerRequest,
+    request: pb.ValidateAnswerRequest, *, band: Band = DEFAULT_BAND
 ) -> tuple[str, list[EvidenceItem], r.ValidationOptions]:
-    """Check limits and convert; every violation is reported at once."""
+    """Check limits and convert; every violation is reported at once. ``band`` is the server's
+    judge band, whose ends fill those the request leaves unset."""
     violations = Violations()
     answer_bytes = len(request.answer.encode("utf-8"))
     violations.check(
@@ -89,12 +92,22 @@ def request_from_proto(
             value = getattr(o, name)
             if not 0.0 <= value <= 1.0:
                 violations.add(f"options.{name}", "must be between 0 and 1")
-    if (
-        o.HasField("judge_band_low")
-        and o.HasField("judge_band_high")
-        and o.judge_band_low > o.judge_band_high
-    ):
-        violations.add("options.judge_band_low", "must not exceed options.judge_band_high")
+    # An end the request leaves unset is the server's, so one end alone can invert the band.
+    low = o.judge_band_low if o.HasField("judge_band_low") else band.low
+    high = o.judge_band_high if o.HasField("judge_band_high") else band.high
+    if 0.0 <= low <= 1.0 and 0.0 <= high <= 1.0 and low > high:
+        if o.HasField("judge_band_low") and o.HasField("judge_band_high"):
+            violations.add("options.judge_band_low", "must not exceed options.judge_band_high")
+        elif o.HasField("judge_band_low"):
+            violations.add(
+                "options.judge_band_low",
+                f"must not exceed the server's judge_band_high ({high:g}) when that is not set",
+            )
+        else:
+            violations.add(
+                "options.judge_band_high",
+                f"must not be below the server's judge_band_low ({low:g}) when that is not set",
+            )
     violations.raise_if_any()
     overrides = {
         name: getattr(o, name)

@@ -52,7 +52,7 @@ class ValidatorServicer(pb_grpc.ValidatorServiceServicer):
     async def ValidateAnswer(
         self, request: pb.ValidateAnswerRequest, context: aio.ServicerContext[Any, Any]
     ) -> pb.ValidateAnswerResponse:
-        answer, evidence, options = convert.request_from_proto(request)
+        answer, evidence, options = convert.request_from_proto(request, band=self.band)
         # Validation is CPU-bound Python. A typical request takes a few milliseconds, less than a
         # worker-thread hand-off costs once the GIL is contended, so it runs on the event loop.
         # A large one (up to 200 passages) goes to a worker thread, so that the loop keeps

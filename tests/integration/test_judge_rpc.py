@@ -204,12 +204,22 @@ class TestJudgeTier:
         (call,) = judge_server.requests
         assert [i for i, _ in evidence_blocks(call.messages)] == ["IPC_379_0"]
 
-    async def test_band_options_are_checked(self, stub: pb_grpc.ValidatorServiceStub) -> None:
-        bad = pb.ValidationOptions(judge_band_low=0.8, judge_band_high=0.2)
+    @pytest.mark.parametrize(
+        ("bad", "field"),
+        [
+            (pb.ValidationOptions(judge_band_low=0.8, judge_band_high=0.2), "judge_band_low"),
+            # One end alone, past the server's other end (0.05 / 0.9): was INTERNAL.
+            (pb.ValidationOptions(judge_band_low=0.95), "judge_band_low"),
+            (pb.ValidationOptions(judge_band_high=0.01), "judge_band_high"),
+        ],
+    )
+    async def test_band_options_are_checked(
+        self, stub: pb_grpc.ValidatorServiceStub, bad: pb.ValidationOptions, field: str
+    ) -> None:
         with pytest.raises(aio.AioRpcError) as caught:
             await stub.ValidateAnswer(request(options=bad), timeout=20)
         assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert "options.judge_band_low" in field_violations(caught.value)
+        assert f"options.{field}" in field_violations(caught.value)
 
 
 class TestWithoutAJudge:

@@ -67,6 +67,8 @@ class TestValidation:
         ("fields", "bad"),
         [
             ({"query": "q" * 2001, "top_k": 5}, {"query"}),
+            # 2,000 characters, 36,000 once NFKC-normalised as every stage searches it.
+            ({"query": "\ufdfa" * 2000, "top_k": 5}, {"query"}),
             ({"query": "theft", "top_k": 101}, {"top_k"}),
             ({"query": "q" * 2001, "top_k": 101}, {"query", "top_k"}),
             ({"query": "   "}, {"query"}),
@@ -148,6 +150,41 @@ class TestSearchOverRpc:
         ran = {t.stage for t in response.timings if t.ran}
         assert {"dense", "lexical", "fusion", "aggregation"} <= ran
         assert not ran & {"expansion", "rerank", "cache"}  # no Redis configured here
+
+
+class TestLongQueries:
+    """The embedding model reads 256 word pieces; a longer query is read in windows that cover
+    all of it, so its tail still counts (it was silently dropped from the dense stage)."""
+
+    FILLER = "The statute sets out rules on many offences and their punishment. " * 28
+
+    def test_windows_cover_the_text_each_within_the_model_input(self, encoder: Encoder) -> None:
+        text = self.FILLER + "murder of a person by poisoning"
+        windows = encoder.windows(text)
+        assert len(windows) >= 2
+        assert windows[0] == text[: len(windows[0])]
+        assert text.endswith(windows[-1])
+        for window in windows:
+            assert len(encoder.token_spans(window)) <= encoder.max_tokens  # type: ignore[attr-defined]
+        joined = windows[0]
+        for window in windows[1:]:  # each starts inside the one before: nothing is skipped
+            start = text.index(window)
+            assert start < len(joined)
+            joined = text[: start + len(window)]
+        assert joined == text
+        assert encoder.windows("What is theft?") == ["What is theft?"]
+
+    async def test_the_tail_of_a_long_query_changes_the_dense_results(
+        self, stub: pb_grpc.RetrievalServiceStub
+    ) -> None:
+        dense = pb.RetrievalStages(dense=True, lexical=False, aggregation=False, cache=False)
+        found = []
+        for tail in ("murder of a person by poisoning", "defamation of a woman by words"):
+            query = self.FILLER + tail
+            assert len(query) <= 2000
+            response = await retrieve(stub, query=query, top_k=5, stages=dense)
+            found.append([p.semantic_id for p in response.passages])
+        assert found[0] != found[1]
 
 
 class TestCrossEncoderWarmUp:

@@ -30,6 +30,19 @@ def without_format_marks(text: str) -> str:
     return "".join(c for c in text if unicodedata.category(c) != "Cf")
 
 
+_SPACE = re.compile(r"\s+")
+
+
+def normalise_query(text: str) -> str:
+    """NFKC, whitespace collapsed and trimmed: the text every retrieval stage (and the cache
+    key) sees, and what a query's or question's length limit counts (NFKC can lengthen text:
+    U+FDFA alone becomes 18 characters).
+
+    Case is kept: a configured encoder may be cased, and "IPC" must stay recognisable.
+    """
+    return _SPACE.sub(" ", unicodedata.normalize("NFKC", text)).strip()
+
+
 def is_blank(text: str) -> bool:
     """Nothing visible: only spaces, line breaks, control or format characters (a NUL, a
     zero-width space, a direction mark). What "must not be empty" means for a question or query."""

@@ -50,6 +50,8 @@ ADAPTERS = {
     # Model runtimes (ONNX Runtime and the Rust tokenizer) behind the cross-encoder adapters.
     "services/common/cross_encoder.py",
     "services/validator/nli_onnx.py",
+    # The embedding model's adapter (sentence-transformers, and its tokenizer for windows).
+    "services/retrieval/embedding.py",
 }
 
 

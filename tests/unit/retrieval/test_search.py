@@ -293,6 +293,40 @@ class TestStageSwitches:
         assert (defaults.expansion, defaults.rerank) == (False, False)
 
 
+class TestLongQueries:
+    """A query longer than the encoder's input is read in windows that cover all of it: each
+    window is encoded, and a chunk's dense score is its best window's."""
+
+    DENSE = StageSwitches(dense=True, lexical=False, aggregation=False, rerank=False, cache=False)
+    HEAD, TAIL = "custody of seized property", "theft dishonestly moveable property"
+
+    def dense_scores(self, encoder: HashingEncoder, query: str) -> dict[str, float | None]:
+        result = make_searcher(encoder=encoder).search(
+            SearchRequest(query, top_k=50, stages=self.DENSE)
+        )
+        return {s.chunk.semantic_id: s.stages.dense for s in result.chunks}
+
+    def test_every_window_is_encoded_and_a_chunk_scores_its_best(self) -> None:
+        windowed = HashingEncoder(window_words=4)
+        scores = self.dense_scores(windowed, f"{self.HEAD} {self.TAIL}")
+
+        assert windowed.encoded[-2:] == [self.HEAD, self.TAIL]
+        head = self.dense_scores(HashingEncoder(), self.HEAD)
+        tail = self.dense_scores(HashingEncoder(), self.TAIL)
+        best = {i: max(x for x in (head.get(i), tail.get(i)) if x is not None) for i in scores}
+        assert scores == pytest.approx(best)
+        assert list(scores.values()) == sorted(scores.values(), reverse=True)  # rank order
+        # The tail, which a model cut at its window would never read, decides the top chunk.
+        assert next(iter(scores)) == next(iter(tail))
+
+    def test_a_query_that_fits_is_encoded_once_as_it_is(self) -> None:
+        windowed = HashingEncoder(window_words=40)
+        assert self.dense_scores(windowed, self.TAIL) == self.dense_scores(
+            HashingEncoder(), self.TAIL
+        )
+        assert windowed.encoded[-1:] == [self.TAIL]
+
+
 class TestMinScore:
     def test_search_min_score_drops_lower_scores(self, searcher: Searcher) -> None:
         unfiltered = searcher.search(SearchRequest("punishment for theft", top_k=10))

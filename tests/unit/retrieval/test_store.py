@@ -98,6 +98,22 @@ class TestBuildAndLoad:
         chunk = next(c for c in artifacts.chunks if c.semantic_id == "IPC_420_0")
         assert (chunk.act, chunk.section, chunk.chapter_title) == ("IPC", "420", "cheating")
 
+    def test_build_records_chunks_longer_than_the_model_input(
+        self, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        encoder = HashingEncoder(window_words=60)
+        manifest = build_artifacts([IPC], tmp_path / "ipc", encoder, progress=False)
+        artifacts = load(tmp_path / "ipc", encoder)
+        texts = embedding_texts(artifacts.chunks, manifest.embed_text)
+        expected = [
+            c.semantic_id
+            for c, t in zip(artifacts.chunks, texts, strict=True)
+            if len(t.split()) > 60
+        ]
+        assert expected and manifest.over_window == expected
+        assert load(tmp_path / "ipc", encoder).manifest.over_window == expected  # on disk
+        assert "longer than the embedding model's input" in caplog.text
+
     @pytest.mark.parametrize(
         ("kind", "options"), [("hnsw", {"hnsw_m": 8}), ("ivf", {"ivf_nlist": 2, "ivf_nprobe": 2})]
     )

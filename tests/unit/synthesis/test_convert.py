@@ -240,6 +240,32 @@ class TestRequestFromProto:
         (violation,) = info.value.violations
         assert (violation.field, violation.description) == ("question", "must not be empty")
 
+    @pytest.mark.parametrize("model", ["   ", "gpt-4o\n", "gpt\x00mini", "\u200b"])
+    def test_request_from_proto_rejects_a_model_name_with_invisible_characters(
+        self, model: str
+    ) -> None:
+        request = pb.SynthesizeAnswerRequest(
+            question="What is theft?", model=model, generator=pb.GENERATOR_KIND_OPENAI
+        )
+
+        with pytest.raises(InvalidInputError) as info:
+            convert.request_from_proto(request, default_top_k=5, default_generator="openai")
+
+        (violation,) = info.value.violations
+        assert violation.field == "model" and "not blank" in violation.description
+
+    def test_request_from_proto_counts_the_question_as_it_will_be_searched(self) -> None:
+        # U+FDFA is one character that NFKC turns into 18: 2,000 of them would be searched as
+        # 36,000 characters past a 2,000-character limit.
+        request = pb.SynthesizeAnswerRequest(question="\ufdfa" * 2000)
+
+        with pytest.raises(InvalidInputError) as info:
+            convert.request_from_proto(request, default_top_k=5, default_generator=None)
+
+        (violation,) = info.value.violations
+        assert violation.field == "question"
+        assert "once normalised (NFKC), as searched (got 36000 from 2000)" in violation.description
+
 
 class TestEnumMaps:
     def test_every_requirement_has_its_proto_value(self) -> None:

@@ -22,6 +22,7 @@ from services.common.intent import Intent
 from services.common.language.citations import resolve_positions
 from services.common.refusal import REFUSAL
 from services.common.validation import Reason, Verdict
+from services.synthesis import convert
 from services.synthesis.extractive import ExtractiveGenerator
 from services.synthesis.generation import (
     GenerationError,
@@ -509,6 +510,30 @@ class TestFollowUps:
         assert result.intent is Intent.PUNISHMENT
         assert result.status is SynthesisStatus.ANSWERED
         assert result.answer.startswith("Whoever commits theft shall be punished")
+        # What was searched, and how much history was read, are in the result (and the proto).
+        assert result.retrieval_query == retriever.calls[0].query
+        assert result.history_turns_used == 2
+        response = convert.result_to_proto(result)
+        assert response.retrieval_query == retriever.calls[0].query
+        assert response.history_turns_used == 2
+
+    async def test_only_the_last_history_turns_are_read_and_the_result_says_how_many(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        """A question asked 49 turns ago is not folded in: the server reads the last 4 turns,
+        and the result says so rather than leaving the caller to guess."""
+        retriever = FakeRetriever(scored(ipc, "IPC_379_0", "IPC_378_0"))
+        history = (
+            Turn("user", "What is the punishment for cheating?"),
+            *(Turn("assistant", f"Filler {i}.") for i in range(49)),
+        )
+
+        result = await pipeline(retriever, ExtractiveGenerator()).answer(
+            SynthesisRequest("What about theft?", history=history)
+        )
+
+        assert result.history_turns_used == 4
+        assert result.retrieval_query == retriever.calls[0].query == "What about theft?"
 
     async def test_self_contained_question_ignores_history(self, ipc: Mapping[str, Chunk]) -> None:
         retriever = FakeRetriever(scored(ipc, *CHEATING_IDS))

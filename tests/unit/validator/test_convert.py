@@ -8,6 +8,7 @@ from grounded.validator.v1 import validator_service_pb2 as pb
 
 from services.common import validation_proto
 from services.common.errors import InvalidInputError
+from services.common.judge import Band
 from services.common.language import citations
 from services.common.validation import Verdict
 from services.validator import convert
@@ -110,6 +111,31 @@ class TestRequestFromProto:
         assert options.check_numbers is False
         assert options.single_citation_threshold == 0.30
         assert options.check_negation is True
+
+
+class TestJudgeBand:
+    @pytest.mark.parametrize(
+        ("options", "field", "says"),
+        [
+            (pb.ValidationOptions(judge_band_low=0.7, judge_band_high=0.3), "low", "must not"),
+            (pb.ValidationOptions(judge_band_low=0.95), "low", "server's judge_band_high (0.9)"),
+            (pb.ValidationOptions(judge_band_high=0.01), "high", "server's judge_band_low (0.05)"),
+        ],
+    )
+    def test_an_inverted_band_is_a_field_violation(
+        self, options: pb.ValidationOptions, field: str, says: str
+    ) -> None:
+        with pytest.raises(InvalidInputError) as caught:
+            convert.request_from_proto(pb.ValidateAnswerRequest(answer="x", options=options))
+        violations = {v.field: v.description for v in caught.value.violations}
+        assert says in violations[f"options.judge_band_{field}"]
+
+    def test_one_end_inside_the_server_band_is_accepted(self) -> None:
+        request = pb.ValidateAnswerRequest(
+            answer="x", options=pb.ValidationOptions(judge_band_low=0.5)
+        )
+        _, _, options = convert.request_from_proto(request, band=Band(0.05, 0.9))
+        assert (options.judge_band_low, options.judge_band_high) == (0.5, None)
 
 
 class TestReportToProto:
