@@ -99,6 +99,8 @@ class EnvReader:
         if choices is None:
             return self._parsed(name, default, builtins.str, lambda v: True, "a string")
         by_case = {c.lower(): c for c in choices}
+        if len(by_case) != len(choices):
+            raise ValueError(f"{self.prefix}{name}: choices differ only in case: {choices}")
 
         def parse(raw: builtins.str) -> builtins.str:
             if raw.lower() not in by_case:
@@ -167,13 +169,21 @@ def _in_range(
 
 
 def _range_text(minimum: builtins.float | None, maximum: builtins.float | None) -> str:
-    if minimum is not None and maximum is not None:
-        return f" from {minimum:g} to {maximum:g}"
-    if minimum is not None:
-        return f" of at least {minimum:g}"
-    if maximum is not None:
-        return f" of at most {maximum:g}"
+    low, high = _number(minimum), _number(maximum)
+    if low and high:
+        return f" from {low} to {high}"
+    if low:
+        return f" of at least {low}"
+    if high:
+        return f" of at most {high}"
     return ""
+
+
+def _number(value: builtins.float | None) -> str:
+    """A limit as written: integers in full (67108864, not 6.71089e+07), others as repr."""
+    if value is None:
+        return ""
+    return str(int(value)) if float(value).is_integer() else repr(value)
 
 
 def _parse_float(raw: str) -> float:
@@ -296,7 +306,9 @@ class ServerSettings:
                 "MAX_MESSAGE_BYTES", 4 * 1024 * 1024, minimum=64 * 1024, maximum=64 * 1024 * 1024
             ),
             log_level=global_env.str(
-                "LOG_LEVEL", "INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR")
+                "LOG_LEVEL",
+                "INFO",
+                choices=("DEBUG", "INFO", "WARNING", "WARN", "ERROR", "CRITICAL"),
             ),
             tls=TlsSettings.from_env(env),
             max_connection_age_s=env.float(

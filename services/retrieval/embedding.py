@@ -49,15 +49,28 @@ class SentenceTransformerEncoder:
         # The model reads at most max_seq_length word pieces, [CLS] and [SEP] included, and
         # silently drops the rest; windows() keeps every query within that. Its own fast
         # tokenizer, copied without truncation, says where each word piece is.
+        # (BERT-style models add exactly two special tokens.)
         self.max_tokens = int(model.max_seq_length) - 2
         from tokenizers import Tokenizer
 
-        self._tokenizer = Tokenizer.from_str(model.tokenizer.backend_tokenizer.to_str())
-        self._tokenizer.no_truncation()
-        self._tokenizer.no_padding()
+        backend = getattr(getattr(model, "tokenizer", None), "backend_tokenizer", None)
+        self._tokenizer: Tokenizer | None = None
+        if backend is None:
+            logger.warning(
+                "embedding model %s has no fast tokenizer: a query longer than its %d word "
+                "pieces is read up to there only",
+                name,
+                self.max_tokens,
+            )
+        else:
+            self._tokenizer = Tokenizer.from_str(backend.to_str())
+            self._tokenizer.no_truncation()
+            self._tokenizer.no_padding()
         self._lock = threading.Lock()  # one tokenizer instance is not re-entrant
 
     def token_spans(self, text: str) -> list[tuple[int, int]]:
+        if self._tokenizer is None:
+            return [(0, len(text))]  # no offsets to cut by: one window
         with self._lock:
             encoding = self._tokenizer.encode(text, add_special_tokens=False)
         return [(int(start), int(end)) for start, end in encoding.offsets]

@@ -56,7 +56,8 @@ from services.retrieval.store import IndexArtifacts
 logger = logging.getLogger(__name__)
 
 # Bump when SearchResult's meaning or the pipeline changes what a cached entry would hold.
-PIPELINE_VERSION: Final = 1
+# 2: a query longer than the embedding model's input is read in windows (2026-11-26).
+PIPELINE_VERSION: Final = 2
 
 STAGES: Final = ("cache", "dense", "lexical", "expansion", "fusion", "rerank", "aggregation")
 

@@ -34,7 +34,7 @@ from services.common.intent import Intent, is_statement
 from services.common.judge import Task
 from services.common.language.citations import resolve_positions
 from services.common.language.names import names_beyond_question
-from services.common.language.text import is_blank
+from services.common.language.text import is_blank, normalise_query
 from services.common.refusal import REFUSAL
 from services.common.tracing import annotate, stage_span
 from services.common.validation import ValidationReport, Verdict
@@ -649,9 +649,11 @@ class SynthesisPipeline:
         question = request.question.strip()
         violations.check(not is_blank(question), "question", "must not be empty")
         violations.check(
-            len(question) <= settings.max_question_chars,
+            len(question) <= settings.max_question_chars
+            and len(normalise_query(question)) <= settings.max_question_chars,
             "question",
-            f"must be at most {settings.max_question_chars} characters",
+            f"must be at most {settings.max_question_chars} characters, also once normalised "
+            "(NFKC) as retrieval searches it",
         )
         violations.check(
             1 <= request.top_k <= settings.max_top_k,
@@ -839,6 +841,8 @@ def _interleave(
 def hop_query(question: str, passage: str, limit: int = MAX_RETRIEVAL_QUERY_CHARS) -> str:
     """The second hop's query: the question, then as much of the passage as fits ``limit``
     (cut at a word boundary: the question always goes whole, the passage is only a hint)."""
+    # Both as retrieval searches them (NFKC can lengthen text: "ﬁ" is two characters).
+    question, passage = normalise_query(question), normalise_query(passage)
     query = f"{question} {passage}"
     if len(query) <= limit:
         return query

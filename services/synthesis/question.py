@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from services.common.intent import Intent, classify_intent
-from services.common.language.text import without_format_marks
+from services.common.language.text import normalise_query, without_format_marks
 from services.synthesis.comparison import Comparison, find_comparison
 from services.synthesis.generation import Turn
 from services.synthesis.limits import MAX_RETRIEVAL_QUERY_CHARS
@@ -125,9 +125,12 @@ def previous_user_question(history: Sequence[Turn], max_turns: int) -> str | Non
 def fold_previous(previous: str, question: str, limit: int = MAX_RETRIEVAL_QUERY_CHARS) -> str:
     """A follow-up's retrieval query: the previous question, then this one, within retrieval's
     query limit. This question always goes whole; of a long previous turn (up to
-    ``MAX_TURN_CHARS``) only its last words that fit are folded in, cut at a word boundary. The
-    response's ``retrieval_query`` shows what was searched."""
-    room = limit - len(question) - 1
+    ``MAX_TURN_CHARS``) only its last words that fit are folded in, cut at a word boundary,
+    the previous turn NFKC-normalised as retrieval reads it. The response's ``retrieval_query``
+    shows what was searched."""
+    # Measured as retrieval searches it (NFKC can lengthen text: "…" is three characters).
+    previous = normalise_query(previous)
+    room = limit - len(normalise_query(question)) - 1
     if room <= 0:
         return question
     if len(previous) > room:

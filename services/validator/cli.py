@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from services.common.config import SettingError
 from services.common.errors import ModelUnavailableError
 from services.common.judge_client import OpenAIJudge, build_judge, judge_band
 from services.common.validation import ValidationReport
@@ -181,7 +182,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     # The same configuration as the service (VALIDATOR_* variables), so the same judgement.
-    config = ValidatorConfig.from_env()
+    try:
+        config = ValidatorConfig.from_env()
+    except SettingError as exc:  # a bad VALIDATOR_* variable is bad input, not a rejection
+        print(f"error: configuration: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     tier: EntailmentTier | None = None
     if config.entailment and not args.no_entailment:
         try:

@@ -8,6 +8,7 @@ violation naming each offending field, mapped to INVALID_ARGUMENT with BadReques
 from __future__ import annotations
 
 import math
+import unicodedata
 from typing import TypeVar
 
 import grpc
@@ -133,7 +134,7 @@ class TestRetrievalRequestFromProto:
         request = _over_the_wire(request)
         defaults = StageSwitches()
         expected: set[str] = set()
-        if is_blank(request.query) or len(request.query) > MAX_QUERY_CHARS:
+        if is_blank(request.query) or _searched_length(request.query) > MAX_QUERY_CHARS:
             expected.add("query")
         if not 0 <= request.top_k <= MAX_TOP_K:
             expected.add("top_k")
@@ -166,6 +167,14 @@ class TestRetrievalRequestFromProto:
         assert parsed.query and len(parsed.query) <= MAX_QUERY_CHARS
 
 
+def _searched_length(text: str) -> int:
+    """Characters as retrieval searches the text (NFKC, whitespace runs as one space, trimmed),
+    restated here rather than taken from the code under test; never fewer than the raw text's
+    own limit counts, since the raw length is checked too."""
+    searched = len(" ".join(unicodedata.normalize("NFKC", text).split()))
+    return max(len(text), searched)
+
+
 class TestSynthesisRequestFromProto:
     @FUZZ
     @given(synthesis_requests(), st.sampled_from([None, "extractive", "openai"]))
@@ -180,7 +189,7 @@ class TestSynthesisRequestFromProto:
         c = synthesis_convert
         expected: set[str] = set()
         question = request.question
-        if is_blank(question) or len(question) > c.MAX_QUESTION_CHARS:
+        if is_blank(question) or _searched_length(question) > c.MAX_QUESTION_CHARS:
             expected.add("question")
         if not 0 <= request.top_k <= c.MAX_TOP_K:
             expected.add("top_k")
@@ -195,7 +204,11 @@ class TestSynthesisRequestFromProto:
         generator = c.GENERATOR_NAMES.get(request.generator) or default_generator
         # A model names an OpenAI model: refused when the server knows another generator would run.
         wrong_generator = default_generator is not None and generator != "openai"
-        if len(request.model) > 200 or (request.model and wrong_generator):
+        # A model name is visible text: not blank, nothing a terminal would not print.
+        unprintable = bool(request.model) and (
+            is_blank(request.model) or not request.model.isprintable()
+        )
+        if len(request.model) > 200 or unprintable or (request.model and wrong_generator):
             expected.add("model")
         try:
             parsed = c.request_from_proto(

@@ -20,6 +20,7 @@ from services.common.errors import (
 from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import Intent
 from services.common.language.citations import resolve_positions
+from services.common.language.text import normalise_query
 from services.common.refusal import REFUSAL
 from services.common.validation import Reason, Verdict
 from services.synthesis import convert
@@ -977,6 +978,9 @@ class TestSecondHop:
             "Who directed it? Alice met"
         )
         assert hop_query("Who directed it?", "Alicemetbobthere", limit=20) == "Who directed it?"
+        # Measured as retrieval reads it: the ligature "ﬁ" is two characters once normalised.
+        hop = hop_query("Who?", "\ufb01ve " * 600)
+        assert len(normalise_query(hop)) <= 2000 and hop.startswith("Who? five five")
 
 
 class TestPromoteNamed:

@@ -9,6 +9,7 @@ import pytest
 
 from services.common.evidence import Chunk
 from services.common.intent import Intent
+from services.common.language.text import normalise_query
 from services.synthesis import extractive, question, sufficiency
 from services.synthesis.extractive import ExtractiveGenerator
 from services.synthesis.generation import Turn
@@ -73,6 +74,15 @@ class TestAnalyseQuestion:
     ) -> None:
         assert question.fold_previous(previous, "Q?", limit) == folded
         assert len(question.fold_previous(previous, "Q?", limit)) <= limit
+
+    def test_fold_previous_fits_the_limit_as_retrieval_counts_it(self) -> None:
+        """Found in review: "…" is three characters once NFKC-normalised, as retrieval reads a
+        query, so a fold that fit by raw length was refused downstream as too long."""
+        previous = "He said … and left. " * 111  # 2,220 characters, 2,442 normalised
+        folded = question.fold_previous(previous, "And its punishment?")
+
+        assert len(normalise_query(folded)) <= MAX_RETRIEVAL_QUERY_CHARS
+        assert folded.endswith("and left. And its punishment?")
 
     @pytest.mark.parametrize("marked", ["\u202eWhat is theft?", "\ufeffWhat\u200b is theft?"])
     def test_invisible_format_marks_change_nothing(self, marked: str) -> None:

@@ -89,6 +89,26 @@ class TestCli:
         assert run(tmp_path, GROUNDED, chunks) == EXIT_BAD_INPUT == 2
         assert capsys.readouterr().err.startswith("error:")
 
+    @pytest.mark.parametrize(
+        ("name", "value"),
+        [("VALIDATOR_MODEL_THREADS", "abc"), ("VALIDATOR_JUDGE_BAND_LOW", "0.95")],
+    )
+    def test_main_exits_2_for_a_bad_setting_naming_it(
+        self,
+        tmp_path: Path,
+        chunks_file: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+        name: str,
+        value: str,
+    ) -> None:
+        # A configuration error is not a rejected answer (1): scripts must tell them apart.
+        monkeypatch.setenv(name, value)
+
+        assert run(tmp_path, GROUNDED, chunks_file) == EXIT_BAD_INPUT
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: configuration: {name}") and "Traceback" not in err
+
     def test_main_exits_2_for_a_missing_answer_file(
         self, tmp_path: Path, chunks_file: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
