@@ -21,7 +21,7 @@ from grounded.retrieval.v1 import retrieval_service_pb2 as pb
 from grounded.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc
 from grounded.type.v1 import evidence_pb2
 
-from services.common.cli_errors import report_rpc_error
+from services.common.cli_errors import report_rpc_error, run_cli
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -102,4 +102,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli(main))

@@ -15,7 +15,7 @@ from grounded.synthesis.v1 import synthesis_service_pb2 as pb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as pb_grpc
 from grounded.type.v1 import validation_pb2
 
-from services.common.cli_errors import report_rpc_error
+from services.common.cli_errors import report_rpc_error, run_cli
 
 _GENERATORS = {
     "default": pb.GENERATOR_KIND_UNSPECIFIED,
@@ -213,4 +213,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli(main))

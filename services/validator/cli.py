@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from services.common.cli_errors import run_cli
 from services.common.config import SettingError
 from services.common.errors import ModelUnavailableError
 from services.common.judge_client import OpenAIJudge, build_judge, judge_band
@@ -242,4 +243,4 @@ def _shorten(text: str, width: int = 80) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli(main))

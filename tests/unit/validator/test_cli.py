@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from services.common.cli_errors import EXIT_BROKEN_PIPE
 from services.validator.cli import EXIT_ACCEPTED, EXIT_BAD_INPUT, EXIT_REJECTED, main
 from tests.support.fake_openai import FakeOpenAIServer, Reply
 from tests.unit.validator.samples import ipc_text
@@ -14,6 +17,7 @@ from tests.unit.validator.samples import ipc_text
 GROUNDED = (
     "Whoever commits theft is punishable with imprisonment for up to three years [IPC_379_0]."
 )
+ROOT = Path(__file__).resolve().parents[3]
 UNGROUNDED = (
     "Whoever commits theft is punishable with imprisonment for up to ten years [IPC_379_0]."
 )
@@ -141,3 +145,25 @@ class TestCliWithAJudge:
         assert code == EXIT_REJECTED and asked == 1
         assert "JUDGE_REJECTED" in out
         assert "judge checker-7b: no" in out
+
+
+class TestAReaderThatStopsEarly:
+    def test_validate_piped_into_head_ends_quietly(self, tmp_path: Path, chunks_file: Path) -> None:
+        """`validate --json ... | head`: the reader leaves after a few bytes; the command ends
+        with the shell's SIGPIPE status and no BrokenPipeError traceback."""
+        answer = tmp_path / "answer.txt"
+        answer.write_text(" ".join([GROUNDED] * 300), encoding="utf-8")  # a report > 64 KiB
+        args = ["--answer-file", str(answer), "--chunks-file", str(chunks_file)]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "services.validator.cli", *args, "--json", "--no-entailment"],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.read(100)
+        proc.stdout.close()  # what head does once it has its lines
+        with proc.stderr:
+            err = proc.stderr.read().decode()
+        assert proc.wait(timeout=60) == EXIT_BROKEN_PIPE, err
+        assert "Traceback" not in err
