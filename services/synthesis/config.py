@@ -55,7 +55,7 @@ class AnswerabilitySettings:
     rescue_at: float | None = None
     # How much the extractive generator's sentence score gains per unit of the chunk's
     # P(answers) (0: the scores do not reach the generator).
-    extractive_weight: float = 0.15
+    extractive_weight: float = 0.3
     # The extractive complement's bar for a second document the model finds answering
     # (ExtractiveOptions.complement_answering_at); None: off.
     complement_answering_at: float | None = None
@@ -100,7 +100,7 @@ class AnswerabilitySettings:
             ),
             complement_answering_at=env.probability("EXTRACTIVE_COMPLEMENT_ANSWERING_AT"),
             extractive_weight=env.float(
-                "EXTRACTIVE_ANSWERABILITY_WEIGHT", 0.15, minimum=0.0, maximum=1.0
+                "EXTRACTIVE_ANSWERABILITY_WEIGHT", 0.3, minimum=0.0, maximum=1.0
             ),
         )
 

@@ -559,7 +559,7 @@ class TestExtractiveWeightSetting:
     def test_default_and_override(self) -> None:
         from services.synthesis.config import SynthesisConfig
 
-        assert SynthesisConfig.from_env({}).answerability.extractive_weight == 0.15
+        assert SynthesisConfig.from_env({}).answerability.extractive_weight == 0.3
         default = SynthesisConfig.from_env({}).answerability
         assert default.statements == "entailment"
         assert (default.statement_veto_below, default.statement_rescue_at) == (0.03, 0.9)
