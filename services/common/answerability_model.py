@@ -65,6 +65,13 @@ class OnnxAnswerabilityScorer:
 
     def score(self, question: str, passages: Sequence[str]) -> list[float]:
         """One score per passage: the best of its windows."""
+        return [score for score, _, _ in self.label_scores(question, passages)]
+
+    def label_scores(
+        self, question: str, passages: Sequence[str]
+    ) -> list[tuple[float, float, float]]:
+        """Per passage, best over its windows: (the score ``score`` gives, P(``label``),
+        P(``counter_label``), 0 without one). A statement's verdict needs the two apart."""
         encoder = self.encoder
         # [CLS] passage [SEP] question [SEP]: the question's tokens and three specials are fixed.
         budget = encoder.window_tokens() - len(encoder.token_spans(question)) - 3
@@ -79,16 +86,20 @@ class OnnxAnswerabilityScorer:
             for start, end in token_windows(passage, encoder, budget, overlap=budget // 4):
                 owners.append(n)
                 pairs.append((passage[start:end], question))
-        best = [0.0] * len(passages)
+        label = [0.0] * len(passages)
+        counter = [0.0] * len(passages)
         if pairs:
             table = encoder.probabilities(pairs)
-            probs = table[:, self._answers]
-            if self._counter is not None:
-                counter = table[:, self._counter]
-                probs = np.maximum(probs, np.where(counter >= self._counter_at, counter, 0.0))
-            for n, p in zip(owners, probs, strict=True):
-                best[n] = max(best[n], float(p))
-        return best
+            zeros = np.zeros(len(pairs))
+            counters = table[:, self._counter] if self._counter is not None else zeros
+            for n, p, c in zip(owners, table[:, self._answers], counters, strict=True):
+                label[n] = max(label[n], float(p))
+                counter[n] = max(counter[n], float(c))
+        # A counter reaching counter_at decides as much as the label (the best window of each).
+        return [
+            (max(p, c if self._counter is not None and c >= self._counter_at else 0.0), p, c)
+            for p, c in zip(label, counter, strict=True)
+        ]
 
 
 def load_scorer(

@@ -52,6 +52,25 @@ class AnswerabilityScorer(Protocol):
     def score(self, question: str, passages: Sequence[str]) -> list[float]: ...
 
 
+class StatementScorer(AnswerabilityScorer, Protocol):
+    """The entailment model for statements: besides ``score``, each passage's (score,
+    P(entailment), P(contradiction)), which the statement's verdict reads."""
+
+    def label_scores(
+        self, question: str, passages: Sequence[str]
+    ) -> list[tuple[float, float, float]]: ...
+
+
+class StatementVerdict(enum.Enum):
+    """What the evidence says of a statement, as the entailment model reads it. Only STATED is
+    asserted: its precision met the bar fixed before measuring (0.85 on the tune halves; 0.78 on
+    the halves never tuned on), a CONTRADICTED verdict's did not (docs/SYNTHESIS.md, "Claims")."""
+
+    NONE = ""  # not a statement judged by the entailment model
+    STATED = "stated"  # some passage states it: P(entailment) >= stated_at, above P(contradiction)
+    UNDECIDED = "undecided"  # the model is not that sure: read the evidence
+
+
 class AnswerabilityMode(enum.Enum):
     """How the model's scores combine with the keyword rules (module docstring)."""
 
@@ -196,6 +215,23 @@ def score_evidence(
         for semantic_id, value in zip(ids, values, strict=True):
             by_id[semantic_id] = max(value, by_id.get(semantic_id, 0.0))
     return AnswerabilityScores(scorer.name, by_id, tuple(part_best) if len(asked) > 1 else ())
+
+
+def score_statement(
+    scorer: StatementScorer, claim: str, evidence: Sequence[ScoredChunk], stated_at: float
+) -> tuple[AnswerabilityScores, StatementVerdict]:
+    """Score every evidence chunk against a claim (as ``score_evidence`` does, from one model
+    call) and read the verdict: STATED when the best P(entailment) reaches ``stated_at`` and
+    is above every chunk's P(contradiction), UNDECIDED otherwise."""
+    ids = [s.chunk.semantic_id for s in evidence]
+    texts = [passage_text(s.chunk, scorer.passage_format) for s in evidence]
+    rows = scorer.label_scores(claim, texts) if evidence else []
+    by_id = {i: score for i, (score, _, _) in zip(ids, rows, strict=True)}
+    entails = max((p for _, p, _ in rows), default=0.0)
+    contradicts = max((c for _, _, c in rows), default=0.0)
+    stated = entails >= stated_at and entails > contradicts
+    verdict = StatementVerdict.STATED if stated else StatementVerdict.UNDECIDED
+    return AnswerabilityScores(scorer.name, by_id), verdict
 
 
 def combine(
@@ -355,7 +391,7 @@ class AnswerabilityCheck:
         self.options = options or AnswerabilityOptions()
         self.scorer: AnswerabilityScorer | None = None
         # The entailment model, for statements (``StatementCheck.ENTAILMENT``).
-        self.statement_scorer: AnswerabilityScorer | None = None
+        self.statement_scorer: StatementScorer | None = None
         self.judge = judge
         self.band = band
 
@@ -367,7 +403,7 @@ class AnswerabilityCheck:
         self,
         scorer: AnswerabilityScorer,
         options: AnswerabilityOptions,
-        statement_scorer: AnswerabilityScorer | None = None,
+        statement_scorer: StatementScorer | None = None,
     ) -> None:
         self.scorer, self.options = scorer, options
         self.statement_scorer = statement_scorer

@@ -213,6 +213,13 @@ _EFFECT: dict[str, pb.AnswerabilityEffect] = {
 } | {"": pb.ANSWERABILITY_EFFECT_UNSPECIFIED}
 
 
+_STATEMENT_VERDICT: dict[str, pb.StatementVerdict] = {
+    name.removeprefix("STATEMENT_VERDICT_").lower(): cast(pb.StatementVerdict, value)
+    for name, value in pb.StatementVerdict.items()
+    if value != pb.STATEMENT_VERDICT_UNSPECIFIED
+} | {"": pb.STATEMENT_VERDICT_UNSPECIFIED}
+
+
 def sufficiency_to_proto(decision: SufficiencyDecision) -> pb.SufficiencyReport:
     return pb.SufficiencyReport(
         sufficient=decision.sufficient,
@@ -232,6 +239,7 @@ def sufficiency_to_proto(decision: SufficiencyDecision) -> pb.SufficiencyReport:
         answerability_by_id=dict(decision.answerability_by_id),
         answerability_judge_model=decision.judge_model,
         answerability_judge_score=decision.judge_score,
+        statement_verdict=_STATEMENT_VERDICT[decision.statement_verdict],
     )
 
 

@@ -43,12 +43,14 @@ from services.synthesis.answerability import (
     QUESTION_TOO_LONG,
     AnswerabilityCheck,
     StatementCheck,
+    StatementVerdict,
     combine,
     judge_item,
     judged,
     needs_judge,
     needs_scores,
     score_evidence,
+    score_statement,
 )
 from services.synthesis.comparison import (
     Comparison,
@@ -560,11 +562,22 @@ class SynthesisPipeline:
                 raise ModelUnavailableError("the entailment model is not loaded yet")
             scorer, options = check.statement_scorer, options.for_statements()
         mark = time.perf_counter()
+        stated = StatementVerdict.NONE
         with stage_span("answerability", mode=options.mode.value):
             try:
-                scores = await asyncio.to_thread(
-                    score_evidence, scorer, analysis.focus, evidence, analysis.parts
-                )
+                if by_entailment and len(analysis.parts) <= 1:  # one claim: its verdict too
+                    assert check.statement_scorer is not None
+                    scores, stated = await asyncio.to_thread(
+                        score_statement,
+                        check.statement_scorer,
+                        analysis.focus,
+                        evidence,
+                        options.rescue_at,  # the statement rescue threshold: "surely states it"
+                    )
+                else:
+                    scores = await asyncio.to_thread(
+                        score_evidence, scorer, analysis.focus, evidence, analysis.parts
+                    )
             except TooLongForModelError as exc:
                 # The model cannot read this question whole: the keyword rules decide alone,
                 # and the response says so (the model itself is fine: no health change).
@@ -573,6 +586,8 @@ class SynthesisPipeline:
                 timings["answerability"] = _ms_since(mark)
                 return replace(decision, answerability_effect=QUESTION_TOO_LONG)
             keyword, decision = decision, combine(decision, scores, options)
+            if stated is not StatementVerdict.NONE:
+                decision = replace(decision, statement_verdict=stated.value)
             annotate(best=scores.best, effect=decision.answerability_effect)
         timings["answerability"] = _ms_since(mark)
         # The judge's band is on P(answers): a statement the entailment model scored is not

@@ -282,6 +282,9 @@ class SufficiencyDecision:
     # The judge (issue 17), when the model left the question uncertain: its model and P(yes).
     judge_model: str = ""
     judge_score: float | None = None
+    # For a statement judged by the entailment model: "stated" or "undecided"
+    # (answerability.StatementVerdict); "" otherwise.
+    statement_verdict: str = ""
 
     @property
     def failed_code(self) -> str:

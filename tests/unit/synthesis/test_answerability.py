@@ -7,12 +7,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
+from grounded.synthesis.v1 import synthesis_service_pb2 as pb
 
 from services.common.errors import ModelUnavailableError, TooLongForModelError
 from services.common.evidence import Chunk
 from services.common.intent import Intent
 from services.common.judge import Band, Item, Outcome, Task, Verdict
 from services.common.refusal import REFUSAL
+from services.synthesis import convert
 from services.synthesis.answerability import (
     QUESTION_TOO_LONG,
     AnswerabilityCheck,
@@ -54,11 +56,27 @@ class TableScorer:
     def name(self) -> str:
         return "table-scorer"
 
+    # For the entailment model's role: P(contradiction) by text fragment (0 elsewhere).
+    contradictions: Mapping[str, float] = field(default_factory=dict)
+
     def score(self, question: str, passages: Sequence[str]) -> list[float]:
         self.calls.append((question, tuple(passages)))
         if self.error is not None:
             raise self.error
         return [next((v for k, v in self.table.items() if k in p), self.default) for p in passages]
+
+    def label_scores(
+        self, question: str, passages: Sequence[str]
+    ) -> list[tuple[float, float, float]]:
+        """As the entailment model's scorer: (score, P(entailment), P(contradiction)), the
+        score being P(entailment) or a P(contradiction) of at least 0.9 (its counter)."""
+        entails = self.score(question, passages)
+        against = [
+            next((v for k, v in self.contradictions.items() if k in p), 0.0) for p in passages
+        ]
+        return [
+            (max(e, c if c >= 0.9 else 0.0), e, c) for e, c in zip(entails, against, strict=True)
+        ]
 
 
 def decision(failed: Requirement | None) -> SufficiencyDecision:
@@ -353,6 +371,53 @@ class TestPipeline:
         # A question still goes to the answerability model.
         await synth.answer(SynthesisRequest("What is the punishment for theft?", top_k=3))
         assert len(answers.calls) == 1 and len(entails.calls) == 1
+
+    @pytest.mark.parametrize(
+        ("entailed", "contradicted", "verdict"),
+        [
+            (0.95, 0.0, "stated"),  # a passage surely states it
+            (0.6, 0.0, "undecided"),  # answered (above the veto), but not that surely
+            (0.95, 0.97, "undecided"),  # another passage contradicts it more surely
+            (0.02, 0.95, "undecided"),  # answered with the contradicting evidence: not stated
+        ],
+    )
+    async def test_a_statement_carries_the_evidence_verdict(
+        self,
+        ipc: Mapping[str, Chunk],
+        entailed: float,
+        contradicted: float,
+        verdict: str,
+    ) -> None:
+        """Found trying the README: a false claim was ANSWERED with the evidence refuting it
+        and nothing said it was false. Only STATED says the evidence confirms it."""
+        retriever = FakeRetriever(scored(ipc, *THEFT_IDS))
+        entails = TableScorer(
+            {"commits theft": entailed},
+            default=0.01,
+            contradictions={"intending to take": contradicted},
+        )
+        synth = _pipeline(
+            retriever,
+            TableScorer({}, default=0.05),
+            "both",
+            statement_scorer=entails,
+            statements=StatementCheck.ENTAILMENT,
+            statement_veto_below=0.03,
+            statement_rescue_at=0.9,
+        )
+        claim = "Theft is punished with imprisonment which may extend to three years."
+
+        result = await synth.answer(SynthesisRequest(claim, top_k=3))
+
+        assert result.status is SynthesisStatus.ANSWERED
+        assert result.sufficiency.statement_verdict == verdict
+        assert len(entails.calls) == 1  # one model call gives the score and the verdict
+        response = convert.result_to_proto(result)
+        assert response.sufficiency.statement_verdict == (
+            pb.STATEMENT_VERDICT_STATED if verdict == "stated" else pb.STATEMENT_VERDICT_UNDECIDED
+        )
+        question = await synth.answer(SynthesisRequest("What is the punishment for theft?"))
+        assert question.sufficiency.statement_verdict == ""  # questions carry none
 
     async def test_a_statement_without_the_entailment_model_fails_closed(
         self, ipc: Mapping[str, Chunk]

@@ -102,6 +102,24 @@ class TestIntegrity:
         )
         assert unreachable.score(claim, [THEFT_PUNISHMENT]) == [entailed]
 
+    def test_label_scores_hold_the_score_and_both_probabilities(self) -> None:
+        """One model call gives a statement its score and the two probabilities its verdict
+        reads; the score is exactly what ``score`` returns, for a passage of several windows
+        too."""
+        decided = load_scorer(
+            DEFAULT_STATEMENT_MODEL_DIR,
+            label=ENTAILMENT,
+            counter_label=CONTRADICTION,
+            counter_at=0.9,
+        )
+        claim = "Theft is punishable with imprisonment for life."
+        passages = [THEFT_PUNISHMENT, " ".join([THEFT_PUNISHMENT] * 12)]  # the second: windows
+        rows = decided.label_scores(claim, passages)
+
+        assert [score for score, _, _ in rows] == decided.score(claim, passages)
+        (score, entailed, contradicted), _ = rows
+        assert entailed < 0.03 and contradicted >= 0.9 and score == contradicted
+
 
 class TestScores:
     def test_the_answering_sentence_outscores_its_neighbour(

@@ -284,3 +284,9 @@ class TestEnumMaps:
         effects |= {"judge_refused", "judge_unavailable", "judge_budget_exhausted"}
         effects |= {"question_too_long"}
         assert effects == set(convert._EFFECT)
+
+    def test_every_statement_verdict_has_its_proto_value(self) -> None:
+        from services.synthesis.answerability import StatementVerdict
+
+        assert {v.value for v in StatementVerdict} == set(convert._STATEMENT_VERDICT)
+        assert convert._STATEMENT_VERDICT["stated"] == pb.STATEMENT_VERDICT_STATED
