@@ -25,6 +25,7 @@ from typing import Protocol, TypeVar
 from services.common.errors import (
     DeadlineExceededError,
     DependencyTimeoutError,
+    DependencyUnavailableError,
     ModelUnavailableError,
     TooLongForModelError,
     Violations,
@@ -44,6 +45,7 @@ from services.synthesis.answerability import (
     AnswerabilityCheck,
     StatementCheck,
     StatementVerdict,
+    claim_citing,
     combine,
     judge_item,
     judged,
@@ -567,13 +569,14 @@ class SynthesisPipeline:
             try:
                 if by_entailment and len(analysis.parts) <= 1:  # one claim: its verdict too
                     assert check.statement_scorer is not None
-                    scores, stated = await asyncio.to_thread(
+                    reading = await asyncio.to_thread(
                         score_statement,
                         check.statement_scorer,
                         analysis.focus,
                         evidence,
                         options.rescue_at,  # the statement rescue threshold: "surely states it"
                     )
+                    scores, stated = reading.scores, reading.verdict
                 else:
                     scores = await asyncio.to_thread(
                         score_evidence, scorer, analysis.focus, evidence, analysis.parts
@@ -586,10 +589,12 @@ class SynthesisPipeline:
                 timings["answerability"] = _ms_since(mark)
                 return replace(decision, answerability_effect=QUESTION_TOO_LONG)
             keyword, decision = decision, combine(decision, scores, options)
-            if stated is not StatementVerdict.NONE:
-                decision = replace(decision, statement_verdict=stated.value)
             annotate(best=scores.best, effect=decision.answerability_effect)
         timings["answerability"] = _ms_since(mark)
+        if stated is StatementVerdict.STATED and reading.stating is not None:
+            stated = await self._confirm_stated(analysis.focus, reading.stating, deadline, timings)
+        if stated is not StatementVerdict.NONE:
+            decision = replace(decision, statement_verdict=stated.value)
         # The judge's band is on P(answers): a statement the entailment model scored is not
         # escalated.
         if (
@@ -608,6 +613,38 @@ class SynthesisPipeline:
                 annotate(outcome=verdict.outcome.value)
             timings["judge"] = _ms_since(mark)
         return decision
+
+    async def _confirm_stated(
+        self,
+        claim: str,
+        stating: ScoredChunk,
+        deadline: float | None,
+        timings: dict[str, float],
+    ) -> StatementVerdict:
+        """STATED stands only if the validator finds the claim, citing the passage that states
+        it, GROUNDED (rule 37247e0): its number, negation, penalty and role checks see what the
+        model alone misses. A validator that fails leaves the verdict UNDECIDED (a STATED
+        nobody checked is never given), and the answer goes on to be validated as always."""
+        mark = time.perf_counter()
+        try:
+            with stage_span("statement_check"):
+                report = await self._bounded(
+                    "validator",
+                    deadline,
+                    self._settings.validation_timeout_s,
+                    lambda timeout_s: self._validator.validate(
+                        claim_citing(claim, stating.chunk.semantic_id),
+                        [stating.chunk],
+                        timeout_s=timeout_s,
+                    ),
+                )
+        except (DependencyUnavailableError, DependencyTimeoutError) as exc:
+            logger.warning("statement check skipped: %s", exc)
+            return StatementVerdict.UNDECIDED
+        finally:
+            timings["statement_check"] = _ms_since(mark)
+        grounded = report.verdict is Verdict.GROUNDED
+        return StatementVerdict.STATED if grounded else StatementVerdict.UNDECIDED
 
     def _generation_request(
         self,

@@ -9,11 +9,16 @@ from typing import Any
 import pytest
 from grounded.synthesis.v1 import synthesis_service_pb2 as pb
 
-from services.common.errors import ModelUnavailableError, TooLongForModelError
+from services.common.errors import (
+    DependencyUnavailableError,
+    ModelUnavailableError,
+    TooLongForModelError,
+)
 from services.common.evidence import Chunk
 from services.common.intent import Intent
 from services.common.judge import Band, Item, Outcome, Task, Verdict
 from services.common.refusal import REFUSAL
+from services.common.validation import ValidationReport
 from services.synthesis import convert
 from services.synthesis.answerability import (
     QUESTION_TOO_LONG,
@@ -37,7 +42,7 @@ from services.synthesis.pipeline import (
     SynthesisStatus,
 )
 from services.synthesis.sufficiency import Requirement, SufficiencyDecision, extract_key_terms
-from tests.unit.synthesis.fakes import EngineValidator, FakeRetriever, scored
+from tests.unit.synthesis.fakes import EngineValidator, FakeRetriever, ValidateCall, scored
 
 THEFT_IDS = ("IPC_378_0", "IPC_379_0", "IPC_380_0")
 
@@ -77,6 +82,20 @@ class TableScorer:
         return [
             (max(e, c if c >= 0.9 else 0.0), e, c) for e, c in zip(entails, against, strict=True)
         ]
+
+
+class StatementCheckFails(EngineValidator):
+    """The real engine, except that the statement check's call (the first) fails."""
+
+    async def validate(
+        self, answer: str, evidence: Sequence[Chunk], *, timeout_s: float
+    ) -> ValidationReport:
+        if not self.calls:
+            self.calls.append(
+                ValidateCall(answer, tuple(c.semantic_id for c in evidence), timeout_s)
+            )
+            raise DependencyUnavailableError("validator", "connection refused")
+        return await super().validate(answer, evidence, timeout_s=timeout_s)
 
 
 def decision(failed: Requirement | None) -> SufficiencyDecision:
@@ -243,6 +262,7 @@ def _pipeline(
     judge: ScriptedJudge | None = None,
     generator: ExtractiveGenerator | None = None,
     statement_scorer: TableScorer | None = None,
+    validator: EngineValidator | None = None,
     **opts: Any,
 ) -> SynthesisPipeline:
     check = AnswerabilityCheck(
@@ -252,7 +272,7 @@ def _pipeline(
         check.load(scorer, check.options, statement_scorer)
     return SynthesisPipeline(
         retriever,
-        EngineValidator(),
+        validator or EngineValidator(),
         generator or ExtractiveGenerator(),
         PipelineSettings(candidate_pool=0),
         answerability=check,
@@ -418,6 +438,54 @@ class TestPipeline:
         )
         question = await synth.answer(SynthesisRequest("What is the punishment for theft?"))
         assert question.sufficiency.statement_verdict == ""  # questions carry none
+
+    @pytest.mark.parametrize(
+        ("claim", "fails", "verdict"),
+        [
+            # The model reads the section as stating it; so does the validator.
+            (
+                "Theft is punished with imprisonment which may extend to three years.",
+                False,
+                "stated",
+            ),
+            # The model would say STATED, but the number is not the section's: the validator's
+            # number check says no, so the verdict is not given.
+            (
+                "Theft is punished with imprisonment which may extend to ten years.",
+                False,
+                "undecided",
+            ),
+            # The validator cannot be asked: no STATED nobody checked. (Its failure on the
+            # statement check alone leaves the answer path as it was.)
+            (
+                "Theft is punished with imprisonment which may extend to three years.",
+                True,
+                "undecided",
+            ),
+        ],
+    )
+    async def test_stated_needs_the_validator_to_find_the_claim_grounded(
+        self, ipc: Mapping[str, Chunk], claim: str, fails: bool, verdict: str
+    ) -> None:
+        validator = StatementCheckFails() if fails else EngineValidator()
+        synth = _pipeline(
+            FakeRetriever(scored(ipc, *THEFT_IDS)),
+            TableScorer({}, default=0.05),
+            "both",
+            statement_scorer=TableScorer({"commits theft": 0.97}, default=0.01),
+            validator=validator,
+            statements=StatementCheck.ENTAILMENT,
+            statement_veto_below=0.03,
+            statement_rescue_at=0.9,
+        )
+
+        result = await synth.answer(SynthesisRequest(claim, top_k=3))
+
+        assert result.sufficiency.statement_verdict == verdict
+        first = validator.calls[0]  # the claim, citing the passage that states it best
+        assert first.answer == claim.rstrip(".") + " [IPC_379_0]."
+        assert first.evidence_ids == ("IPC_379_0",)
+        assert "statement_check" in result.timings_ms
 
     async def test_a_statement_without_the_entailment_model_fails_closed(
         self, ipc: Mapping[str, Chunk]
