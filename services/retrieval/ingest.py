@@ -109,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     started = time.perf_counter()
     try:
-        encoder = load_encoder(args.model_path, device=args.device)
+        encoder = load_encoder(args.model_path, device=args.device, progress=not args.quiet)
     except (OSError, ValueError) as exc:
         print(f"error: cannot load the embedding model: {exc}", file=sys.stderr)
         return 1

@@ -4,6 +4,7 @@ reflection, metrics) even from an endpoint that echoes it back."""
 
 from __future__ import annotations
 
+import json
 import secrets
 import shutil
 import subprocess
@@ -134,6 +135,16 @@ class TestMetrics:
 
 
 class TestSecrets:
+    def test_every_log_line_is_json(self, processes: ProcessStack) -> None:
+        """Log collectors parse each line: a library's progress bar on stderr ("Loading
+        weights", from loading the embedding model) broke that for the retrieval service."""
+        _ask(processes, ANSWERABLE)  # something to log beyond start-up
+        for name, process in processes.processes.items():
+            lines = [line for line in process.log.read_text().splitlines() if line.strip()]
+            assert lines, name
+            for line in lines:
+                assert isinstance(json.loads(line), dict), (name, line[:200])
+
     def test_api_key_never_in_errors_reflection_metrics_or_logs(
         self, processes: ProcessStack, fake_openai: FakeOpenAIServer
     ) -> None:
