@@ -12,6 +12,9 @@ passage raises ``TooLongForModelError``: the callers decide without the model an
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,6 +23,7 @@ import numpy as np
 from services.common.cross_encoder import OnnxCrossEncoder
 from services.common.errors import ModelUnavailableError, TooLongForModelError
 from services.common.language.windows import token_windows
+from services.common.metrics import MODEL_CACHE
 
 ANSWERS = "answers"
 ENTAILMENT = "entailment"
@@ -27,6 +31,44 @@ CONTRADICTION = "contradiction"
 # The fewest passage tokens a window must hold beside the question: a question longer than the
 # window less these is too long for the model (TooLongForModelError), whatever the evidence.
 MIN_PASSAGE_TOKENS = 16
+# (question, passage) scorings kept per model and process: a few MiB.
+DEFAULT_CACHE_SIZE = 20_000
+
+
+class _ScoreCache:
+    """Each (question, passage)'s scores, as the model gave them: the model is deterministic,
+    so a question asked again over the same evidence costs no model call. Least recently used
+    dropped past ``size`` entries (0: no cache); thread-safe. Keys are 16-byte digests."""
+
+    def __init__(self, size: int, model: str) -> None:
+        self._size = size
+        self._rows: OrderedDict[bytes, tuple[float, float, float]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._hits = MODEL_CACHE.labels(model, "hit")
+        self._misses = MODEL_CACHE.labels(model, "miss")
+
+    @staticmethod
+    def key(question: str, passage: str) -> bytes:
+        return hashlib.blake2b(f"{question}\x00{passage}".encode(), digest_size=16).digest()
+
+    def get(self, key: bytes) -> tuple[float, float, float] | None:
+        if self._size <= 0:
+            return None
+        with self._lock:
+            row = self._rows.get(key)
+            if row is not None:
+                self._rows.move_to_end(key)
+        (self._hits if row is not None else self._misses).inc()
+        return row
+
+    def put(self, key: bytes, row: tuple[float, float, float]) -> None:
+        if self._size <= 0:
+            return
+        with self._lock:
+            self._rows[key] = row
+            self._rows.move_to_end(key)
+            while len(self._rows) > self._size:
+                self._rows.popitem(last=False)
 
 
 class OnnxAnswerabilityScorer:
@@ -42,8 +84,10 @@ class OnnxAnswerabilityScorer:
         label: str = ANSWERS,
         counter_label: str | None = None,
         counter_at: float = 1.0,
+        cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> None:
         self.encoder = OnnxCrossEncoder(directory, threads=threads)
+        self._cache = _ScoreCache(cache_size, self.encoder.name)
         labels = self.encoder.manifest.labels
         for wanted in filter(None, (label, counter_label)):
             if wanted not in labels:
@@ -71,7 +115,19 @@ class OnnxAnswerabilityScorer:
         self, question: str, passages: Sequence[str]
     ) -> list[tuple[float, float, float]]:
         """Per passage, best over its windows: (the score ``score`` gives, P(``label``),
-        P(``counter_label``), 0 without one). A statement's verdict needs the two apart."""
+        P(``counter_label``), 0 without one). A statement's verdict needs the two apart.
+        Passages scored before against the same question come from the cache."""
+        keys = [_ScoreCache.key(question, p) for p in passages]
+        rows = [self._cache.get(k) for k in keys]
+        missing = [n for n, row in enumerate(rows) if row is None]
+        if missing:
+            fresh = self._compute(question, [passages[n] for n in missing])
+            for n, row in zip(missing, fresh, strict=True):
+                self._cache.put(keys[n], row)
+                rows[n] = row
+        return [row for row in rows if row is not None]
+
+    def _compute(self, question: str, passages: Sequence[str]) -> list[tuple[float, float, float]]:
         encoder = self.encoder
         # [CLS] passage [SEP] question [SEP]: the question's tokens and three specials are fixed.
         budget = encoder.window_tokens() - len(encoder.token_spans(question)) - 3
@@ -109,6 +165,7 @@ def load_scorer(
     label: str = ANSWERS,
     counter_label: str | None = None,
     counter_at: float = 1.0,
+    cache_size: int = DEFAULT_CACHE_SIZE,
 ) -> OnnxAnswerabilityScorer:
     """Load, verify and smoke-run the model: fail at start-up, not on a request."""
     scorer = OnnxAnswerabilityScorer(
@@ -117,6 +174,7 @@ def load_scorer(
         label=label,
         counter_label=counter_label,
         counter_at=counter_at,
+        cache_size=cache_size,
     )
     scorer.score("What is theft?", ["Theft is punished with imprisonment."])
     return scorer

@@ -33,6 +33,11 @@ VALIDATED_SENTENCES = Counter(
     "Answer sentences judged, by the tier that decided them and the sentence verdict.",
     ["tier", "verdict"],
 )
+MODEL_CACHE = Counter(
+    "grounded_model_cache_total",
+    "Passage scorings a model served from its in-process cache (hit) or computed (miss).",
+    ["model", "result"],
+)
 MODEL_FAILURES = Counter(
     "grounded_model_failures_total",
     "Requests a shipped model failed on (the service then stops serving).",

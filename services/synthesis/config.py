@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from services.common.answerability_model import DEFAULT_CACHE_SIZE
 from services.common.config import (
     LOAD_BALANCING,
     EnvReader,
@@ -69,6 +70,8 @@ class AnswerabilitySettings:
     # A statement some chunk contradicts with at least this P(contradiction) counts as decided
     # by the evidence (its score is that probability); 1.0: only entailment counts.
     statement_contradiction_at: float = DEFAULT_STATEMENT_CONTRADICTION_AT
+    # (question, passage) scorings each model keeps in-process (LRU); 0: none.
+    cache_size: int = DEFAULT_CACHE_SIZE
 
     @classmethod
     def from_env(cls, env: EnvReader) -> AnswerabilitySettings:
@@ -98,6 +101,7 @@ class AnswerabilitySettings:
                 minimum=0.0,
                 maximum=1.0,
             ),
+            cache_size=env.int("MODEL_CACHE_SIZE", DEFAULT_CACHE_SIZE, minimum=0, maximum=10**7),
             complement_answering_at=env.probability("EXTRACTIVE_COMPLEMENT_ANSWERING_AT"),
             extractive_weight=env.float(
                 "EXTRACTIVE_ANSWERABILITY_WEIGHT", 0.3, minimum=0.0, maximum=1.0

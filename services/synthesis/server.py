@@ -136,7 +136,9 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
             return
         statements = StatementCheck(a.statements)
         try:
-            scorer = await asyncio.to_thread(load_scorer, a.model_dir, threads=a.threads)
+            scorer = await asyncio.to_thread(
+                load_scorer, a.model_dir, threads=a.threads, cache_size=a.cache_size
+            )
             options = options_from_manifest(
                 scorer,
                 a.mode,
@@ -155,6 +157,7 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
                     # 1.0 turns it off: only entailment counts.
                     counter_label=CONTRADICTION if a.statement_contradiction_at < 1.0 else None,
                     counter_at=a.statement_contradiction_at,
+                    cache_size=a.cache_size,
                 )
                 if statements is StatementCheck.ENTAILMENT
                 else None

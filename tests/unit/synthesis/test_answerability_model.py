@@ -219,3 +219,48 @@ class TestConfig:
         ):
             SynthesisConfig.from_env({"SYNTHESIS_ANSWERABILITY": "maybe"})
         assert SynthesisConfig.from_env({}).answerability.mode == AnswerabilitySettings().mode
+
+
+class TestScoreCache:
+    """A question asked again over the same evidence costs no model call: the model is
+    deterministic, so the cache returns exactly what it would compute."""
+
+    @staticmethod
+    def counting(scorer: OnnxAnswerabilityScorer) -> list[int]:
+        pairs: list[int] = []
+        run = scorer.encoder.probabilities
+
+        def probabilities(batch):  # type: ignore[no-untyped-def]
+            pairs.append(len(batch))
+            return run(batch)
+
+        scorer.encoder.probabilities = probabilities  # type: ignore[method-assign]
+        return pairs
+
+    def test_passages_scored_before_are_not_scored_again(self) -> None:
+        cached = load_scorer(DEFAULT_ANSWERABILITY_DIR, cache_size=100)
+        pairs = self.counting(cached)
+        question = "What is the punishment for theft?"
+
+        first = cached.score(question, [THEFT_DEFINITION, THEFT_PUNISHMENT])
+        again = cached.score(question, [THEFT_PUNISHMENT, THEFT_DEFINITION])
+        other = cached.score("What is theft?", [THEFT_PUNISHMENT])
+
+        assert pairs == [2, 1]  # nothing for the repeat; the other question is new
+        assert again == first[::-1]
+        uncached = load_scorer(DEFAULT_ANSWERABILITY_DIR, cache_size=0)
+        assert uncached.score("What is theft?", [THEFT_PUNISHMENT]) == other
+
+    def test_the_least_recently_used_goes_first_and_zero_keeps_nothing(self) -> None:
+        small = load_scorer(DEFAULT_ANSWERABILITY_DIR, cache_size=1)
+        pairs = self.counting(small)
+        small.score("What is theft?", [THEFT_DEFINITION])
+        small.score("What is theft?", [THEFT_PUNISHMENT])  # the definition's entry goes
+        small.score("What is theft?", [THEFT_DEFINITION])
+        assert pairs == [1, 1, 1]
+
+        none = load_scorer(DEFAULT_ANSWERABILITY_DIR, cache_size=0)
+        pairs = self.counting(none)
+        none.score("What is theft?", [THEFT_DEFINITION])
+        none.score("What is theft?", [THEFT_DEFINITION])
+        assert pairs == [1, 1]
