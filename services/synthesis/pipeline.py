@@ -628,16 +628,8 @@ class SynthesisPipeline:
         mark = time.perf_counter()
         try:
             with stage_span("statement_check"):
-                report = await self._bounded(
-                    "validator",
-                    deadline,
-                    self._settings.validation_timeout_s,
-                    lambda timeout_s: self._validator.validate(
-                        claim_citing(claim, stating.chunk.semantic_id),
-                        [stating.chunk],
-                        timeout_s=timeout_s,
-                    ),
-                )
+                claimed = claim_citing(claim, stating.chunk.semantic_id)
+                report = await self._ask_validator(claimed, [stating.chunk], deadline)
         except (DependencyUnavailableError, DependencyTimeoutError) as exc:
             logger.warning("statement check skipped: %s", exc)
             return StatementVerdict.UNDECIDED
@@ -683,14 +675,7 @@ class SynthesisPipeline:
         """Step 5: the validator's verdict on ``text`` (its errors propagate: fail closed)."""
         mark = time.perf_counter()
         with stage_span("validation"):
-            report = await self._bounded(
-                "validator",
-                deadline,
-                self._settings.validation_timeout_s,
-                lambda timeout_s: self._validator.validate(
-                    text, [s.chunk for s in evidence], timeout_s=timeout_s
-                ),
-            )
+            report = await self._ask_validator(text, [s.chunk for s in evidence], deadline)
             annotate(verdict=report.verdict.value, support_score=report.support_score)
         timings["validation"] = _ms_since(mark)
         return report
@@ -756,6 +741,18 @@ class SynthesisPipeline:
         if failures:
             raise failures[0]  # type: ignore[misc]
         return [call.result() for call in calls]
+
+    async def _ask_validator(
+        self, text: str, chunks: Sequence[Chunk], deadline: float | None
+    ) -> ValidationReport:
+        """The validator's verdict on ``text`` against ``chunks``, within the request's deadline
+        and the validation limit (its errors propagate)."""
+        return await self._bounded(
+            "validator",
+            deadline,
+            self._settings.validation_timeout_s,
+            lambda timeout_s: self._validator.validate(text, chunks, timeout_s=timeout_s),
+        )
 
     async def _bounded(
         self,
