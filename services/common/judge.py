@@ -105,6 +105,11 @@ class Band:
     def contains(self, score: float) -> bool:
         return self.low <= score < self.high
 
+    def with_ends(self, low: float | None, high: float | None) -> tuple[float, float]:
+        """The ends ``low`` and ``high`` give, each unset one (None) this band's: what a setting
+        or a request overriding one end means. Unchecked: the pair may be inverted."""
+        return (self.low if low is None else low, self.high if high is None else high)
+
 
 class ReplyError(ValueError):
     """The judge's reply is not exactly one ``<n>: yes|no`` line per item."""

@@ -285,8 +285,7 @@ def judge_band(settings: JudgeSettings, default: Band) -> Band:
     """The configured uncertainty band, each end defaulting to ``default``'s. A band whose low
     end is above its high end (one end set past the other's default counts) is an
     ``InvalidSettingError`` naming both settings, whether or not a judge is configured."""
-    low = default.low if settings.band_low is None else settings.band_low
-    high = default.high if settings.band_high is None else settings.band_high
+    low, high = default.with_ends(settings.band_low, settings.band_high)
     if low > high:
         p = settings.env_prefix
         raise InvalidSettingError(

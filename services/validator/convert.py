@@ -93,8 +93,10 @@ def request_from_proto(
             if not 0.0 <= value <= 1.0:
                 violations.add(f"options.{name}", "must be between 0 and 1")
     # An end the request leaves unset is the server's, so one end alone can invert the band.
-    low = o.judge_band_low if o.HasField("judge_band_low") else band.low
-    high = o.judge_band_high if o.HasField("judge_band_high") else band.high
+    low, high = band.with_ends(
+        o.judge_band_low if o.HasField("judge_band_low") else None,
+        o.judge_band_high if o.HasField("judge_band_high") else None,
+    )
     if 0.0 <= low <= 1.0 and 0.0 <= high <= 1.0 and low > high:
         if o.HasField("judge_band_low") and o.HasField("judge_band_high"):
             violations.add("options.judge_band_low", "must not exceed options.judge_band_high")

@@ -85,10 +85,7 @@ class ValidatorServicer(pb_grpc.ValidatorServiceServicer):
     ) -> ValidationReport:
         """Send what the local tiers left uncertain to the judge and fold its verdicts in."""
         assert self.judge is not None
-        band = Band(
-            self.band.low if options.judge_band_low is None else options.judge_band_low,
-            self.band.high if options.judge_band_high is None else options.judge_band_high,
-        )
+        band = Band(*self.band.with_ends(options.judge_band_low, options.judge_band_high))
         remaining = context.time_remaining()
         # Leave the reply some of the caller's time; without a deadline the judge's own applies.
         budget = self.judge.timeout_s if remaining is None else remaining - _REPLY_MARGIN_S
