@@ -18,7 +18,7 @@ logger = logging.getLogger(__name__)
 Span = tuple[int, int]
 
 # Bumped whenever splitting changes what chunks come out; part of the artifact checksum.
-SPLITTER_VERSION: Final = "pysbd-0.3.4+legal-2"
+SPLITTER_VERSION: Final = "pysbd-0.3.4+legal-3"
 DEFAULT_CONTEXT: Final = 1
 DEFAULT_MIN_WORDS: Final = 2
 
@@ -86,7 +86,28 @@ class LegalSentenceSplitter:
                 raise SplitAlignmentError(f"segment {piece[:40]!r} not found after offset {cursor}")
             spans.append((start, start + len(piece)))
             cursor = start + len(piece)
-        return spans
+        return _cover(line, spans)
+
+
+def _cover(line: str, spans: list[Span]) -> list[Span]:
+    """``spans`` plus every non-blank run of ``line`` they leave out, each as a span in place.
+
+    pysbd can drop text: of "The Symphony No. 55 in E♭ major, Hoboken I/55, is a symphony by
+    Joseph Haydn, composed by 1774. It is scored for ..." it returns only the later sentences.
+    A sentence it skips is kept as a piece of its own (the merge steps that follow treat it
+    like any other), so no text of a document is lost from the index.
+    """
+    out: list[Span] = []
+    cursor = 0
+    for start, end in [*spans, (len(line), len(line))]:
+        gap = line[cursor:start]
+        if gap.strip():
+            lead = len(gap) - len(gap.lstrip())
+            out.append((cursor + lead, cursor + lead + len(gap.strip())))
+        if end > start:
+            out.append((start, end))
+        cursor = max(cursor, end)
+    return out
 
 
 def _line_spans(text: str) -> list[Span]:

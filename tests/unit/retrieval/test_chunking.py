@@ -154,6 +154,36 @@ class TestLegalSentenceSplitter:
         assert "Explanations\nFor the purposes of this section" in rape[8]
         assert all(len(s.split()) >= 2 for s in rape)
 
+    def test_split_keeps_a_sentence_pysbd_drops(self) -> None:
+        # pysbd 0.3.4 returns only the last two sentences of this HotpotQA paragraph.
+        text = (
+            "The Symphony No. 55 in E\u266d major, Hoboken I/55, is a symphony by Joseph Haydn, "
+            "composed by 1774. It is scored for 2 oboes, bassoon, 2 horns and strings. It is in "
+            "four movements:"
+        )
+        assert len(chunking.default_splitter()._segmenter.segment(text)) == 2
+        assert sentences(text) == [
+            "The Symphony No. 55 in E\u266d major, Hoboken I/55, is a symphony by Joseph Haydn, "
+            "composed by 1774.",
+            "It is scored for 2 oboes, bassoon, 2 horns and strings.",
+            "It is in four movements:",
+        ]
+
+    @pytest.mark.parametrize(
+        ("line", "spans", "expected"),
+        [
+            ("Aa bb. Cc dd.", [(7, 13)], [(0, 6), (7, 13)]),
+            ("Aa bb. Cc dd.", [(0, 6)], [(0, 6), (7, 13)]),
+            ("Aa bb. Cc dd. Ee ff.", [(0, 6), (14, 20)], [(0, 6), (7, 13), (14, 20)]),
+            ("Aa bb.", [], [(0, 6)]),
+            ("Aa bb.  ", [(0, 6)], [(0, 6)]),
+        ],
+    )
+    def test_cover_fills_every_skipped_run(
+        self, line: str, spans: list[Span], expected: list[Span]
+    ) -> None:
+        assert chunking._cover(line, spans) == expected
+
     def test_split_crpc_section_full_of_clauses(self) -> None:
         crpc = {d.doc_id: d for d in load_statutes(STATUTES / "crpc.json")}
         parts = sentences(crpc["CRPC_82"].text)
@@ -170,6 +200,22 @@ class TestChunkDocument:
         for c in chunks:
             assert docs[c.doc_id].text[c.char_start : c.char_end] == c.text
             assert c.text == c.text.strip() and c.text
+
+    @pytest.mark.parametrize("name", sorted(p.name for p in STATUTES.glob("*.json")))
+    def test_every_character_of_a_statute_is_in_a_chunk(self, name: str) -> None:
+        # Nothing but whitespace lies outside the chunks: no text is lost from the index, and a
+        # document served whole (services.common.documents.document_text) is the source's.
+        docs = {d.doc_id: d for d in load_statutes(STATUTES / name)}
+        covered: dict[str, list[bool]] = {d: [False] * len(docs[d].text) for d in docs}
+        for c in chunk_documents(docs.values()):
+            covered[c.doc_id][c.char_start : c.char_end] = [True] * (c.char_end - c.char_start)
+        lost = [
+            (doc_id, i)
+            for doc_id, flags in covered.items()
+            for i, ok in enumerate(flags)
+            if not ok and not docs[doc_id].text[i].isspace()
+        ]
+        assert lost == []
 
     def test_chunk_ids_unique_and_well_formed(self) -> None:
         docs = load_statutes(IPC)
