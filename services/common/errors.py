@@ -3,6 +3,7 @@
     GroundedError                    reason
     ├── InvalidInputError            INVALID_INPUT          bad request fields (carries field violations)
     ├── NotReadyError                NOT_READY              warm-up not finished
+    ├── NotFoundError                NOT_FOUND              the named resource (a document) does not exist
     ├── IndexIntegrityError          INDEX_INTEGRITY        index / id map / manifest disagree
     ├── CorpusFormatError            CORPUS_FORMAT          a source file cannot be parsed
     ├── ModelUnavailableError        MODEL_UNAVAILABLE      a shipped model is missing, corrupt or fails
@@ -55,6 +56,22 @@ class NotReadyError(GroundedError):
     """The service is still warming up (index or model not loaded)."""
 
     reason = "NOT_READY"
+
+
+class NotFoundError(GroundedError):
+    """A named resource does not exist (``GetDocument`` with a doc_id the index lacks).
+
+    ``resource_type`` and ``resource_name`` go into the status's ResourceInfo detail.
+    """
+
+    reason = "NOT_FOUND"
+
+    def __init__(self, message: str, *, resource_type: str, resource_name: str) -> None:
+        super().__init__(
+            message, metadata={"resource_type": resource_type, "resource_name": resource_name}
+        )
+        self.resource_type = resource_type
+        self.resource_name = resource_name
 
 
 class IndexIntegrityError(GroundedError):

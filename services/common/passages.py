@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from grounded.type.v1 import evidence_pb2
 
+from services.common.documents import document_text
 from services.common.evidence import Chunk, ScoredChunk, StageScores, StageSkip
 from services.common.intent import Intent
 
@@ -49,6 +50,21 @@ def chunk_to_proto(chunk: Chunk, scored: ScoredChunk | None = None) -> evidence_
             if value is not None:
                 setattr(scores, name, value)
     return passage
+
+
+def document_to_proto(chunks: Sequence[Chunk]) -> evidence_pb2.Document:
+    """A document from its chunks (sentence order): text, passages, and its provenance as
+    its first passage carries it."""
+    passages = [chunk_to_proto(c) for c in sorted(chunks, key=lambda c: c.sentence_index)]
+    first = passages[0]
+    return evidence_pb2.Document(
+        doc_id=first.doc_id,
+        title=first.title,
+        section=first.section,
+        source=first.source,
+        text=document_text(chunks),
+        passages=passages,
+    )
 
 
 def scored_to_proto(scored: ScoredChunk) -> evidence_pb2.Passage:

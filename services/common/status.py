@@ -16,6 +16,7 @@ STATUS_BY_ERROR: dict[type[errors.GroundedError], grpc.StatusCode] = {
     errors.GroundedError: grpc.StatusCode.INTERNAL,
     errors.InvalidInputError: grpc.StatusCode.INVALID_ARGUMENT,
     errors.NotReadyError: grpc.StatusCode.UNAVAILABLE,
+    errors.NotFoundError: grpc.StatusCode.NOT_FOUND,
     errors.IndexIntegrityError: grpc.StatusCode.FAILED_PRECONDITION,
     errors.CorpusFormatError: grpc.StatusCode.FAILED_PRECONDITION,
     errors.ModelUnavailableError: grpc.StatusCode.UNAVAILABLE,
@@ -43,7 +44,8 @@ def _pack(message: object) -> any_pb2.Any:
 
 
 def to_status(error: errors.GroundedError) -> grpc.Status:
-    """Build a rich status: ErrorInfo always, BadRequest field violations for bad input."""
+    """Build a rich status: ErrorInfo always, BadRequest field violations for bad input,
+    ResourceInfo for a resource that does not exist."""
     code = code_for(error)
     details = [
         _pack(
@@ -62,6 +64,16 @@ def to_status(error: errors.GroundedError) -> grpc.Status:
                         )
                         for v in error.violations
                     ]
+                )
+            )
+        )
+    if isinstance(error, errors.NotFoundError):
+        details.append(
+            _pack(
+                error_details_pb2.ResourceInfo(
+                    resource_type=error.resource_type,
+                    resource_name=error.resource_name,
+                    description=error.message,
                 )
             )
         )

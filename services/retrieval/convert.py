@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from grounded.retrieval.v1 import retrieval_service_pb2 as pb
 
-from services.common.errors import Violations
-from services.common.passages import INTENT_TO_PROTO, scored_to_proto, timings_to_proto
+from services.common.documents import doc_id_violations
+from services.common.errors import InvalidInputError, Violations
+from services.common.evidence import Chunk
+from services.common.passages import (
+    INTENT_TO_PROTO,
+    document_to_proto,
+    scored_to_proto,
+    timings_to_proto,
+)
 from services.retrieval.limits import DEFAULT_TOP_K, MAX_FILTER_VALUES
 from services.retrieval.search import (
     SearchRequest,
@@ -70,3 +79,15 @@ def result_to_proto(result: SearchResult) -> pb.RetrievePassagesResponse:
         ),
         index_version=result.index_version,
     )
+
+
+def doc_id_from_proto(request: pb.GetDocumentRequest) -> str:
+    """The requested doc_id, exactly as sent; empty or too long is INVALID_ARGUMENT."""
+    violations = doc_id_violations(request.doc_id)
+    if violations:
+        raise InvalidInputError(violations)
+    return request.doc_id
+
+
+def document_response(chunks: Sequence[Chunk], index_version: str) -> pb.GetDocumentResponse:
+    return pb.GetDocumentResponse(document=document_to_proto(chunks), index_version=index_version)

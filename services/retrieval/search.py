@@ -29,6 +29,7 @@ from services.common.intent import Intent
 from services.common.language.text import is_blank, normalise_query
 from services.common.tracing import stage_span
 from services.retrieval.aggregation import DEFAULT_PER_DOC_CAP, DEFAULT_SIBLING_RATIO, aggregate
+from services.retrieval.documents import DocumentIndex
 from services.retrieval.embedding import Encoder
 from services.retrieval.expansion import (
     QueryAnalysis,
@@ -406,6 +407,7 @@ class Searcher:
                 self._by_section_number.setdefault(chunk.section, []).append(position)
         self._acts = frozenset(self._by_act)
         self._doc_ids = frozenset(self._by_doc)
+        self.documents = DocumentIndex(self._chunks)
         self._rerank_cost = _CostEstimate()
         if reranker is not None:
             self._reranker = reranker

@@ -69,3 +69,14 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
             extra={"chunks": len(result.chunks), "top_scores": top, "cache_hit": result.cache_hit},
         )
         return convert.result_to_proto(result)
+
+    async def GetDocument(
+        self, request: pb.GetDocumentRequest, context: aio.ServicerContext[Any, Any]
+    ) -> pb.GetDocumentResponse:
+        searcher = self.searcher
+        if searcher is None:
+            raise NotReadyError("the index is still loading; retry shortly")
+        doc_id = convert.doc_id_from_proto(request)
+        chunks = searcher.documents.get(doc_id)
+        logger.info("document served", extra={"doc_id": doc_id, "passages": len(chunks)})
+        return convert.document_response(chunks, searcher.index_version)

@@ -1,4 +1,8 @@
-"""Command-line client for the synthesis service: `python -m services.synthesis.cli ask "question"`."""
+"""Command-line client for the synthesis service.
+
+`python -m services.synthesis.cli ask "question"` asks; `python -m services.synthesis.cli
+document IPC_420` prints a cited document whole, each passage with its id and offsets.
+"""
 
 from __future__ import annotations
 
@@ -53,7 +57,55 @@ def _parser() -> argparse.ArgumentParser:
         help="synthesis service address",
     )
     ask.add_argument("--timeout", type=float, default=30.0, help="deadline in seconds")
+    document = sub.add_parser(
+        "document",
+        help="print a document whole (what citations point into); exit 0 when found, 2 if not",
+    )
+    document.add_argument("doc_id", help="document id, e.g. IPC_420")
+    document.add_argument("--json", action="store_true", help="print the full response as JSON")
+    document.add_argument(
+        "--address",
+        default=f"127.0.0.1:{os.environ.get('SYNTHESIS_PORT', '50052')}",
+        help="synthesis service address",
+    )
+    document.add_argument("--timeout", type=float, default=30.0, help="deadline in seconds")
     return parser
+
+
+def _print_document(response: pb.GetDocumentResponse) -> None:
+    d = response.document
+    heading = (
+        f"{d.source.act} s.{d.section} — {d.title}" if d.section else f"{d.doc_id} — {d.title}"
+    )
+    print(heading)
+    if d.source.act_name or d.source.chapter:
+        chapter = (
+            f", chapter {d.source.chapter}: {d.source.chapter_title}" if d.source.chapter else ""
+        )
+        print(f"  {d.source.act_name or d.source.act}{chapter}")
+    if d.source.url:
+        print(f"  {d.source.url}")
+    print(f"  {len(d.passages)} passages, {len(d.text)} characters, index {response.index_version}")
+    for p in d.passages:
+        print(f"\n[{p.semantic_id}] characters {p.char_start}-{p.char_end}")
+        print(textwrap.indent(textwrap.fill(p.text, width=92), "    "))
+
+
+def document(args: argparse.Namespace) -> int:
+    request = pb.GetDocumentRequest(doc_id=args.doc_id)
+    with grpc.insecure_channel(args.address) as channel:
+        stub = pb_grpc.SynthesisServiceStub(channel)
+        try:
+            response = stub.GetDocument(
+                request, timeout=args.timeout, metadata=(("x-request-id", uuid.uuid4().hex),)
+            )
+        except grpc.RpcError as err:
+            return report_rpc_error(err)
+    if args.json:
+        print(json.dumps(json_format.MessageToDict(response), indent=2, ensure_ascii=False))
+    else:
+        _print_document(response)
+    return 0
 
 
 def _print_human(response: pb.SynthesizeAnswerResponse, verbose: bool) -> None:
@@ -209,7 +261,7 @@ def ask(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    return ask(args)
+    return document(args) if args.command == "document" else ask(args)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from services.common.errors import (
     DependencyUnavailableError,
     FieldViolation,
     InvalidInputError,
+    NotFoundError,
 )
 from services.common.evidence import Chunk
 from services.common.passages import INTENT_FROM_PROTO, chunk_to_proto, scored_from_proto
@@ -32,6 +33,7 @@ from services.synthesis.pipeline import RetrievedEvidence
 RETRIEVE_METHOD = (
     rpb.DESCRIPTOR.services_by_name["RetrievalService"].full_name + "/RetrievePassages"
 )
+GET_DOCUMENT_METHOD = rpb.DESCRIPTOR.services_by_name["RetrievalService"].full_name + "/GetDocument"
 VALIDATE_METHOD = vpb.DESCRIPTOR.services_by_name["ValidatorService"].full_name + "/ValidateAnswer"
 
 # Codes that mean "the dependency failed", as opposed to a bug in our request (INVALID_ARGUMENT
@@ -90,6 +92,26 @@ class GrpcRetriever:
             timings_ms={t.stage: t.duration_ms for t in response.timings if t.ran},
         )
 
+    async def get_document(self, doc_id: str, *, timeout_s: float) -> rpb.GetDocumentResponse:
+        """RetrievalService/GetDocument: NOT_FOUND stays NOT_FOUND (with retrieval's hint),
+        field violations are the caller's, anything else is retrieval failing."""
+        request = rpb.GetDocumentRequest(doc_id=doc_id)
+        metadata = outbound_metadata()
+        try:
+            response: rpb.GetDocumentResponse = await call_idempotent(
+                lambda left: self._stub.GetDocument(request, timeout=left, metadata=metadata),
+                timeout_s,
+                channel=self._channel,
+                connect_wait_s=self._connect_wait_s,
+            )
+        except aio.AioRpcError as err:
+            if err.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                raise _caller_error(err) from None
+            if err.code() == grpc.StatusCode.NOT_FOUND:
+                raise _not_found(err) from None
+            raise _dependency_error("retrieval", err) from None
+        return response
+
 
 class GrpcValidator:
     """Calls ValidatorService/ValidateAnswer (``connect_wait_s`` as for GrpcRetriever)."""
@@ -131,3 +153,17 @@ def _caller_error(err: aio.AioRpcError) -> Exception:
     if not violations:
         return DependencyUnavailableError("retrieval", f"rejected the request: {err.details()}")
     return InvalidInputError(violations)
+
+
+def _not_found(err: aio.AioRpcError) -> NotFoundError:
+    """Retrieval's NOT_FOUND as ours: its message and ResourceInfo, passed on unchanged."""
+    status = rpc_status.from_call(err)
+    for detail in status.details if status else ():
+        info = error_details_pb2.ResourceInfo()
+        if detail.Unpack(info):
+            return NotFoundError(
+                err.details() or info.description,
+                resource_type=info.resource_type,
+                resource_name=info.resource_name,
+            )
+    return NotFoundError(err.details() or "not found", resource_type="", resource_name="")

@@ -19,6 +19,7 @@ from services.synthesis.answerability import (
 )
 from services.synthesis.answerability_onnx import options_from_manifest
 from services.synthesis.clients import (
+    GET_DOCUMENT_METHOD,
     RETRIEVE_METHOD,
     VALIDATE_METHOD,
     GrpcRetriever,
@@ -53,10 +54,10 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
     service = GrpcService(label="synthesis", service_names=[SERVICE_NAME], settings=config.server)
     tls = config.client_tls if config.client_tls.ca_file else None
 
-    def policy(method: str) -> ChannelPolicy:
+    def policy(*methods: str) -> ChannelPolicy:
         return ChannelPolicy(
             load_balancing=config.load_balancing,
-            retry_methods=(method,),
+            retry_methods=methods,
             max_attempts=config.retry_attempts,
             max_reconnect_backoff_s=config.reconnect_backoff_max_s,
         )
@@ -65,7 +66,7 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
         config.retrieval_addr,
         tls=tls,
         max_message_bytes=config.server.max_message_bytes,
-        policy=policy(RETRIEVE_METHOD),
+        policy=policy(RETRIEVE_METHOD, GET_DOCUMENT_METHOD),
     )
     validator_channel = open_channel(
         config.validator_addr,
@@ -125,6 +126,8 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
 
     servicer = SynthesisServicer(
         pipeline.lease,
+        documents=retriever,
+        documents_timeout_s=config.retrieval_timeout_s,
         default_top_k=config.default_top_k,
         default_generator=config.generator,
         on_model_failure=service.mark_not_serving,

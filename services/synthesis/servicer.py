@@ -9,11 +9,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
+from grounded.retrieval.v1 import retrieval_service_pb2 as rpb
 from grounded.synthesis.v1 import synthesis_service_pb2 as pb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as pb_grpc
 from grpc import aio
 
-from services.common.errors import ModelUnavailableError
+from services.common.channels import remaining_s
+from services.common.documents import doc_id_violations
+from services.common.errors import DeadlineExceededError, InvalidInputError, ModelUnavailableError
 from services.common.metrics import MODEL_FAILURES, REFUSALS
 from services.synthesis import convert
 from services.synthesis.pipeline import SynthesisPipeline, SynthesisRequest, SynthesisResult
@@ -30,8 +33,22 @@ class PipelineFor(Protocol):
         ...
 
 
+class DocumentSource(Protocol):
+    """Where GetDocument asks for a document (the retrieval service)."""
+
+    async def get_document(self, doc_id: str, *, timeout_s: float) -> rpb.GetDocumentResponse:
+        """The document and the index version; NotFoundError when there is none."""
+        ...
+
+
+# Below this much time left, GetDocument does not ask retrieval (as RetrievePassages does).
+_MIN_DOCUMENT_S = 0.002
+
+
 class SynthesisServicer(pb_grpc.SynthesisServiceServicer):
-    """``pipeline_for(model)`` leases the pipeline to use; ``default_generator`` is the server's."""
+    """``pipeline_for(model)`` leases the pipeline to use; ``default_generator`` is the server's;
+    ``documents`` serves GetDocument, each call bounded by ``documents_timeout_s`` and the
+    caller's deadline."""
 
     def __init__(
         self,
@@ -39,9 +56,13 @@ class SynthesisServicer(pb_grpc.SynthesisServiceServicer):
         *,
         default_top_k: int,
         default_generator: str,
+        documents: DocumentSource,
+        documents_timeout_s: float,
         on_model_failure: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._pipeline_for = pipeline_for
+        self._documents = documents
+        self._documents_timeout_s = documents_timeout_s
         self._on_model_failure = on_model_failure
         self._default_top_k = default_top_k
         self._default_generator = default_generator
@@ -64,6 +85,22 @@ class SynthesisServicer(pb_grpc.SynthesisServiceServicer):
                 if isinstance(event, FinishedEvent):
                     _count(event.result)
                 yield convert.event_to_proto(event)
+
+    async def GetDocument(
+        self, request: pb.GetDocumentRequest, context: aio.ServicerContext[Any, Any]
+    ) -> pb.GetDocumentResponse:
+        violations = doc_id_violations(request.doc_id)
+        if violations:
+            raise InvalidInputError(violations)
+        remaining = context.time_remaining()
+        deadline = None if remaining is None else time.monotonic() + remaining
+        timeout_s = remaining_s(deadline, self._documents_timeout_s)
+        if timeout_s < _MIN_DOCUMENT_S:
+            raise DeadlineExceededError(
+                f"{timeout_s * 1000:.1f} ms left of the caller's deadline; not asking retrieval"
+            )
+        found = await self._documents.get_document(request.doc_id, timeout_s=timeout_s)
+        return pb.GetDocumentResponse(document=found.document, index_version=found.index_version)
 
     def _convert(
         self, request: pb.SynthesizeAnswerRequest, context: aio.ServicerContext[Any, Any]

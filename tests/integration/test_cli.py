@@ -30,12 +30,16 @@ class Run:
 
 
 async def run_cli(*args: str) -> Run:
+    return await run_command("ask", *args)
+
+
+async def run_command(command: str, *args: str) -> Run:
     # A real subprocess, awaited without blocking the loop the in-process servers serve on.
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "services.synthesis.cli",
-        "ask",
+        command,
         *args,
         cwd=ROOT,
         stdout=asyncio.subprocess.PIPE,
@@ -141,6 +145,29 @@ class TestCliAsk:
             response["sufficiency"]["failedRequirement"] == "SUFFICIENCY_REQUIREMENT_KEY_TERM_MATCH"
         )
         assert response["refusalCode"] == "REFUSAL_CODE_INSUFFICIENT_EVIDENCE"
+
+    async def test_document_prints_each_passage_with_its_offsets(self, stack: Stack) -> None:
+        run = await run_command("document", "IPC_420", "--address", stack.synthesis)
+
+        assert run.code == 0, run.err
+        assert run.out.startswith("IPC s.420 — ")
+        assert "[IPC_420_0] characters 0-" in run.out
+
+    async def test_document_json_holds_text_and_passages(self, stack: Stack) -> None:
+        run = await run_command("document", "IPC_420", "--json", "--address", stack.synthesis)
+
+        assert run.code == 0, run.err
+        doc = json.loads(run.out)["document"]
+        first = doc["passages"][0]
+        assert doc["text"][: first["charEnd"]] == first["text"]
+
+    async def test_document_unknown_exits_2_naming_the_document_meant(self, stack: Stack) -> None:
+        run = await run_command("document", "IPC_420_1", "--address", stack.synthesis)
+
+        assert run.code == 2
+        assert run.err.startswith("error: NOT_FOUND")
+        assert "did you mean 'IPC_420'?" in run.err
+        assert '"resourceName": "IPC_420_1"' in run.err
 
     async def test_ask_unreachable_server_exits_2(self) -> None:
         run = await run_cli(ANSWERABLE, "--address", closed_port(), "--timeout", "3")

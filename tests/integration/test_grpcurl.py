@@ -121,6 +121,38 @@ class TestGrpcurl:
         assert scores["entailment"] > scores["contradiction"], scores
         assert body["verdict"] == "VALIDATION_VERDICT_GROUNDED", body
 
+    async def test_grpcurl_get_document_shows_what_a_citation_points_into(
+        self, stack: Stack
+    ) -> None:
+        result = await _grpcurl(
+            "-d",
+            json.dumps({"doc_id": "IPC_420"}),
+            stack.synthesis,
+            "grounded.synthesis.v1.SynthesisService/GetDocument",
+        )
+        assert result.returncode == 0, result.stderr
+        body = json.loads(result.stdout)
+        doc = body["document"]
+        assert doc["doc_id"] == "IPC_420" and doc["section"] == "420" and body["index_version"]
+        (first, *_) = doc["passages"]
+        # proto3 JSON leaves a zero offset out.
+        start, end = first.get("char_start", 0), first["char_end"]
+        assert first["semantic_id"] == "IPC_420_0"
+        assert doc["text"][start:end] == first["text"]
+
+    async def test_grpcurl_get_document_unknown_shows_not_found_and_the_id_meant(
+        self, stack: Stack
+    ) -> None:
+        result = await _grpcurl(
+            "-d",
+            json.dumps({"doc_id": "IPC_420_0"}),
+            stack.synthesis,
+            "grounded.synthesis.v1.SynthesisService/GetDocument",
+        )
+        assert result.returncode != 0
+        assert "NotFound" in result.stderr
+        assert "did you mean 'IPC_420'?" in result.stderr
+
     async def test_grpcurl_bad_request_shows_invalid_argument(self, stack: Stack) -> None:
         result = await _grpcurl(
             "-d",

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import grpc
 import pytest
+from grounded.retrieval.v1 import retrieval_service_pb2 as rpb
+from grounded.synthesis.v1 import synthesis_service_pb2 as spb
+from grounded.validator.v1 import validator_service_pb2 as vpb
 from grpc import aio
 
 from stack.inprocess import InProcessStack
@@ -15,15 +18,29 @@ pytestmark = pytest.mark.integration
 
 # Field 1 (query / question / answer), length 3: an encoded lone surrogate, which is not UTF-8.
 NOT_UTF8 = b"\x0a\x03\xed\xa0\x80"
-# The same field holding "theft": a valid request of each service.
+# The same field holding "theft" (or a document id): a valid request of each method.
 VALID = b"\x0a\x05theft"
+VALID_DOC_ID = b"\x0a\x07IPC_420"
 
 METHODS = [
-    ("retrieval", "/grounded.retrieval.v1.RetrievalService/RetrievePassages", False),
-    ("synthesis", "/grounded.synthesis.v1.SynthesisService/SynthesizeAnswer", False),
-    ("synthesis", "/grounded.synthesis.v1.SynthesisService/StreamAnswer", True),
-    ("validator", "/grounded.validator.v1.ValidatorService/ValidateAnswer", False),
+    ("retrieval", "/grounded.retrieval.v1.RetrievalService/RetrievePassages", False, VALID),
+    ("retrieval", "/grounded.retrieval.v1.RetrievalService/GetDocument", False, VALID_DOC_ID),
+    ("synthesis", "/grounded.synthesis.v1.SynthesisService/SynthesizeAnswer", False, VALID),
+    ("synthesis", "/grounded.synthesis.v1.SynthesisService/StreamAnswer", True, VALID),
+    ("synthesis", "/grounded.synthesis.v1.SynthesisService/GetDocument", False, VALID_DOC_ID),
+    ("validator", "/grounded.validator.v1.ValidatorService/ValidateAnswer", False, VALID),
 ]
+
+
+def test_every_rpc_of_every_service_is_listed() -> None:
+    listed = {method for _, method, _, _ in METHODS}
+    served = {
+        f"/{service.full_name}/{method.name}"
+        for module in (rpb, spb, vpb)
+        for service in module.DESCRIPTOR.services_by_name.values()
+        for method in service.methods
+    }
+    assert listed == served
 
 
 async def call(channel: aio.Channel, method: str, stream: bool, body: bytes) -> bytes:
@@ -34,9 +51,9 @@ async def call(channel: aio.Channel, method: str, stream: bool, body: bytes) -> 
     return response
 
 
-@pytest.mark.parametrize(("service", "method", "stream"), METHODS, ids=lambda m: str(m))
+@pytest.mark.parametrize(("service", "method", "stream", "valid"), METHODS, ids=lambda m: str(m))
 async def test_a_request_that_does_not_parse_is_invalid_argument(
-    stack: InProcessStack, service: str, method: str, stream: bool
+    stack: InProcessStack, service: str, method: str, stream: bool, valid: bytes
 ) -> None:
     async with aio.insecure_channel(getattr(stack, service)) as channel:
         with pytest.raises(aio.AioRpcError) as caught:
@@ -46,4 +63,4 @@ async def test_a_request_that_does_not_parse_is_invalid_argument(
         (description,) = field_violations(caught.value).values()
         assert "UTF-8" in description
 
-        assert await call(channel, method, stream, VALID)  # the parser is still the message's
+        assert await call(channel, method, stream, valid)  # the parser is still the message's

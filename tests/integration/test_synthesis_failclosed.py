@@ -161,6 +161,20 @@ class TestSynthesisFailsClosed:
         assert error_reason(info.value) == "DEPENDENCY_UNAVAILABLE"
         assert _dependency(info.value) == "retrieval"
 
+    async def test_get_document_with_retrieval_down_is_unavailable(
+        self, stack: Stack, synthesis_with: Any
+    ) -> None:
+        synthesis = await synthesis_with(closed_port(), stack.validator)
+
+        async with grpc.aio.insecure_channel(synthesis) as channel:
+            stub = spb_grpc.SynthesisServiceStub(channel)
+            with pytest.raises(grpc.aio.AioRpcError) as info:
+                await stub.GetDocument(spb.GetDocumentRequest(doc_id="IPC_420"), timeout=30)
+
+        assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert error_reason(info.value) == "DEPENDENCY_UNAVAILABLE"
+        assert _dependency(info.value) == "retrieval"
+
     async def test_validator_slower_than_its_limit_is_deadline_exceeded(
         self, stack: Stack, fake_validator: tuple[FakeValidator, str], synthesis_with: Any
     ) -> None:

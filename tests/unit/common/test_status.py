@@ -44,6 +44,24 @@ class TestStatusMapping:
         assert any(d.Unpack(bad) for d in decoded.details)
         assert [v.field for v in bad.field_violations] == ["top_k", "query"]
 
+    def test_status_not_found_carries_resource_info(self) -> None:
+        error = errors.NotFoundError(
+            "no document 'X' in the index",
+            resource_type="grounded.type.v1.Document",
+            resource_name="X",
+        )
+        rich = status.to_status(error)
+        assert rich.code == grpc.StatusCode.NOT_FOUND
+        decoded = rpc_status.from_call(_FakeCall(rich))  # type: ignore[arg-type]
+        assert decoded is not None
+        resource = error_details_pb2.ResourceInfo()
+        assert any(d.Unpack(resource) for d in decoded.details)
+        assert (resource.resource_type, resource.resource_name) == (
+            "grounded.type.v1.Document",
+            "X",
+        )
+        assert resource.description == "no document 'X' in the index"
+
     def test_status_dependency_timeout_is_deadline_exceeded(self) -> None:
         error = errors.DependencyTimeoutError("validator", "no answer in 2.0s")
         assert status.code_for(error) == grpc.StatusCode.DEADLINE_EXCEEDED

@@ -1,0 +1,57 @@
+"""A document as served whole (``GetDocument``): the doc_id rule and the text a citation's
+offsets point into. One definition for retrieval, which serves documents, and synthesis, which
+checks the request before passing it on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from services.common.errors import FieldViolation, IndexIntegrityError
+from services.common.evidence import Chunk
+from services.common.language.text import is_blank
+
+# As long as the validator's longest evidence id (services/validator/limits.py): ids are short.
+MAX_DOC_ID_CHARS: Final = 256
+# ResourceInfo.resource_type of a NOT_FOUND document (the proto message's full name).
+DOCUMENT_RESOURCE_TYPE: Final = "grounded.type.v1.Document"
+
+
+def doc_id_violations(doc_id: str, field: str = "doc_id") -> list[FieldViolation]:
+    """What is wrong with a requested doc_id before any lookup (empty, too long)."""
+    if is_blank(doc_id):
+        return [FieldViolation(field, "must not be empty (a document id such as 'IPC_420')")]
+    if len(doc_id) > MAX_DOC_ID_CHARS:
+        return [
+            FieldViolation(
+                field, f"must be at most {MAX_DOC_ID_CHARS} characters (got {len(doc_id)})"
+            )
+        ]
+    return []
+
+
+def document_text(chunks: Sequence[Chunk]) -> str:
+    """The document's text from its sentences, each at its offsets.
+
+    The index keeps the sentences, not what lies between them, which the chunker leaves only
+    where the source has whitespace (``chunking.py``: every non-blank character is in some
+    sentence); each such gap becomes as many spaces, so ``text[c.char_start:c.char_end] ==
+    c.text`` for every chunk. Chunks whose offsets disagree with their text, or overlap, are
+    an index that cannot be served as a document: ``IndexIntegrityError``.
+    """
+    parts: list[str] = []
+    cursor = 0
+    for chunk in sorted(chunks, key=lambda c: c.sentence_index):
+        if chunk.char_end - chunk.char_start != len(chunk.text) or chunk.char_start < cursor:
+            raise IndexIntegrityError(
+                f"document {chunk.doc_id}: passage {chunk.semantic_id} has offsets "
+                f"{chunk.char_start}-{chunk.char_end} that do not fit its text "
+                f"({len(chunk.text)} characters) after the passage before it (ending at "
+                f"{cursor}); rebuild the index",
+                metadata={"doc_id": chunk.doc_id, "semantic_id": chunk.semantic_id},
+            )
+        parts.append(" " * (chunk.char_start - cursor))
+        parts.append(chunk.text)
+        cursor = chunk.char_end
+    return "".join(parts)

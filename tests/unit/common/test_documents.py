@@ -1,0 +1,60 @@
+"""A document served whole: the doc_id rule and its text from its sentences."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.common.documents import MAX_DOC_ID_CHARS, doc_id_violations, document_text
+from services.common.errors import IndexIntegrityError
+from services.common.evidence import Chunk
+
+
+def chunk(n: int, text: str, start: int, doc_id: str = "D") -> Chunk:
+    return Chunk(
+        semantic_id=f"{doc_id}_{n}",
+        doc_id=doc_id,
+        text=text,
+        sentence_index=n,
+        char_start=start,
+        char_end=start + len(text),
+    )
+
+
+class TestDocIdRule:
+    @pytest.mark.parametrize("doc_id", ["IPC_420", "x", "I" * MAX_DOC_ID_CHARS, " IPC_420"])
+    def test_a_present_id_of_at_most_the_limit_passes(self, doc_id: str) -> None:
+        assert doc_id_violations(doc_id) == []
+
+    @pytest.mark.parametrize("doc_id", ["", "   ", "\u200b", "\n\t"])
+    def test_a_blank_id_is_named(self, doc_id: str) -> None:
+        (violation,) = doc_id_violations(doc_id)
+        assert violation.field == "doc_id" and "must not be empty" in violation.description
+
+    def test_a_long_id_is_named_with_its_length(self) -> None:
+        (violation,) = doc_id_violations("I" * (MAX_DOC_ID_CHARS + 1), field="f")
+        assert violation.field == "f"
+        assert f"at most {MAX_DOC_ID_CHARS}" in violation.description
+        assert f"got {MAX_DOC_ID_CHARS + 1}" in violation.description
+
+
+class TestDocumentText:
+    def test_sentences_sit_at_their_offsets_with_spaces_between(self) -> None:
+        chunks = [chunk(1, "Second one.", 14), chunk(0, "First.", 2), chunk(2, "Third.", 27)]
+        text = document_text(chunks)
+        assert text == "  First.      Second one.  Third."
+        for c in chunks:
+            assert text[c.char_start : c.char_end] == c.text
+
+    def test_a_sentence_may_hold_a_line_break(self) -> None:
+        assert document_text([chunk(0, "One\nline.", 0), chunk(1, "Two.", 10)]) == "One\nline. Two."
+
+    @pytest.mark.parametrize(
+        "chunks",
+        [
+            [chunk(0, "First.", 0), chunk(1, "Overlaps.", 3)],  # starts inside the one before
+            [Chunk("D_0", "D", "Short.", sentence_index=0, char_start=0, char_end=20)],
+        ],
+    )
+    def test_offsets_that_do_not_fit_are_an_integrity_error(self, chunks: list[Chunk]) -> None:
+        with pytest.raises(IndexIntegrityError, match="rebuild the index"):
+            document_text(chunks)
