@@ -174,10 +174,10 @@ node_modules/.bin/buf: package.json package-lock.json
 	touch $@
 
 .PHONY: lint
-lint: install node_modules/.bin/buf ## ruff, mypy --strict (services, stack), buf lint, buf breaking against the committed contract baseline.
+lint: install node_modules/.bin/buf ## ruff, mypy --strict (services, stack, evaluation), buf lint, buf breaking against the committed contract baseline.
 	$(VENV)/bin/ruff check services stack tests scripts bench evaluation training
 	$(VENV)/bin/ruff format --check services stack tests scripts bench evaluation training
-	$(VENV)/bin/mypy services stack
+	$(VENV)/bin/mypy services stack evaluation
 	node_modules/.bin/buf lint
 	node_modules/.bin/buf breaking --against protos/baseline.binpb
 

@@ -472,6 +472,59 @@ _LOADERS: dict[str, Callable[..., EvalDataset]] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class Tuning:
+    """Whether a set was read to choose anything, so every figure from it can say so.
+
+    ``label``: "tuned", "never tuned" or "mixed"; ``split``: the set is split by
+    ``in_tune_half`` (even crc32 tuned, odd half reported), so reports score each half too.
+    """
+
+    label: str
+    note: str
+    split: bool = False
+
+
+_KEYWORD_RULES = "its first 150 items were read to write the keyword rules (2026-11-23)"
+# By the last two parts of the data path; one place for what docs/EVALUATION.md says set by set.
+_TUNING: dict[str, Tuning] = {
+    "golden/ipc_golden_v1.jsonl": Tuning(
+        "tuned", "the keyword rules and the answerability thresholds and defaults were chosen on it"
+    ),
+    "golden/ipc_plain_tune_v1.jsonl": Tuning(
+        "tuned", "read to choose the answerability calibration, weights and retrieval candidates"
+    ),
+    "golden/ipc_plain_v1.jsonl": Tuning(
+        "never tuned", "written outside the team; only ever scored"
+    ),
+    "golden/ipc_statements_v1.jsonl": Tuning(
+        "mixed", "even-crc32 half tuned (statement thresholds), odd half never tuned", split=True
+    ),
+    "squad2/dev.json": Tuning(
+        "mixed",
+        "even-crc32 half of the first 300 tuned (answerability); odd half never tuned since; "
+        + _KEYWORD_RULES,
+        split=True,
+    ),
+    "hotpotqa/dev.jsonl": Tuning(
+        "mixed",
+        "even-crc32 half tuned since 2026-11-26 01:01 UTC; odd half never tuned; " + _KEYWORD_RULES,
+        split=True,
+    ),
+    "eval/scifact": Tuning(
+        "mixed",
+        "even-crc32 half tuned since 2026-11-26 07:14 UTC; odd half never tuned; " + _KEYWORD_RULES,
+        split=True,
+    ),
+}
+
+
+def tuning_of(data_path: Path) -> Tuning:
+    """What the set at ``data_path`` was tuned on; a file not registered here says so."""
+    key = "/".join(data_path.parts[-2:])
+    return _TUNING.get(key, Tuning("unrecorded", f"{key} is not in evaluation/datasets.py"))
+
+
 def in_tune_half(item_id: str) -> bool:
     """The split for choosing thresholds on a dev slice: items whose id has an even crc32 are
     the tune half; the others, the report half, are never read to choose anything."""
@@ -516,4 +569,6 @@ def run_info(
         command=command,
         started_at=moment.isoformat(timespec="seconds"),
         config=dict(config or {}),
+        tuning=tuning_of(data_path).label,
+        tuning_note=tuning_of(data_path).note,
     )

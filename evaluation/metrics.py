@@ -120,6 +120,9 @@ class Report:
     run: RunInfo | None = None
     # Refusal reasons counted separately for answerable (false) and unanswerable (correct) items.
     refusal_reasons: dict[str, dict[str, int]] = field(default_factory=dict)
+    # For a split set (RunInfo.tuning "mixed"): the same metrics per half, "tune" (even crc32)
+    # and "report" (odd, never read to choose anything).
+    halves: dict[str, dict[str, Metric]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -596,8 +599,11 @@ def score_run(
     *,
     bootstrap: BootstrapConfig | None = None,
     run: RunInfo | None = None,
+    tune_half: Callable[[str], bool] | None = None,
 ) -> Report:
     """Score a run: every item needs exactly one outcome (matched by item id, any order).
+
+    With ``tune_half`` (item id → in the tune half), each half is scored on its own as well.
 
     Outcomes with status ERROR are scored (as neither answer nor refusal) and counted by message.
     Raises ValueError when outcomes and items do not pair up, which is a harness bug.
@@ -636,4 +642,15 @@ def score_run(
         refusal_reasons=_refusal_reasons(scores),
         bootstrap=config,
         run=run,
+        halves={}
+        if tune_half is None
+        else {
+            half: _aggregate(
+                [s for s in scores if tune_half(s.item_id) == (half == "tune")],
+                config,
+                retrieval_reported=reported,
+                latency=False,
+            )
+            for half in ("tune", "report")
+        },
     )

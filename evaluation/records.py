@@ -189,3 +189,7 @@ class RunInfo:
     command: str
     started_at: str
     config: Mapping[str, str] = field(default_factory=dict)
+    # Whether the set was read to choose anything: "tuned", "never tuned" or "mixed" (a split
+    # set: even-crc32 half tuned, odd half reported), and what exactly (evaluation/datasets.py).
+    tuning: str = ""
+    tuning_note: str = ""

@@ -51,6 +51,18 @@ _SUMMARY_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+# What each half of a split set is (evaluation.datasets.in_tune_half).
+_HALF_LABELS = {"tune": "even crc32, tuned", "report": "odd crc32, never tuned"}
+# The columns of the summary's table of halves.
+_HALF_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("citation precision", "citation_precision"),
+    ("citation recall", "citation_recall"),
+    ("cites a gold doc", "gold_doc_cite_rate"),
+    ("correct refusal", "correct_refusal_rate"),
+    ("false refusal", "false_refusal_rate"),
+)
+
+
 @dataclass(frozen=True, slots=True)
 class ReportFiles:
     """Paths of everything ``write_report`` wrote."""
@@ -103,6 +115,8 @@ def render_markdown(report: Report, plots: Sequence[Path] = (), extra: str = "")
             f"- Corpus checksum (sha256): `{run.corpus_checksum}`",
             f"- Started: {run.started_at}",
             f"- Command: `{run.command}`",
+            f"- Tuned on: **{run.tuning or 'unrecorded'}**"
+            + (f" ({run.tuning_note})" if run.tuning_note else ""),
             "",
             "| input file | sha256 | bytes |",
             "| --- | --- | --- |",
@@ -123,6 +137,16 @@ def render_markdown(report: Report, plots: Sequence[Path] = (), extra: str = "")
         "",
         *_metrics_table(report.metrics, HEADLINE),
         "",
+    ]
+    for half, metrics in report.halves.items():
+        label = _HALF_LABELS[half]
+        lines += [
+            f"## {half.capitalize()} half ({label})",
+            "",
+            *_metrics_table(metrics, HEADLINE),
+            "",
+        ]
+    lines += [
         "## All metrics",
         "",
         *_metrics_table(report.metrics, sorted(report.metrics)),
@@ -271,9 +295,19 @@ def _summary_row(report: Report) -> dict[str, Any]:
         for header, names in _SUMMARY_COLUMNS
     }
     latency = [report.metrics.get(f"latency_total_p{q}_ms") for q in (50, 95)]
+    halves = {
+        half: {
+            "n": _half_size(metrics),
+            "cells": {header: format_metric(metrics.get(name)) for header, name in _HALF_COLUMNS},
+        }
+        for half, metrics in report.halves.items()
+    }
     return {
         "dataset": _dataset(report),
         "n": report.n_items,
+        "tuning": run.tuning if run and run.tuning else "unrecorded",
+        "tuning_note": run.tuning_note if run else "",
+        "halves": halves,
         "cells": cells,
         "latency": " / ".join(format_metric(m, with_ci=False) for m in latency),
         "data": run.data_path if run else "",
@@ -284,23 +318,55 @@ def _summary_row(report: Report) -> dict[str, Any]:
     }
 
 
+def _half_size(metrics: dict[str, Metric]) -> int:
+    """Items in a half: the largest item count any of its metrics saw."""
+    return max((m.n_items for m in metrics.values()), default=0)
+
+
 def _render_summary(rows: list[dict[str, Any]]) -> list[str]:
-    headers = ["dataset", "n", *(h for h, _ in _SUMMARY_COLUMNS), "latency p50 / p95 (ms)"]
+    headers = [
+        "dataset",
+        "tuned on?",
+        "n",
+        *(h for h, _ in _SUMMARY_COLUMNS),
+        "latency p50 / p95 (ms)",
+    ]
     lines = [
-        "Latest run per dataset (value and 95 % bootstrap CI; written by `update_summary`).",
+        "Latest run per dataset (value and 95 % bootstrap CI; written by `update_summary`). "
+        '"Tuned on?" says whether the set was read to choose anything: **tuned**, **never '
+        "tuned**, or **mixed** (a split set: the next table gives each half).",
         "",
         "| " + " | ".join(headers) + " |",
         "|" + " --- |" * len(headers),
     ]
     for row in rows:
-        cells = [row["dataset"], str(row["n"]), *row["cells"].values(), row["latency"]]
+        tuning = f"**{row.get('tuning', 'unrecorded')}**"
+        cells = [row["dataset"], tuning, str(row["n"]), *row["cells"].values(), row["latency"]]
         lines.append("| " + " | ".join(cells) + " |")
+    split = [row for row in rows if row.get("halves")]
+    if split:
+        half_headers = ["dataset", "half", "n", *(h for h, _ in _HALF_COLUMNS)]
+        lines += [
+            "",
+            "The split sets by half (`evaluation.datasets.in_tune_half`; the report half is the "
+            "figure to quote):",
+            "",
+            "| " + " | ".join(half_headers) + " |",
+            "|" + " --- |" * len(half_headers),
+        ]
+        for row in split:
+            for half in ("report", "tune"):
+                found = row["halves"].get(half)
+                if found:
+                    cells = [row["dataset"], f"{half} ({_HALF_LABELS[half]})", str(found["n"])]
+                    lines.append("| " + " | ".join([*cells, *found["cells"].values()]) + " |")
     lines.append("")
     for row in rows:
         inputs = "; ".join(row.get("inputs", [])) or "n/a"
+        note = f" Tuned on: {row['tuning_note']}." if row.get("tuning_note") else ""
         lines.append(
             f"- {row['dataset']}: `{row['command']}` on `{row['data']}` "
-            f"(sha256: {inputs}; corpus {row['checksum']}; {row['date']})"
+            f"(sha256: {inputs}; corpus {row['checksum']}; {row['date']}).{note}"
         )
     lines.append("")
     # ">" is escaped so that no value can close the HTML comment early.

@@ -55,8 +55,10 @@ from evaluation.datasets import (
     DATASETS,
     DEFAULT_PATHS,
     EvalDataset,
+    in_tune_half,
     load_dataset,
     run_info,
+    tuning_of,
 )
 from evaluation.indexes import PreparedIndex, prepare_index
 from evaluation.metrics import Report, score_run
@@ -342,7 +344,12 @@ async def evaluate_dataset(
         command=options.command,
         config=_settings(options, index, answered, wall_s, load),
     )
-    report = score_run(dataset.items, outcomes, run=info)
+    report = score_run(
+        dataset.items,
+        outcomes,
+        run=info,
+        tune_half=in_tune_half if tuning_of(data_path).split else None,
+    )
     extra = render_targets(dataset.name, report)
     if options.ablations:
         extra += "\n" + render_ablations(rows)

@@ -105,17 +105,19 @@ def table(
 ) -> str:
     lines = ["| half | verdict | right / given (pooled) | per set |", "| --- | --- | --- | --- |"]
     for half, tune in (("tune (tuned)", True), ("odd (never tuned)", False)):
-        for name, pick, good in (
-            ("A: STATED, the model alone", lambda r: r[1] == "stated", TRUE),
-            ("B: STATED, model + validator (ships)", lambda r: r[2] == "stated", TRUE),
-            ("CONTRADICTED (not offered)", lambda r: r[3] == "True", FALSE),
-        ):
+        # Each verdict: which column of a row gives it, and the value that means it.
+        verdicts: tuple[tuple[str, int, str, set[str]], ...] = (
+            ("A: STATED, the model alone", 1, "stated", TRUE),
+            ("B: STATED, model + validator (ships)", 2, "stated", TRUE),
+            ("CONTRADICTED (not offered)", 3, "True", FALSE),
+        )
+        for name, column, value, good in verdicts:
             right, given, per = 0, 0, []
             for dataset, rows in results.items():
                 count = Counter(
                     gold[dataset][r[0]] in good
                     for r in rows
-                    if in_tune_half(r[0]) == tune and pick(r)
+                    if in_tune_half(r[0]) == tune and r[column] == value
                 )
                 right, given = right + count[True], given + count[True] + count[False]
                 per.append(f"{dataset} {count[True]}/{count[True] + count[False]}")

@@ -144,4 +144,6 @@ class TestEvaluationHarness:
         text = run.docs.read_text(encoding="utf-8")
         assert info.command in text
         assert info.inputs[0].sha256[:16] in text
-        assert "| ipc | 5 |" in text
+        # A sample file, not one of the registered sets: its row says nothing was recorded.
+        assert "| ipc | **unrecorded** | 5 |" in text
+        assert "sample.jsonl is not in evaluation/datasets.py" in text

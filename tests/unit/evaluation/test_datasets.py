@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from evaluation.datasets import (
+    DEFAULT_PATHS,
     load_dataset,
     load_hotpotqa,
     load_ipc,
@@ -18,6 +19,7 @@ from evaluation.datasets import (
     missing_gold_text,
     run_info,
     safe_id,
+    tuning_of,
 )
 from evaluation.records import GoldEvidence
 from services.common.errors import CorpusFormatError
@@ -387,3 +389,31 @@ class TestLoadDataset:
         assert info.dataset == "squad2" and info.limit == 1 and info.n_total == 2
         assert info.corpus_checksum == ds.corpus_checksum
         assert info.inputs == ds.inputs
+
+
+class TestTuningRegister:
+    @pytest.mark.parametrize(
+        ("path", "label", "split"),
+        [
+            ("data/golden/ipc_golden_v1.jsonl", "tuned", False),
+            ("data/golden/ipc_plain_tune_v1.jsonl", "tuned", False),
+            ("data/golden/ipc_plain_v1.jsonl", "never tuned", False),
+            ("data/golden/ipc_statements_v1.jsonl", "mixed", True),
+            ("data/eval/squad2/dev.json", "mixed", True),
+            ("data/eval/hotpotqa/dev.jsonl", "mixed", True),
+            ("data/eval/scifact", "mixed", True),
+            ("/abs/checkout/data/eval/scifact", "mixed", True),
+        ],
+    )
+    def test_every_shipped_set_is_registered(self, path: str, label: str, split: bool) -> None:
+        tuning = tuning_of(Path(path))
+        assert (tuning.label, tuning.split) == (label, split)
+        assert tuning.note
+
+    def test_every_default_path_is_registered(self) -> None:
+        assert all(tuning_of(p).label != "unrecorded" for p in DEFAULT_PATHS.values())
+
+    def test_an_unknown_file_is_unrecorded_and_says_why(self) -> None:
+        tuning = tuning_of(Path("/tmp/x/mine.jsonl"))
+        assert tuning.label == "unrecorded" and not tuning.split
+        assert "x/mine.jsonl is not in evaluation/datasets.py" in tuning.note

@@ -26,7 +26,9 @@ NOW = datetime(2026, 11, 22, 12, 30, 0, tzinfo=UTC)
 SENTENCE = "Whoever commits theft shall be punished with imprisonment for three years."
 
 
-def _report(dataset: str = "ipc", command: str = "make eval DATASET=ipc LIMIT=2") -> Report:
+def _report(
+    dataset: str = "ipc", command: str = "make eval DATASET=ipc LIMIT=2", *, split: bool = False
+) -> Report:
     items = [
         EvalItem("ipc-001", "q", True, gold=(GoldEvidence("IPC_379", SENTENCE),), subset="p"),
         EvalItem("ipc-002", "q", False, subset="g"),
@@ -50,8 +52,17 @@ def _report(dataset: str = "ipc", command: str = "make eval DATASET=ipc LIMIT=2"
         command=command,
         started_at=NOW.isoformat(),
         config={"top_k": "8"},
+        tuning="mixed" if split else "tuned",
+        tuning_note="even half tuned" if split else "chosen on it",
     )
-    return score_run(items, outcomes, bootstrap=BootstrapConfig(resamples=200), run=run)
+    return score_run(
+        items,
+        outcomes,
+        bootstrap=BootstrapConfig(resamples=200),
+        run=run,
+        # ipc-001 in the tune half, ipc-002 in the report half.
+        tune_half=(lambda item_id: item_id == "ipc-001") if split else None,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +114,9 @@ class TestUpdateSummary:
         text = path.read_text()
         assert "not yet run" not in text
         assert text.startswith("# Eval\n") and text.endswith("\n\nTail.\n")
-        assert "| ipc | 2 | 1.000 (1.000–1.000) |" in text
+        assert "| ipc | **tuned** | 2 | 1.000 (1.000–1.000) |" in text
+        assert "Tuned on: chosen on it." in text
+        assert "by half" not in text  # no split set
         assert "`make eval DATASET=ipc LIMIT=2`" in text
 
     def test_update_summary_keeps_rows_of_other_datasets(self, tmp_path: Path) -> None:
@@ -112,7 +125,7 @@ class TestUpdateSummary:
         update_summary(path, _report("squad2", "make eval DATASET=squad2"))
         update_summary(path, _report("ipc", "make eval DATASET=ipc"))
         text = path.read_text()
-        assert "| ipc | 2 |" in text and "| squad2 | 2 |" in text
+        assert "| ipc | **tuned** | 2 |" in text and "| squad2 | **tuned** | 2 |" in text
         assert "LIMIT=2" not in text  # the ipc row was replaced, not duplicated
         assert text.count(SUMMARY_START) == 1 and text.count(SUMMARY_END) == 1
 
@@ -120,7 +133,28 @@ class TestUpdateSummary:
         path = self._doc(tmp_path)
         update_summary(path, _report(command="make eval --> oops"))
         update_summary(path, _report("squad2"))
-        assert "| ipc | 2 |" in path.read_text()
+        assert "| ipc | **tuned** | 2 |" in path.read_text()
+
+    def test_update_summary_gives_each_half_of_a_split_set(self, tmp_path: Path) -> None:
+        path = self._doc(tmp_path)
+        update_summary(path, _report("squad2", split=True))
+        text = path.read_text()
+        assert "| squad2 | **mixed** | 2 |" in text
+        # The answered item is the tune half's, the refused unanswerable one the report half's.
+        one = "1.000 (1.000–1.000)"
+        assert f"| squad2 | report (odd crc32, never tuned) | 1 | n/a | n/a | n/a | {one} |" in text
+        assert f"| squad2 | tune (even crc32, tuned) | 1 | {one} | {one} | {one} | n/a |" in text
+        assert text.index("| squad2 | report") < text.index("| squad2 | tune")
+
+    def test_report_markdown_gives_each_half_and_the_tuning(self, tmp_path: Path) -> None:
+        files = write_report(_report("squad2", split=True), tmp_path, now=NOW, plots=False)
+        markdown = files.markdown.read_text()
+        assert "- Tuned on: **mixed** (even half tuned)" in markdown
+        assert "## Report half (odd crc32, never tuned)" in markdown
+        assert "## Tune half (even crc32, tuned)" in markdown
+        decoded = json.loads(files.json.read_text())
+        assert decoded["halves"]["report"]["correct_refusal_rate"]["value"] == 1.0
+        assert decoded["halves"]["tune"]["citation_precision"]["value"] == 1.0
 
     def test_update_summary_without_markers_raises(self, tmp_path: Path) -> None:
         path = tmp_path / "plain.md"
@@ -132,4 +166,4 @@ class TestUpdateSummary:
         copy = tmp_path / "EVALUATION.md"
         copy.write_text((ROOT / "docs/EVALUATION.md").read_text())
         update_summary(copy, dataclasses.replace(_report(), run=None))
-        assert "| run | 2 |" in copy.read_text()
+        assert "| run | **unrecorded** | 2 |" in copy.read_text()
