@@ -14,6 +14,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from evaluation.datasets import DEFAULT_PATHS
 from evaluation.metrics import HEADLINE, Metric, Report
 
 REPORT_ROOT = Path("reports/eval")
@@ -286,6 +287,19 @@ def write_report(
 # ---------------------------------------------------------------------------- docs summary
 
 
+def _summary_key(report: Report) -> str:
+    """The summary row a run replaces: its dataset, or with another data file than the
+    dataset's default, the dataset and that file ("ipc (ipc_plain_v1.jsonl)")."""
+    run = report.run
+    if run is None:
+        return "run"
+    default = DEFAULT_PATHS.get(run.dataset)
+    data = Path(run.data_path)
+    if default is None or data.parts[-2:] == default.parts[-2:]:
+        return run.dataset
+    return f"{run.dataset} ({data.name})"
+
+
 def _summary_row(report: Report) -> dict[str, Any]:
     run = report.run
     cells = {
@@ -303,7 +317,7 @@ def _summary_row(report: Report) -> dict[str, Any]:
         for half, metrics in report.halves.items()
     }
     return {
-        "dataset": _dataset(report),
+        "dataset": _summary_key(report),
         "n": report.n_items,
         "tuning": run.tuning if run and run.tuning else "unrecorded",
         "tuning_note": run.tuning_note if run else "",

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from evaluation.datasets import DEFAULT_PATHS
 from evaluation.metrics import BootstrapConfig, Report, score_run
 from evaluation.records import Citation, EvalItem, GoldEvidence, InputFile, Outcome, RunInfo
 from evaluation.report import (
@@ -27,7 +28,11 @@ SENTENCE = "Whoever commits theft shall be punished with imprisonment for three 
 
 
 def _report(
-    dataset: str = "ipc", command: str = "make eval DATASET=ipc LIMIT=2", *, split: bool = False
+    dataset: str = "ipc",
+    command: str = "make eval DATASET=ipc LIMIT=2",
+    *,
+    split: bool = False,
+    data: str = "",
 ) -> Report:
     items = [
         EvalItem("ipc-001", "q", True, gold=(GoldEvidence("IPC_379", SENTENCE),), subset="p"),
@@ -44,7 +49,7 @@ def _report(
     ]
     run = RunInfo(
         dataset=dataset,
-        data_path="data/golden/ipc_golden_v1.jsonl",
+        data_path=data or str(DEFAULT_PATHS.get(dataset, "data/golden/ipc_golden_v1.jsonl")),
         inputs=(InputFile("data/golden/ipc_golden_v1.jsonl", "ab" * 32, 123),),
         corpus_checksum="cd" * 32,
         n_total=112,
@@ -134,6 +139,16 @@ class TestUpdateSummary:
         update_summary(path, _report(command="make eval --> oops"))
         update_summary(path, _report("squad2"))
         assert "| ipc | **tuned** | 2 |" in path.read_text()
+
+    def test_update_summary_keeps_a_row_per_data_file_of_a_dataset(self, tmp_path: Path) -> None:
+        path = self._doc(tmp_path)
+        update_summary(path, _report())
+        update_summary(path, _report(data="data/golden/ipc_plain_v1.jsonl", command="plain"))
+        update_summary(path, _report(data="/abs/data/golden/ipc_plain_v1.jsonl", command="again"))
+        text = path.read_text()
+        assert "| ipc | **tuned** | 2 |" in text
+        assert "| ipc (ipc_plain_v1.jsonl) | **tuned** | 2 |" in text
+        assert "`plain`" not in text and "`again`" in text  # the same file replaced its row
 
     def test_update_summary_gives_each_half_of_a_split_set(self, tmp_path: Path) -> None:
         path = self._doc(tmp_path)
