@@ -62,6 +62,7 @@ ADVERSARIAL_FILE: Final = DATA / "eval" / "ipc_adversarial" / "pairs.jsonl"
 # Hand-written pairs over sections the adversarial set does not use, all of them tune data
 # (read to choose the negation and fine rules of 2026-11-26): reported apart, never as accuracy.
 PROBE_FILE: Final = DATA / "eval" / "ipc_paraphrase_probe" / "pairs.jsonl"
+NUMERIC_PROBE_FILE: Final = DATA / "eval" / "ipc_numeric_probe" / "pairs.jsonl"
 TUNE, REPORT = "tune", "report"
 # Strict scoring: a reject is right only for a reason that names what the perturbation broke.
 # Citation-format reasons (MALFORMED_CITATION, NO_CITATION, ...) never count for a perturbation:
@@ -798,14 +799,18 @@ def split_markdown(report: dict[str, Any]) -> str:
         ("hotpot_statement_rejected", "HotpotQA question+answer statements rejected"),
     ):
         lines.append(f"| {label} | {pct(r['dataset'][key])} | {pct(t['dataset'][key])} |")
-    if report.get("probe_tuned", {}).get("paraphrase", {}).get("n"):
-        p = report["probe_tuned"]
-        lines += [
-            "",
-            "Paraphrase probe (`data/eval/ipc_paraphrase_probe`, other sections; **tuned**: read "
-            f"to choose rules): paraphrases accepted {pct(p['paraphrase'])}, contradictions "
-            f"rejected {pct(p['contradiction'])}.",
-        ]
+    for key, title in (
+        ("probe_tuned", "Paraphrase probe (`data/eval/ipc_paraphrase_probe`"),
+        ("numeric_probe_tuned", "Numeric probe (`data/eval/ipc_numeric_probe`"),
+    ):
+        if report.get(key, {}).get("paraphrase", {}).get("n"):
+            p = report[key]
+            lines += [
+                "",
+                f"{title}, other sections; **tuned**: read to choose rules): paraphrases "
+                f"accepted {pct(p['paraphrase'])}, contradictions rejected "
+                f"{pct(p['contradiction'])}.",
+            ]
     lines += ["", "Adversarial IPC set, report half, per category:", ""]
     lines += ["| category | correct | n | top reasons |", "| --- | --- | --- | --- |"]
     for name, row in r["adversarial"]["categories"].items():
@@ -851,7 +856,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = ValidationOptions(check_penalties=not as_before, check_roles=not as_before)
     started = time.perf_counter()
     probe = list(adversarial_cases(PROBE_FILE))
-    run(cases + probe, options, tier)
+    numeric_probe = list(adversarial_cases(NUMERIC_PROBE_FILE))
+    run(cases + probe + numeric_probe, options, tier)
     elapsed = time.perf_counter() - started
     adversarial = [c for c in cases if c.source == "adversarial"]
     labelled = [c for c in cases if c.source != "adversarial"]
@@ -887,6 +893,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "seconds": round(elapsed, 2),
         **halves,
         "probe_tuned": adversarial_summary(probe),
+        "numeric_probe_tuned": adversarial_summary(numeric_probe),
         "all": summary,
         "wrong_examples": [
             {
@@ -926,7 +933,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(headline)
     print()
     print(tables)
-    print(f"\n{len(cases) + len(probe)} cases validated in {elapsed:.1f} s; report: {args.out}")
+    validated = len(cases) + len(probe) + len(numeric_probe)
+    print(f"\n{validated} cases validated in {elapsed:.1f} s; report: {args.out}")
     return 0
 
 

@@ -468,6 +468,8 @@ def _date_gap(text: str, left: Quantity, right: Quantity, extra: str) -> bool:
 
 
 def _same_kind(claim: Quantity, evidence: Quantity) -> bool:
+    if claim.unit in _RATIO and evidence.unit in _RATIO:
+        return True
     if claim.unit in STRICT_UNITS or evidence.unit in STRICT_UNITS:
         return claim.unit == evidence.unit
     if claim.unit in _IN_BASE and evidence.unit in _IN_BASE:
@@ -484,10 +486,18 @@ _IN_BASE: dict[str, tuple[str, float]] = {
 }
 
 
+# A share written as a percentage or as a fraction: "25 per cent" is "one-fourth".
+_RATIO: dict[str, float] = {"percent": 0.01, "fraction": 1.0}
+
+
 def _matches(claim: Quantity, evidence: Quantity) -> bool:
     # A claim may drop a minus sign that a word carries ("reduced by 33%" for "−33%"), but a
     # negative claim number needs a negative evidence number.
     value = evidence.value if claim.value < 0 else abs(evidence.value)
+    if claim.unit != evidence.unit and claim.unit in _RATIO and evidence.unit in _RATIO:
+        return math.isclose(
+            claim.value * _RATIO[claim.unit], value * _RATIO[evidence.unit], rel_tol=1e-9
+        )
     if claim.unit != evidence.unit and claim.unit in _IN_BASE and evidence.unit in _IN_BASE:
         (base, per_claim), (other, per_evidence) = _IN_BASE[claim.unit], _IN_BASE[evidence.unit]
         return base == other and math.isclose(

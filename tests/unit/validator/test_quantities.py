@@ -217,3 +217,27 @@ class TestDurationUnits:
     )
     def test_a_different_duration_is_not_backed(self, claim: str, evidence: str) -> None:
         assert unbacked(claim, evidence)
+
+
+class TestShares:
+    @pytest.mark.parametrize(
+        ("claim", "evidence"),
+        [
+            ("may not exceed 25 per cent of the maximum term", "shall not exceed one-fourth of it"),
+            ("50% of the fine", "one-half of the fine"),
+            ("three-fourths of the term", "75 percent of the term"),
+        ],
+    )
+    def test_a_percentage_is_the_same_fraction(self, claim: str, evidence: str) -> None:
+        assert unbacked(claim, evidence) == []
+
+    @pytest.mark.parametrize(
+        ("claim", "evidence"),
+        [
+            ("may not exceed 50 per cent of the maximum term", "shall not exceed one-fourth of it"),
+            ("one-third of the term", "30 percent of the term"),  # close is not equal
+            ("25 years", "one-fourth of the term"),  # a duration is no share
+        ],
+    )
+    def test_another_share_is_not_backed(self, claim: str, evidence: str) -> None:
+        assert unbacked(claim, evidence)
