@@ -145,5 +145,5 @@ class TestEvaluationHarness:
         assert info.command in text
         assert info.inputs[0].sha256[:16] in text
         # A sample file, not one of the registered sets: its row says nothing was recorded.
-        assert "| ipc | **unrecorded** | 5 |" in text
+        assert "| ipc (sample.jsonl) | **unrecorded** | 5 |" in text
         assert "sample.jsonl is not in evaluation/datasets.py" in text
