@@ -559,6 +559,7 @@ def run_info(
 ) -> RunInfo:
     """Provenance for a report on ``dataset``: inputs with checksums, LIMIT, command and time."""
     moment = started_at or datetime.now(UTC)
+    tuning = tuning_of(data_path)
     return RunInfo(
         dataset=dataset.name,
         data_path=str(data_path),
@@ -569,6 +570,6 @@ def run_info(
         command=command,
         started_at=moment.isoformat(timespec="seconds"),
         config=dict(config or {}),
-        tuning=tuning_of(data_path).label,
-        tuning_note=tuning_of(data_path).note,
+        tuning=tuning.label,
+        tuning_note=tuning.note,
     )

@@ -8,12 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from services.common.errors import FieldViolation, IndexIntegrityError
-from services.common.evidence import Chunk
+from services.common.errors import FieldViolation, IndexIntegrityError, InvalidInputError
+from services.common.evidence import MAX_ID_CHARS, Chunk
 from services.common.language.text import is_blank
 
-# As long as the validator's longest evidence id (services/validator/limits.py): ids are short.
-MAX_DOC_ID_CHARS: Final = 256
 # ResourceInfo.resource_type of a NOT_FOUND document (the proto message's full name).
 DOCUMENT_RESOURCE_TYPE: Final = "grounded.type.v1.Document"
 
@@ -22,13 +20,19 @@ def doc_id_violations(doc_id: str, field: str = "doc_id") -> list[FieldViolation
     """What is wrong with a requested doc_id before any lookup (empty, too long)."""
     if is_blank(doc_id):
         return [FieldViolation(field, "must not be empty (a document id such as 'IPC_420')")]
-    if len(doc_id) > MAX_DOC_ID_CHARS:
+    if len(doc_id) > MAX_ID_CHARS:
         return [
-            FieldViolation(
-                field, f"must be at most {MAX_DOC_ID_CHARS} characters (got {len(doc_id)})"
-            )
+            FieldViolation(field, f"must be at most {MAX_ID_CHARS} characters (got {len(doc_id)})")
         ]
     return []
+
+
+def require_doc_id(doc_id: str) -> str:
+    """``doc_id`` as sent (ids are exact), or ``InvalidInputError`` naming what is wrong."""
+    violations = doc_id_violations(doc_id)
+    if violations:
+        raise InvalidInputError(violations)
+    return doc_id
 
 
 def document_text(chunks: Sequence[Chunk]) -> str:

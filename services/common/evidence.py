@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Final
+
+# The longest id any request may carry: a chunk's semantic id or a document id (both are short:
+# "IPC_420_0"). ValidateAnswer's evidence ids and GetDocument's doc_id are checked against it.
+MAX_ID_CHARS: Final = 256
 
 
 @dataclass(frozen=True, slots=True)

@@ -95,7 +95,8 @@ def _cover(line: str, spans: list[Span]) -> list[Span]:
     pysbd can drop text: of "The Symphony No. 55 in E♭ major, Hoboken I/55, is a symphony by
     Joseph Haydn, composed by 1774. It is scored for ..." it returns only the later sentences.
     A sentence it skips is kept as a piece of its own (the merge steps that follow treat it
-    like any other), so no text of a document is lost from the index.
+    like any other), so no text of a document is lost from the index. ``spans`` are in order
+    and do not overlap, as ``_pysbd_spans`` finds them.
     """
     out: list[Span] = []
     cursor = 0

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from grounded.retrieval.v1 import retrieval_service_pb2 as pb
 
-from services.common.documents import doc_id_violations
-from services.common.errors import InvalidInputError, Violations
+from services.common.documents import require_doc_id
+from services.common.errors import Violations
 from services.common.evidence import Chunk
 from services.common.passages import (
     INTENT_TO_PROTO,
@@ -83,10 +83,7 @@ def result_to_proto(result: SearchResult) -> pb.RetrievePassagesResponse:
 
 def doc_id_from_proto(request: pb.GetDocumentRequest) -> str:
     """The requested doc_id, exactly as sent; empty or too long is INVALID_ARGUMENT."""
-    violations = doc_id_violations(request.doc_id)
-    if violations:
-        raise InvalidInputError(violations)
-    return request.doc_id
+    return require_doc_id(request.doc_id)
 
 
 def document_response(chunks: Sequence[Chunk], index_version: str) -> pb.GetDocumentResponse:

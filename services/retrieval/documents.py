@@ -31,10 +31,13 @@ class DocumentIndex:
             doc_id: tuple(sorted(found, key=lambda c: c.sentence_index))
             for doc_id, found in by_doc.items()
         }
-        self._folded: dict[str, str] = {doc_id.casefold(): doc_id for doc_id in self._by_doc}
-        self._folded_passages: dict[str, str] = {
-            sid.casefold(): doc_id for sid, doc_id in self._doc_of_passage.items()
-        }
+        # Of ids that differ only in case, the hint names the first in sorted order.
+        self._folded: dict[str, str] = {}
+        for doc_id in sorted(self._by_doc):
+            self._folded.setdefault(doc_id.casefold(), doc_id)
+        self._folded_passages: dict[str, str] = {}
+        for sid in sorted(self._doc_of_passage):
+            self._folded_passages.setdefault(sid.casefold(), self._doc_of_passage[sid])
 
     def __len__(self) -> int:
         return len(self._by_doc)

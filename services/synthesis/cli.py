@@ -30,9 +30,19 @@ _GENERATORS = {
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m services.synthesis.cli", description=__doc__)
+    # What every subcommand takes: where the service is and how long to wait.
+    server = argparse.ArgumentParser(add_help=False)
+    server.add_argument(
+        "--address",
+        default=f"127.0.0.1:{os.environ.get('SYNTHESIS_PORT', '50052')}",
+        help="synthesis service address",
+    )
+    server.add_argument("--timeout", type=float, default=30.0, help="deadline in seconds")
     sub = parser.add_subparsers(dest="command", required=True)
     ask = sub.add_parser(
-        "ask", help="ask a question; exit 0 when answered and grounded, 1 otherwise"
+        "ask",
+        parents=[server],
+        help="ask a question; exit 0 when answered and grounded, 1 otherwise",
     )
     ask.add_argument("question")
     ask.add_argument(
@@ -51,24 +61,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     ask.add_argument("--generator", choices=sorted(_GENERATORS), default="default")
     ask.add_argument("--model", default="", help="model for --generator openai")
-    ask.add_argument(
-        "--address",
-        default=f"127.0.0.1:{os.environ.get('SYNTHESIS_PORT', '50052')}",
-        help="synthesis service address",
-    )
-    ask.add_argument("--timeout", type=float, default=30.0, help="deadline in seconds")
     document = sub.add_parser(
         "document",
+        parents=[server],
         help="print a document whole (what citations point into); exit 0 when found, 2 if not",
     )
     document.add_argument("doc_id", help="document id, e.g. IPC_420")
     document.add_argument("--json", action="store_true", help="print the full response as JSON")
-    document.add_argument(
-        "--address",
-        default=f"127.0.0.1:{os.environ.get('SYNTHESIS_PORT', '50052')}",
-        help="synthesis service address",
-    )
-    document.add_argument("--timeout", type=float, default=30.0, help="deadline in seconds")
     return parser
 
 

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field, replace
 from typing import Protocol, TypeVar
 
+from services.common.budget import bounded, budget
 from services.common.errors import (
     DeadlineExceededError,
     DependencyTimeoutError,
@@ -762,14 +763,7 @@ class SynthesisPipeline:
         call: Callable[[float], Awaitable[_T]],
     ) -> _T:
         """Run a dependency call with ``min(remaining, limit)``; enforce it even if it hangs."""
-        budget = _budget(deadline, limit_s, dependency)
-        try:
-            async with asyncio.timeout(budget):
-                return await call(budget)
-        except TimeoutError:
-            if deadline is not None and time.monotonic() >= deadline:
-                raise DeadlineExceededError(f"deadline exceeded during {dependency}") from None
-            raise DependencyTimeoutError(dependency, f"no answer within {budget:.3f}s") from None
+        return await bounded(dependency, deadline, limit_s, call)
 
     async def _generate(
         self,
@@ -778,31 +772,22 @@ class SynthesisPipeline:
         deadline: float | None,
         on_text: TextSink | None = None,
     ) -> GenerationResult:
-        budget = _budget(deadline, self._settings.generation_timeout_s, "generation")
+        seconds = budget(deadline, self._settings.generation_timeout_s, "generation")
         try:
-            async with asyncio.timeout(budget):
+            async with asyncio.timeout(seconds):
                 if on_text is not None and isinstance(generator, IncrementalGenerator):
                     return await generator.generate_incrementally(
-                        request, timeout_s=budget, on_text=on_text
+                        request, timeout_s=seconds, on_text=on_text
                     )
-                return await generator.generate(request, timeout_s=budget)
+                return await generator.generate(request, timeout_s=seconds)
         except (TimeoutError, GenerationError) as error:
             # A caller that is gone gets DEADLINE_EXCEEDED, not a refusal it cannot read.
             if deadline is not None and time.monotonic() >= deadline:
                 raise DeadlineExceededError("deadline exceeded during generation") from None
             if isinstance(error, GenerationError):
                 raise
-            late = f"no draft within {budget:.3f}s"
+            late = f"no draft within {seconds:.3f}s"
             raise GenerationError(GenerationFailure.LLM_TIMEOUT, late) from None
-
-
-def _budget(deadline: float | None, limit_s: float, stage: str) -> float:
-    if deadline is None:
-        return limit_s
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        raise DeadlineExceededError(f"deadline exceeded before {stage}")
-    return min(remaining, limit_s)
 
 
 def _ms_since(mark: float) -> float:

@@ -14,9 +14,9 @@ from grounded.synthesis.v1 import synthesis_service_pb2 as pb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as pb_grpc
 from grpc import aio
 
-from services.common.channels import remaining_s
-from services.common.documents import doc_id_violations
-from services.common.errors import DeadlineExceededError, InvalidInputError, ModelUnavailableError
+from services.common.budget import bounded
+from services.common.documents import require_doc_id
+from services.common.errors import ModelUnavailableError
 from services.common.metrics import MODEL_FAILURES, REFUSALS
 from services.synthesis import convert
 from services.synthesis.pipeline import SynthesisPipeline, SynthesisRequest, SynthesisResult
@@ -39,10 +39,6 @@ class DocumentSource(Protocol):
     async def get_document(self, doc_id: str, *, timeout_s: float) -> rpb.GetDocumentResponse:
         """The document and the index version; NotFoundError when there is none."""
         ...
-
-
-# Below this much time left, GetDocument does not ask retrieval (as RetrievePassages does).
-_MIN_DOCUMENT_S = 0.002
 
 
 class SynthesisServicer(pb_grpc.SynthesisServiceServicer):
@@ -89,17 +85,16 @@ class SynthesisServicer(pb_grpc.SynthesisServiceServicer):
     async def GetDocument(
         self, request: pb.GetDocumentRequest, context: aio.ServicerContext[Any, Any]
     ) -> pb.GetDocumentResponse:
-        violations = doc_id_violations(request.doc_id)
-        if violations:
-            raise InvalidInputError(violations)
+        doc_id = require_doc_id(request.doc_id)
         remaining = context.time_remaining()
         deadline = None if remaining is None else time.monotonic() + remaining
-        timeout_s = remaining_s(deadline, self._documents_timeout_s)
-        if timeout_s < _MIN_DOCUMENT_S:
-            raise DeadlineExceededError(
-                f"{timeout_s * 1000:.1f} ms left of the caller's deadline; not asking retrieval"
-            )
-        found = await self._documents.get_document(request.doc_id, timeout_s=timeout_s)
+        # Bounded as retrieval is for an answer: the caller's deadline and SYNTHESIS_RETRIEVAL_TIMEOUT_S.
+        found = await bounded(
+            "retrieval",
+            deadline,
+            self._documents_timeout_s,
+            lambda seconds: self._documents.get_document(doc_id, timeout_s=seconds),
+        )
         return pb.GetDocumentResponse(document=found.document, index_version=found.index_version)
 
     def _convert(

@@ -18,6 +18,7 @@ TARGETS = (
     "synthesis.request_from_proto",
     "validator.request_from_proto",
     "validator.engine",
+    "documents.doc_id",
 )
 NIGHTLY_MIN_INPUTS = 100_000
 # Generated inputs per target: a few hundred keep tests/fuzz to seconds in `make test`.

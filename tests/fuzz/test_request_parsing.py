@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from services.common import status, validation_proto
 from services.common.errors import InvalidInputError
+from services.common.evidence import MAX_ID_CHARS
 from services.common.language.citations import uncitable
 from services.common.language.text import is_blank
 from services.retrieval import convert as retrieval_convert
@@ -265,6 +266,31 @@ class TestValidatorRequestFromProto:
         response = validation_proto.report_to_proto(report)
         assert response.verdict != validation_pb2.VALIDATION_VERDICT_UNSPECIFIED
         assert set(response.cited_ids) <= {p.semantic_id for p in request.evidence}
+
+
+_DOC_IDS = st.one_of(
+    st.text(max_size=20),
+    st.text(min_size=MAX_ID_CHARS - 2, max_size=MAX_ID_CHARS + 2),
+    st.sampled_from(["", " ", "\u200b", "IPC_420", "IPC_420_0", "ipc_420", "\u0000", "I" * 257]),
+)
+
+
+class TestGetDocumentFromProto:
+    @FUZZ
+    @given(_DOC_IDS)
+    def test_doc_id_rejected_exactly_when_blank_or_too_long(self, doc_id: str) -> None:
+        INPUTS["documents.doc_id"] += 1
+        request = _over_the_wire(rpb.GetDocumentRequest(doc_id=doc_id))
+        broken = is_blank(request.doc_id) or len(request.doc_id) > MAX_ID_CHARS
+        try:
+            parsed = retrieval_convert.doc_id_from_proto(request)
+        except InvalidInputError as error:
+            assert broken, f"rejected a valid id {doc_id!r}"
+            assert _violated_fields(error) == {"doc_id"}
+            _assert_invalid_argument(error)
+            return
+        assert not broken, f"accepted {doc_id!r}"
+        assert parsed == doc_id  # ids are exact: nothing is stripped or folded
 
 
 class TestFixedExamples:

@@ -13,7 +13,8 @@ from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
 from grpc import aio
 from grpc_status import rpc_status
 
-from services.common.documents import DOCUMENT_RESOURCE_TYPE, MAX_DOC_ID_CHARS
+from services.common.documents import DOCUMENT_RESOURCE_TYPE
+from services.common.evidence import MAX_ID_CHARS
 from services.retrieval.corpus import load_statutes
 from stack.inprocess import InProcessStack
 from tests.integration.conftest import IPC
@@ -62,6 +63,9 @@ async def test_a_document_is_served_whole_with_offsets_that_hold(
     assert [p.semantic_id for p in doc.passages] == [
         f"IPC_375_{i}" for i in range(len(doc.passages))
     ]
+    # Offsets count Unicode code points: s.375 quotes "rape" in curly quotes (U+201C/U+201D)
+    # before its later passages, so byte or UTF-16 offsets would miss them.
+    assert any(ord(c) > 0x7F for c in doc.text[: doc.passages[1].char_start])
     for p in doc.passages:
         assert doc.text[p.char_start : p.char_end] == p.text
         assert not p.HasField("scores")
@@ -130,7 +134,7 @@ async def test_an_unknown_id_is_not_found_naming_the_document_meant(
 async def test_a_malformed_id_is_invalid_argument(
     stack: InProcessStack, service: str, doc_id: str, words: str
 ) -> None:
-    assert MAX_DOC_ID_CHARS == 256
+    assert MAX_ID_CHARS == 256
     with pytest.raises(aio.AioRpcError) as caught:
         await GET[service](stack, doc_id)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT

@@ -21,7 +21,7 @@ from grounded.validator.v1 import validator_service_pb2_grpc as vpb_grpc
 from grpc import aio
 
 from services.common.evidence import ScoredChunk
-from services.common.passages import scored_to_proto
+from services.common.passages import document_to_proto, scored_to_proto
 from services.retrieval.chunking import chunk_document
 from services.retrieval.corpus import load_statutes
 
@@ -70,6 +70,15 @@ class FakeRetrieval(rpb_grpc.RetrievalServiceServicer):
         return rpb.RetrievePassagesResponse(
             passages=[scored_to_proto(s) for s in self.passages[: request.top_k or 5]]
         )
+
+    async def GetDocument(
+        self, request: rpb.GetDocumentRequest, context: aio.ServicerContext[Any, Any]
+    ) -> rpb.GetDocumentResponse:
+        await self.log.serve(context, self.delay_s)
+        chunks = [s.chunk for s in self.passages if s.chunk.doc_id == request.doc_id]
+        if not chunks:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"no document {request.doc_id!r}")
+        return rpb.GetDocumentResponse(document=document_to_proto(chunks), index_version="fake")
 
 
 class FakeValidator(vpb_grpc.ValidatorServiceServicer):

@@ -265,6 +265,63 @@ class TestRetrievalDeadline:
         assert remaining is not None and remaining <= 0.55, remaining
         assert len(fake.log.cancelled) == 1 and not fake.log.finished
 
+    @pytest.mark.parametrize(
+        ("limit_s", "deadline_s", "reason", "asked_at_most_s"),
+        [
+            ("0.5", 10.0, "DEPENDENCY_TIMEOUT", 0.55),  # the stage limit ends it
+            ("30", 0.8, "DEADLINE_EXCEEDED", 0.85),  # the caller's deadline ends it
+        ],
+    )
+    async def test_slow_retrieval_bounds_get_document_as_it_bounds_answers(
+        self,
+        passages: list[ScoredChunk],
+        real_validator: str,
+        limit_s: str,
+        deadline_s: float,
+        reason: str,
+        asked_at_most_s: float,
+    ) -> None:
+        fake = FakeRetrieval(passages, delay_s=4.0)
+        server, address = await serve_fake(fake)
+        app = await _start_synthesis(address, real_validator, RETRIEVAL_TIMEOUT_S=limit_s)
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+                stub = spb_grpc.SynthesisServiceStub(channel)
+                started = time.monotonic()
+                with pytest.raises(grpc.aio.AioRpcError) as caught:
+                    await stub.GetDocument(
+                        spb.GetDocumentRequest(doc_id=passages[0].chunk.doc_id),
+                        timeout=deadline_s,
+                    )
+                elapsed = time.monotonic() - started
+        finally:
+            await app.stop(0)
+            await server.stop(0)
+        assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        assert elapsed < 2.5, elapsed  # the fake would take 4 s
+        # Retrieval was asked with the smaller of the stage limit and the caller's time left.
+        (asked,) = fake.log.time_remaining
+        assert asked is not None and asked <= asked_at_most_s, asked
+        if reason == "DEPENDENCY_TIMEOUT":
+            assert error_reason(caught.value) == reason
+
+    async def test_get_document_served_through_a_fake_retrieval(
+        self, passages: list[ScoredChunk], real_validator: str
+    ) -> None:
+        # Control for the test above: without the delay the same call returns the document.
+        fake = FakeRetrieval(passages)
+        server, address = await serve_fake(fake)
+        app = await _start_synthesis(address, real_validator)
+        doc_id = passages[0].chunk.doc_id
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+                stub = spb_grpc.SynthesisServiceStub(channel)
+                found = await stub.GetDocument(spb.GetDocumentRequest(doc_id=doc_id), timeout=10)
+        finally:
+            await app.stop(0)
+            await server.stop(0)
+        assert found.document.doc_id == doc_id and found.index_version == "fake"
+
 
 def _rpc_count(code: str) -> float:
     labels = {"service": "synthesis", "method": "SynthesizeAnswer", "code": code}

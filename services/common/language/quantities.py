@@ -89,7 +89,7 @@ _REFERENCE_WORDS = frozenset(
 )
 _LIST_JOINERS = frozenset({"and", "to", "or", "&"})
 # Units whose values must match exactly in kind: a month name is not the number 3, "third"
-# is not "three".
+# is not "three" (but a fraction is the share a percentage states: ``_RATIO``).
 STRICT_UNITS = frozenset({"calendar_month", "fraction", "ordinal"})
 # An evidence number displaces an equal claim number only when it shares at least this many
 # context terms with the claim number (one shared word is too weak a signal).
@@ -260,7 +260,8 @@ def unsupported(
     """Claim quantities that the evidence does not back, each given with its context terms.
 
     A claim quantity is backed when the evidence holds an equal value with a compatible unit
-    (equal, or either side without one) and, among the evidence quantities of its kind, none
+    (equal, either side without one, a duration in another unit, a percentage for a fraction:
+    ``_matches``) and, among the evidence quantities of its kind, none
     whose context (nearby content terms) fits the claim quantity's context better than every
     equal one does. So "group 6 were protected" fails against "six macaques in group 3 were
     protected": the 3 sits where the claim put the 6.

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from services.common.documents import MAX_DOC_ID_CHARS, doc_id_violations, document_text
+from services.common.documents import doc_id_violations, document_text
 from services.common.errors import IndexIntegrityError
-from services.common.evidence import Chunk
+from services.common.evidence import MAX_ID_CHARS, Chunk
 
 
 def chunk(n: int, text: str, start: int, doc_id: str = "D") -> Chunk:
@@ -21,7 +23,7 @@ def chunk(n: int, text: str, start: int, doc_id: str = "D") -> Chunk:
 
 
 class TestDocIdRule:
-    @pytest.mark.parametrize("doc_id", ["IPC_420", "x", "I" * MAX_DOC_ID_CHARS, " IPC_420"])
+    @pytest.mark.parametrize("doc_id", ["IPC_420", "x", "I" * MAX_ID_CHARS, " IPC_420"])
     def test_a_present_id_of_at_most_the_limit_passes(self, doc_id: str) -> None:
         assert doc_id_violations(doc_id) == []
 
@@ -31,10 +33,10 @@ class TestDocIdRule:
         assert violation.field == "doc_id" and "must not be empty" in violation.description
 
     def test_a_long_id_is_named_with_its_length(self) -> None:
-        (violation,) = doc_id_violations("I" * (MAX_DOC_ID_CHARS + 1), field="f")
+        (violation,) = doc_id_violations("I" * (MAX_ID_CHARS + 1), field="f")
         assert violation.field == "f"
-        assert f"at most {MAX_DOC_ID_CHARS}" in violation.description
-        assert f"got {MAX_DOC_ID_CHARS + 1}" in violation.description
+        assert f"at most {MAX_ID_CHARS}" in violation.description
+        assert f"got {MAX_ID_CHARS + 1}" in violation.description
 
 
 class TestDocumentText:
@@ -58,3 +60,11 @@ class TestDocumentText:
     def test_offsets_that_do_not_fit_are_an_integrity_error(self, chunks: list[Chunk]) -> None:
         with pytest.raises(IndexIntegrityError, match="rebuild the index"):
             document_text(chunks)
+
+
+def test_proto_comments_cite_the_doc_id_limit() -> None:
+    root = Path(__file__).resolve().parents[3] / "protos/grounded"
+    for proto in ("retrieval/v1/retrieval_service.proto", "synthesis/v1/synthesis_service.proto"):
+        text = (root / proto).read_text()
+        block = text[text.index("message GetDocumentRequest") :]
+        assert f"1 to {MAX_ID_CHARS} characters" in block[: block.index("}")], proto
