@@ -60,6 +60,7 @@ run: install index ## Install, build the index, start Redis + the three services
 	$(PY) -m stack up --index-dir $(INDEX_DIR)
 	$(PY) -m services.synthesis.cli ask "$(QUESTION)"
 	@echo
+	@echo "Read a cited section whole (GetDocument): $(PY) -m services.synthesis.cli document IPC_420"
 	@echo "Services keep running in the background (logs in $(RUN_DIR)/logs). Stop them with: make stop"
 
 .PHONY: stop
