@@ -12,18 +12,14 @@ passage raises ``TooLongForModelError``: the callers decide without the model an
 
 from __future__ import annotations
 
-import hashlib
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from services.common.cross_encoder import OnnxCrossEncoder
+from services.common.cross_encoder import DEFAULT_CACHE_SIZE, OnnxCrossEncoder, ScoreCache
 from services.common.errors import ModelUnavailableError, TooLongForModelError
 from services.common.language.windows import token_windows
-from services.common.metrics import MODEL_CACHE
 
 ANSWERS = "answers"
 ENTAILMENT = "entailment"
@@ -31,44 +27,6 @@ CONTRADICTION = "contradiction"
 # The fewest passage tokens a window must hold beside the question: a question longer than the
 # window less these is too long for the model (TooLongForModelError), whatever the evidence.
 MIN_PASSAGE_TOKENS = 16
-# (question, passage) scorings kept per model and process: a few MiB.
-DEFAULT_CACHE_SIZE = 20_000
-
-
-class _ScoreCache:
-    """Each (question, passage)'s scores, as the model gave them: the model is deterministic,
-    so a question asked again over the same evidence costs no model call. Least recently used
-    dropped past ``size`` entries (0: no cache); thread-safe. Keys are 16-byte digests."""
-
-    def __init__(self, size: int, model: str) -> None:
-        self._size = size
-        self._rows: OrderedDict[bytes, tuple[float, float, float]] = OrderedDict()
-        self._lock = threading.Lock()
-        self._hits = MODEL_CACHE.labels(model, "hit")
-        self._misses = MODEL_CACHE.labels(model, "miss")
-
-    @staticmethod
-    def key(question: str, passage: str) -> bytes:
-        return hashlib.blake2b(f"{question}\x00{passage}".encode(), digest_size=16).digest()
-
-    def get(self, key: bytes) -> tuple[float, float, float] | None:
-        if self._size <= 0:
-            return None
-        with self._lock:
-            row = self._rows.get(key)
-            if row is not None:
-                self._rows.move_to_end(key)
-        (self._hits if row is not None else self._misses).inc()
-        return row
-
-    def put(self, key: bytes, row: tuple[float, float, float]) -> None:
-        if self._size <= 0:
-            return
-        with self._lock:
-            self._rows[key] = row
-            self._rows.move_to_end(key)
-            while len(self._rows) > self._size:
-                self._rows.popitem(last=False)
 
 
 class OnnxAnswerabilityScorer:
@@ -87,7 +45,7 @@ class OnnxAnswerabilityScorer:
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> None:
         self.encoder = OnnxCrossEncoder(directory, threads=threads)
-        self._cache = _ScoreCache(cache_size, self.encoder.name)
+        self._cache = ScoreCache(cache_size, self.encoder.name)
         labels = self.encoder.manifest.labels
         for wanted in filter(None, (label, counter_label)):
             if wanted not in labels:
@@ -117,7 +75,7 @@ class OnnxAnswerabilityScorer:
         """Per passage, best over its windows: (the score ``score`` gives, P(``label``),
         P(``counter_label``), 0 without one). A statement's verdict needs the two apart.
         Passages scored before against the same question come from the cache."""
-        keys = [_ScoreCache.key(question, p) for p in passages]
+        keys = [ScoreCache.key(question, p) for p in passages]
         rows = [self._cache.get(k) for k in keys]
         missing = [n for n, row in enumerate(rows) if row is None]
         if missing:

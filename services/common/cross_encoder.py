@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ import numpy as np
 
 from services.common.errors import ModelUnavailableError
 from services.common.evidence import PASSAGE_FORMATS
+from services.common.metrics import MODEL_CACHE
 
 REQUIRED_FILES = ("model.onnx", "tokenizer.json")
 # Every pair runs alone. The int8 graph quantises activations dynamically with one scale per
@@ -37,6 +39,47 @@ REQUIRED_FILES = ("model.onnx", "tokenizer.json")
 # matrix products (5 IPC pairs of 80-110 tokens, 2 cores: 30 ms p50 side by side, 42 ms with
 # 2 ONNX threads per pair, 52-55 ms on 1 thread; /tmp measurement, docs/VALIDATOR.md), and
 # every pair still runs alone, so the scores are identical.
+
+
+# Scorings of (first, second) pairs kept per model and process: a few MiB.
+DEFAULT_CACHE_SIZE = 20_000
+
+
+class ScoreCache:
+    """Each (first, second) pair's scores, as the model gave them. Every pair runs alone (above),
+    so a pair's scores never depend on what it was scored with, and a pair seen before costs no
+    model call. Least recently used dropped past ``size`` entries (0: no cache); thread-safe.
+    Keys are 16-byte digests. Hits and misses are counted in ``grounded_model_cache_total``."""
+
+    def __init__(self, size: int, model: str) -> None:
+        self._size = size
+        self._rows: OrderedDict[bytes, tuple[float, float, float]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._hits = MODEL_CACHE.labels(model, "hit")
+        self._misses = MODEL_CACHE.labels(model, "miss")
+
+    @staticmethod
+    def key(first: str, second: str) -> bytes:
+        return hashlib.blake2b(f"{first}\x00{second}".encode(), digest_size=16).digest()
+
+    def get(self, key: bytes) -> tuple[float, float, float] | None:
+        if self._size <= 0:
+            return None
+        with self._lock:
+            row = self._rows.get(key)
+            if row is not None:
+                self._rows.move_to_end(key)
+        (self._hits if row is not None else self._misses).inc()
+        return row
+
+    def put(self, key: bytes, row: tuple[float, float, float]) -> None:
+        if self._size <= 0:
+            return
+        with self._lock:
+            self._rows[key] = row
+            self._rows.move_to_end(key)
+            while len(self._rows) > self._size:
+                self._rows.popitem(last=False)
 
 
 @dataclass(frozen=True, slots=True)

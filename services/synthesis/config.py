@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from services.common.answerability_model import DEFAULT_CACHE_SIZE
 from services.common.config import (
     LOAD_BALANCING,
     EnvReader,
@@ -15,6 +14,7 @@ from services.common.config import (
     ServerSettings,
     TlsSettings,
 )
+from services.common.cross_encoder import DEFAULT_CACHE_SIZE
 from services.common.judge_client import judge_band
 from services.synthesis.answerability import DEFAULT_JUDGE_BAND
 from services.synthesis.limits import (

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from services.common.config import EnvReader, JudgeSettings, ServerSettings
+from services.common.cross_encoder import DEFAULT_CACHE_SIZE
 from services.common.judge_client import judge_band
 from services.common.validation import Reason
 from services.validator.cascade import DEFAULT_BAND, DEFAULT_REVIEW, REVIEWABLE
@@ -27,6 +28,9 @@ class ValidatorConfig:
     entailment: bool = True
     model_dir: Path = DEFAULT_MODEL_DIR
     model_threads: int = 1
+    # (premise, claim) scorings kept in process (0: none): a sentence validated alone and then in
+    # its whole answer (StreamAnswer), or an answer validated again, costs no second model call.
+    model_cache_size: int = DEFAULT_CACHE_SIZE
     # Threshold overrides; None keeps the model's calibrated values from its manifest.
     entail_threshold: float | None = None
     contradiction_threshold: float | None = None
@@ -49,6 +53,9 @@ class ValidatorConfig:
             entailment=env.bool("ENTAILMENT", True),
             model_dir=Path(env.str("ENTAILMENT_MODEL_DIR", str(DEFAULT_MODEL_DIR))),
             model_threads=env.int("MODEL_THREADS", 1, minimum=1, maximum=64),
+            model_cache_size=env.int(
+                "MODEL_CACHE_SIZE", DEFAULT_CACHE_SIZE, minimum=0, maximum=10**7
+            ),
             entail_threshold=env.probability("ENTAIL_THRESHOLD"),
             contradiction_threshold=env.probability("CONTRADICTION_THRESHOLD"),
             coverage_rescue_threshold=env.probability("COVERAGE_RESCUE_THRESHOLD"),

@@ -9,13 +9,15 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
-from services.common.cross_encoder import sha256
+from services.common.config import InvalidSettingError
+from services.common.cross_encoder import DEFAULT_CACHE_SIZE, sha256
 from services.common.errors import ModelUnavailableError
 from services.common.validation import Reason, Tier, Verdict
-from services.validator.config import DEFAULT_MODEL_DIR
+from services.validator.config import DEFAULT_MODEL_DIR, ValidatorConfig
 from services.validator.engine import validate
 from services.validator.nli_onnx import OnnxNliModel, load_tier
 from tests.unit.validator.samples import ipc
@@ -120,3 +122,56 @@ class TestRealModel:
             tier=tier,
         )
         assert reversed_.reason is Reason.PENALTY_MISMATCH
+
+
+class TestScoreCache:
+    PAIRS: ClassVar[list[tuple[str, str]]] = [
+        ("Whoever commits theft shall be punished with imprisonment up to three years.",
+         "Theft is punishable with up to three years in prison."),
+        ("Whoever commits theft shall be punished with imprisonment up to three years.",
+         "Theft is punishable with life imprisonment."),
+    ]  # fmt: skip
+
+    @staticmethod
+    def counting(model: OnnxNliModel) -> list[int]:
+        """Wrap the encoder so each call records how many pairs it scored."""
+        calls: list[int] = []
+        scored = model.encoder.probabilities
+
+        def probabilities(pairs: list[tuple[str, str]]) -> object:
+            calls.append(len(pairs))
+            return scored(pairs)
+
+        model.encoder.probabilities = probabilities  # type: ignore[method-assign]
+        return calls
+
+    def test_a_pair_seen_before_costs_no_model_call_and_scores_the_same(self) -> None:
+        cached = OnnxNliModel(DEFAULT_MODEL_DIR, cache_size=10)
+        calls = self.counting(cached)
+        first = cached.predict(self.PAIRS)
+        again = cached.predict(list(reversed(self.PAIRS)))
+        mixed = cached.predict([self.PAIRS[0], ("A man sleeps.", "A man is awake.")])
+        assert calls == [2, 1]  # nothing for the repeat, only the new pair after
+        assert again == list(reversed(first))
+        assert mixed[0] == first[0]
+        # The cached numbers are the model's own: a model without a cache gives the same.
+        assert OnnxNliModel(DEFAULT_MODEL_DIR).predict(self.PAIRS) == first
+
+    def test_size_zero_scores_every_call_and_the_oldest_pair_goes_first(self) -> None:
+        uncached = OnnxNliModel(DEFAULT_MODEL_DIR)  # the default: what the benchmarks time
+        calls = self.counting(uncached)
+        uncached.predict(self.PAIRS)
+        uncached.predict(self.PAIRS)
+        assert calls == [2, 2]
+        small = OnnxNliModel(DEFAULT_MODEL_DIR, cache_size=1)
+        calls = self.counting(small)
+        for pair in (self.PAIRS[0], self.PAIRS[1], self.PAIRS[1], self.PAIRS[0]):
+            small.predict([pair])
+        assert calls == [1, 1, 1]  # the repeat of PAIRS[1] was a hit; PAIRS[0] was dropped
+
+    def test_the_service_caches_by_default_and_the_setting_is_checked(self) -> None:
+        assert ValidatorConfig.from_env({}).model_cache_size == DEFAULT_CACHE_SIZE > 0
+        config = ValidatorConfig.from_env({"VALIDATOR_MODEL_CACHE_SIZE": "0"})
+        assert config.model_cache_size == 0
+        with pytest.raises(InvalidSettingError, match=r"^VALIDATOR_MODEL_CACHE_SIZE='-1'"):
+            ValidatorConfig.from_env({"VALIDATOR_MODEL_CACHE_SIZE": "-1"})
