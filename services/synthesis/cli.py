@@ -160,7 +160,8 @@ def _print_human(response: pb.SynthesizeAnswerResponse, verbose: bool) -> None:
     )
     model = f" (model {v.entailment_model})" if v.entailment_model else ""
     print(f"  tiers:      {tiers or 'none reported'}{model}")
-    print(f"  retrieved:  {len(response.evidence)} passages from {len(docs)} documents")
+    index = f", index {response.index_version}" if response.index_version else ""
+    print(f"  retrieved:  {len(response.evidence)} passages from {len(docs)} documents{index}")
     if response.synthesis_mode:
         print(f"  synthesis:  multi-document mode over {response.source_doc_count} documents")
         for r in response.source_relations:

@@ -89,6 +89,7 @@ class GrpcRetriever:
             chunks=[scored_from_proto(p) for p in response.passages],
             intent=INTENT_FROM_PROTO.get(response.intent),
             cache_hit=response.cache_hit,
+            index_version=response.index_version,
             timings_ms={t.stage: t.duration_ms for t in response.timings if t.ran},
         )
 

@@ -150,6 +150,7 @@ def result_to_proto(result: SynthesisResult) -> pb.SynthesizeAnswerResponse:
         compact_answer=result.compact_answer,
         retrieval_query=result.retrieval_query,
         history_turns_used=result.history_turns_used,
+        index_version=result.index_version,
         source_relations=[
             pb.SourceRelation(
                 first_semantic_id=r.first_id,

@@ -116,6 +116,8 @@ class RetrievedEvidence:
     intent: Intent | None = None
     cache_hit: bool = False
     timings_ms: Mapping[str, float] = field(default_factory=dict)
+    # The version of the index that served the search ("" from a retriever that gives none).
+    index_version: str = ""
 
 
 class EvidenceRetriever(Protocol):
@@ -261,6 +263,8 @@ class SynthesisResult:
     # How many of the request's history turns were read (the last ones, at most history_turns).
     history_turns_used: int = 0
     cache_hit: bool = False
+    # The retrieval index the evidence came from (RetrievePassagesResponse.index_version).
+    index_version: str = ""
     # The draft as written when it cited by position ([1-3]); "" otherwise, and for refusals.
     compact_answer: str = ""
     # In synthesis mode, how the cited passages of different documents relate (sources.py):
@@ -391,6 +395,8 @@ class SynthesisPipeline:
             retrieval_query=analysis.retrieval_query,
             history_turns_used=len(recent_turns(request.history, self._settings.history_turns)),
             cache_hit=all(result.cache_hit for result in results),
+            # Several only while replicas with differently built indexes serve (a rollout).
+            index_version=",".join(sorted({r.index_version for r in results if r.index_version})),
             timings=timings,
             started=started,
         )
@@ -1020,6 +1026,7 @@ class ResultBuilder:
     retrieval_query: str
     history_turns_used: int
     cache_hit: bool
+    index_version: str
     timings: dict[str, float]
     started: float
     usage: TokenUsage | None = None
@@ -1077,5 +1084,6 @@ class ResultBuilder:
             retrieval_query=self.retrieval_query,
             history_turns_used=self.history_turns_used,
             cache_hit=self.cache_hit,
+            index_version=self.index_version,
             compact_answer=self.compact_answer if status is SynthesisStatus.ANSWERED else "",
         )

@@ -93,9 +93,11 @@ async def test_every_citation_of_an_answer_points_into_its_document(
     assert answer.status == spb.ANSWER_STATUS_ANSWERED
     assert answer.citations
     for cited in answer.citations:
-        doc = (await from_synthesis(stack, cited.doc_id)).document
+        found = await from_synthesis(stack, cited.doc_id)
+        # The same index served both, so the offsets hold (a client can check this way).
+        assert found.index_version == answer.index_version != ""
         for c in cited.citations:
-            assert doc.text[c.char_start : c.char_end] == c.sentence
+            assert found.document.text[c.char_start : c.char_end] == c.sentence
 
 
 @pytest.mark.parametrize("service", sorted(GET))

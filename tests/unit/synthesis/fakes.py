@@ -62,6 +62,8 @@ class FakeRetriever:
     calls: list[RetrieveCall] = field(default_factory=list)
     # Per-query answers (chunks, or an exception to raise) that override ``chunks``/``error``.
     by_query: Mapping[str, Sequence[ScoredChunk] | Exception] = field(default_factory=dict)
+    # The index version each search reports, by query ("" for any other query).
+    index_versions: Mapping[str, str] = field(default_factory=dict)
 
     async def retrieve(
         self,
@@ -79,7 +81,10 @@ class FakeRetriever:
         if isinstance(scripted, Exception):
             raise scripted
         return RetrievedEvidence(
-            chunks=list(scripted)[:top_k], cache_hit=False, timings_ms={"dense": 1.5}
+            chunks=list(scripted)[:top_k],
+            cache_hit=False,
+            timings_ms={"dense": 1.5},
+            index_version=self.index_versions.get(query, ""),
         )
 
 

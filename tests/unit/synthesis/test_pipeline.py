@@ -417,6 +417,27 @@ class TestComparisons:
         assert result.validation is not None and result.validation.verdict is Verdict.GROUNDED
         assert [call.answer for call in validator.calls] == [result.answer]
 
+    @pytest.mark.parametrize(
+        ("versions", "reported"),
+        [
+            (("v1", "v1", "v1"), "v1"),
+            (("v1", "v1", "v2"), "v1,v2"),  # replicas of two index builds, mid-rollout
+            (("", "", ""), ""),
+        ],
+    )
+    async def test_the_answer_names_the_index_its_evidence_came_from(
+        self, ipc: Mapping[str, Chunk], versions: tuple[str, str, str], reported: str
+    ) -> None:
+        retriever = self.retriever(ipc)
+        queries = (self.THEFT_VS_EXTORTION, "What is theft?", "What is extortion?")
+        retriever.index_versions = dict(zip(queries, versions, strict=True))
+        synth = pipeline(retriever, ExtractiveGenerator(), EngineValidator())
+
+        result = await synth.answer(SynthesisRequest(self.THEFT_VS_EXTORTION))
+
+        assert result.status is SynthesisStatus.ANSWERED, result.refusal_reason
+        assert result.index_version == reported
+
     async def test_a_comparison_whose_terms_bring_no_sections_of_their_own_is_refused(
         self, ipc: Mapping[str, Chunk]
     ) -> None:
