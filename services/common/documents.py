@@ -1,6 +1,6 @@
-"""A document as served whole (``GetDocument``): the doc_id rule and the text a citation's
-offsets point into. One definition for retrieval, which serves documents, and synthesis, which
-checks the request before passing it on.
+"""Documents as served by id (``GetDocument``) and listed (``ListDocuments``): the request rules
+and the text a citation's offsets point into. One definition for retrieval, which serves
+documents, and synthesis, which checks a request before passing it on.
 """
 
 from __future__ import annotations
@@ -25,6 +25,37 @@ def doc_id_violations(doc_id: str, field: str = "doc_id") -> list[FieldViolation
             FieldViolation(field, f"must be at most {MAX_ID_CHARS} characters (got {len(doc_id)})")
         ]
     return []
+
+
+# ListDocuments' page: its default and largest size, and how many acts it may be limited to.
+DEFAULT_PAGE_SIZE: Final = 50
+MAX_PAGE_SIZE: Final = 500
+MAX_LIST_ACTS: Final = 100
+
+
+def list_violations(page_size: int, acts: Sequence[str]) -> list[FieldViolation]:
+    """What is wrong with a ListDocuments request before the index is asked (the page size, the
+    number of acts); unknown acts and foreign page tokens are the index's to report."""
+    found: list[FieldViolation] = []
+    if not 0 <= page_size <= MAX_PAGE_SIZE:
+        found.append(
+            FieldViolation(
+                "page_size",
+                f"must be between 0 (the default, {DEFAULT_PAGE_SIZE}) and {MAX_PAGE_SIZE} "
+                f"(got {page_size})",
+            )
+        )
+    if len(acts) > MAX_LIST_ACTS:
+        found.append(FieldViolation("acts", f"must hold at most {MAX_LIST_ACTS} values"))
+    return found
+
+
+def require_list(page_size: int, acts: Sequence[str]) -> int:
+    """The page size to use (0 → the default), or ``InvalidInputError`` naming what is wrong."""
+    violations = list_violations(page_size, acts)
+    if violations:
+        raise InvalidInputError(violations)
+    return page_size or DEFAULT_PAGE_SIZE
 
 
 def require_doc_id(doc_id: str) -> str:

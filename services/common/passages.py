@@ -52,19 +52,22 @@ def chunk_to_proto(chunk: Chunk, scored: ScoredChunk | None = None) -> evidence_
     return passage
 
 
-def document_to_proto(chunks: Sequence[Chunk]) -> evidence_pb2.Document:
-    """A document from its chunks (sentence order): text, passages, and its provenance as
-    its first passage carries it."""
-    passages = [chunk_to_proto(c) for c in sorted(chunks, key=lambda c: c.sentence_index)]
-    first = passages[0]
-    return evidence_pb2.Document(
+def document_to_proto(chunks: Sequence[Chunk], *, whole: bool = True) -> evidence_pb2.Document:
+    """A document from its chunks (sentence order): its provenance as its first passage carries
+    it, its passage count and, ``whole``, its text and passages (ListDocuments leaves them out)."""
+    ordered = sorted(chunks, key=lambda c: c.sentence_index)
+    first = chunk_to_proto(ordered[0])
+    document = evidence_pb2.Document(
         doc_id=first.doc_id,
         title=first.title,
         section=first.section,
         source=first.source,
-        text=document_text(chunks),
-        passages=passages,
+        passage_count=len(ordered),
     )
+    if whole:
+        document.text = document_text(ordered)
+        document.passages.extend(chunk_to_proto(c) for c in ordered)
+    return document
 
 
 def scored_to_proto(scored: ScoredChunk) -> evidence_pb2.Passage:

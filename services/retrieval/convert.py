@@ -6,7 +6,12 @@ from collections.abc import Sequence
 
 from grounded.retrieval.v1 import retrieval_service_pb2 as pb
 
-from services.common.documents import require_doc_id
+from services.common.documents import (
+    DEFAULT_PAGE_SIZE,
+    MAX_LIST_ACTS,
+    list_violations,
+    require_doc_id,
+)
 from services.common.errors import Violations
 from services.common.evidence import Chunk
 from services.common.passages import (
@@ -15,6 +20,7 @@ from services.common.passages import (
     scored_to_proto,
     timings_to_proto,
 )
+from services.retrieval.documents import DocumentPage
 from services.retrieval.limits import DEFAULT_TOP_K, MAX_FILTER_VALUES
 from services.retrieval.search import (
     SearchRequest,
@@ -88,3 +94,29 @@ def doc_id_from_proto(request: pb.GetDocumentRequest) -> str:
 
 def document_response(chunks: Sequence[Chunk], index_version: str) -> pb.GetDocumentResponse:
     return pb.GetDocumentResponse(document=document_to_proto(chunks), index_version=index_version)
+
+
+def list_from_proto(request: pb.ListDocumentsRequest, *, known_acts: frozenset[str]) -> int:
+    """The page size to use; every violation at once (the shared rule, then unknown acts)."""
+    acts = list(request.acts)
+    violations = Violations()
+    for violation in list_violations(request.page_size, acts):
+        violations.add(violation.field, violation.description)
+    if len(acts) <= MAX_LIST_ACTS:
+        for i, act in enumerate(acts):
+            if act not in known_acts:
+                violations.add(
+                    f"acts[{i}]",
+                    f"unknown value {act!r}; known acts: {', '.join(sorted(known_acts))}",
+                )
+    violations.raise_if_any()
+    return request.page_size or DEFAULT_PAGE_SIZE
+
+
+def list_response(page: DocumentPage, index_version: str) -> pb.ListDocumentsResponse:
+    return pb.ListDocumentsResponse(
+        documents=[document_to_proto(chunks, whole=False) for chunks in page.documents],
+        next_page_token=page.next_page_token,
+        total_size=page.total_size,
+        index_version=index_version,
+    )

@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from services.common.documents import DOCUMENT_RESOURCE_TYPE
-from services.common.errors import NotFoundError
+from services.common.errors import FieldViolation, InvalidInputError, NotFoundError
 from services.common.evidence import Chunk
 
 _PASSAGE_SUFFIX = re.compile(r"(.+)_\d+")
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentPage:
+    """One page of ListDocuments: each document's chunks, the token for the next page ("" on
+    the last) and how many documents the whole listing holds."""
+
+    documents: tuple[Sequence[Chunk], ...]
+    next_page_token: str
+    total_size: int
 
 
 class DocumentIndex:
@@ -25,12 +39,13 @@ class DocumentIndex:
         by_doc: dict[str, list[Chunk]] = {}
         self._doc_of_passage: dict[str, str] = {}
         for chunk in chunks:
-            by_doc.setdefault(chunk.doc_id, []).append(chunk)
+            by_doc.setdefault(chunk.doc_id, []).append(chunk)  # first seen, first listed
             self._doc_of_passage[chunk.semantic_id] = chunk.doc_id
         self._by_doc: dict[str, tuple[Chunk, ...]] = {
             doc_id: tuple(sorted(found, key=lambda c: c.sentence_index))
             for doc_id, found in by_doc.items()
         }
+        self._order: list[str] = list(by_doc)  # index order: ListDocuments pages through it
         # Of ids that differ only in case, the hint names the first in sorted order.
         self._folded: dict[str, str] = {}
         for doc_id in sorted(self._by_doc):
@@ -41,6 +56,27 @@ class DocumentIndex:
 
     def __len__(self) -> int:
         return len(self._by_doc)
+
+    def page(
+        self, acts: Sequence[str], page_token: str, size: int, *, index_version: str
+    ) -> DocumentPage:
+        """``size`` documents in index order (of ``acts`` only, when given) from where
+        ``page_token`` left off. A token is bound to the acts and the index it was made for:
+        another is INVALID_ARGUMENT on ``page_token``, never a page of something else."""
+        chosen = sorted(set(acts))
+        listed = (
+            self._order
+            if not chosen
+            else [d for d in self._order if self._by_doc[d][0].act in set(chosen)]
+        )
+        start = _read_token(page_token, chosen, index_version) if page_token else 0
+        end = min(start + size, len(listed))
+        more = end < len(listed)
+        return DocumentPage(
+            documents=tuple(self._by_doc[d] for d in listed[start:end]),
+            next_page_token=_make_token(end, chosen, index_version) if more else "",
+            total_size=len(listed),
+        )
 
     def get(self, doc_id: str) -> Sequence[Chunk]:
         """The document's chunks; ``NotFoundError`` (with a hint) when the index has none."""
@@ -65,3 +101,31 @@ class DocumentIndex:
             # A passage id past the document's last sentence ("IPC_420_7").
             found = self._folded.get(passage.group(1))
         return found
+
+
+def _make_token(offset: int, acts: Sequence[str], index_version: str) -> str:
+    raw = json.dumps({"o": offset, "a": list(acts), "i": index_version}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def _read_token(token: str, acts: Sequence[str], index_version: str) -> int:
+    """The offset a token continues from; INVALID_ARGUMENT for a token that is not one of ours,
+    or was made for other acts or another index."""
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        fields = json.loads(raw)
+        offset, token_acts, version = fields["o"], fields["a"], fields["i"]
+    except (binascii.Error, ValueError, TypeError, KeyError, UnicodeDecodeError):
+        raise _bad_token("is not a page token ListDocuments gave") from None
+    if not isinstance(offset, int) or offset < 0 or token_acts != list(acts):
+        raise _bad_token("was made for other acts; list again without it")
+    if version != index_version:
+        raise _bad_token(
+            f"was made for index {version!r}, and {index_version!r} serves now; list again "
+            "without it"
+        )
+    return offset
+
+
+def _bad_token(why: str) -> InvalidInputError:
+    return InvalidInputError([FieldViolation("page_token", why)])

@@ -80,3 +80,15 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
         chunks = searcher.documents.get(doc_id)
         logger.info("document served", extra={"doc_id": doc_id, "passages": len(chunks)})
         return convert.document_response(chunks, searcher.index_version)
+
+    async def ListDocuments(
+        self, request: pb.ListDocumentsRequest, context: aio.ServicerContext[Any, Any]
+    ) -> pb.ListDocumentsResponse:
+        searcher = self.searcher
+        if searcher is None:
+            raise NotReadyError("the index is still loading; retry shortly")
+        size = convert.list_from_proto(request, known_acts=searcher.acts)
+        page = searcher.documents.page(
+            request.acts, request.page_token, size, index_version=searcher.index_version
+        )
+        return convert.list_response(page, searcher.index_version)

@@ -1,7 +1,8 @@
 """Command-line client for the synthesis service.
 
 `python -m services.synthesis.cli ask "question"` asks; `python -m services.synthesis.cli
-document IPC_420` prints a cited document whole, each passage with its id and offsets.
+document IPC_420` prints a cited document whole, each passage with its id and offsets;
+`documents [--act IPC]` lists what the index holds, a page at a time.
 """
 
 from __future__ import annotations
@@ -68,6 +69,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     document.add_argument("doc_id", help="document id, e.g. IPC_420")
     document.add_argument("--json", action="store_true", help="print the full response as JSON")
+    documents = sub.add_parser(
+        "documents",
+        parents=[server],
+        help="list the indexed documents a page at a time (ListDocuments)",
+    )
+    documents.add_argument("--act", action="append", default=[], help="only this act (repeatable)")
+    documents.add_argument("--page-size", type=int, default=0, help="documents per page (50)")
+    documents.add_argument("--page-token", default="", help="continue from a previous page")
+    documents.add_argument("--json", action="store_true", help="print the full response as JSON")
     return parser
 
 
@@ -88,6 +98,31 @@ def _print_document(response: pb.GetDocumentResponse) -> None:
     for p in d.passages:
         print(f"\n[{p.semantic_id}] characters {p.char_start}-{p.char_end}")
         print(textwrap.indent(textwrap.fill(p.text, width=92), "    "))
+
+
+def documents(args: argparse.Namespace) -> int:
+    request = pb.ListDocumentsRequest(
+        page_size=args.page_size, page_token=args.page_token, acts=args.act
+    )
+    with grpc.insecure_channel(args.address) as channel:
+        stub = pb_grpc.SynthesisServiceStub(channel)
+        try:
+            response = stub.ListDocuments(
+                request, timeout=args.timeout, metadata=(("x-request-id", uuid.uuid4().hex),)
+            )
+        except grpc.RpcError as err:
+            return report_rpc_error(err)
+    if args.json:
+        print(json.dumps(json_format.MessageToDict(response), indent=2, ensure_ascii=False))
+        return 0
+    for d in response.documents:
+        where = f"{d.source.act} s.{d.section}" if d.section else d.doc_id
+        print(f"{d.doc_id:<16} {where:<14} {d.passage_count:>3} passages  {d.title}")
+    shown = len(response.documents)
+    print(f"\n{shown} of {response.total_size} documents, index {response.index_version}")
+    if response.next_page_token:
+        print(f"next page: --page-token {response.next_page_token}")
+    return 0
 
 
 def document(args: argparse.Namespace) -> int:
@@ -261,7 +296,8 @@ def ask(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    return document(args) if args.command == "document" else ask(args)
+    commands = {"document": document, "documents": documents, "ask": ask}
+    return commands[args.command](args)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,9 @@ RETRIEVE_METHOD = (
     rpb.DESCRIPTOR.services_by_name["RetrievalService"].full_name + "/RetrievePassages"
 )
 GET_DOCUMENT_METHOD = rpb.DESCRIPTOR.services_by_name["RetrievalService"].full_name + "/GetDocument"
+LIST_DOCUMENTS_METHOD = (
+    rpb.DESCRIPTOR.services_by_name["RetrievalService"].full_name + "/ListDocuments"
+)
 VALIDATE_METHOD = vpb.DESCRIPTOR.services_by_name["ValidatorService"].full_name + "/ValidateAnswer"
 
 # Codes that mean "the dependency failed", as opposed to a bug in our request (INVALID_ARGUMENT
@@ -106,11 +109,23 @@ class GrpcRetriever:
                 connect_wait_s=self._connect_wait_s,
             )
         except aio.AioRpcError as err:
-            if err.code() == grpc.StatusCode.INVALID_ARGUMENT:
-                raise _caller_error(err) from None
-            if err.code() == grpc.StatusCode.NOT_FOUND:
-                raise _not_found(err) from None
-            raise _dependency_error("retrieval", err) from None
+            raise _document_error(err) from None
+        return response
+
+    async def list_documents(
+        self, request: rpb.ListDocumentsRequest, *, timeout_s: float
+    ) -> rpb.ListDocumentsResponse:
+        """RetrievalService/ListDocuments; its errors mapped as GetDocument's."""
+        metadata = outbound_metadata()
+        try:
+            response: rpb.ListDocumentsResponse = await call_idempotent(
+                lambda left: self._stub.ListDocuments(request, timeout=left, metadata=metadata),
+                timeout_s,
+                channel=self._channel,
+                connect_wait_s=self._connect_wait_s,
+            )
+        except aio.AioRpcError as err:
+            raise _document_error(err) from None
         return response
 
 
@@ -154,6 +169,16 @@ def _caller_error(err: aio.AioRpcError) -> Exception:
     if not violations:
         return DependencyUnavailableError("retrieval", f"rejected the request: {err.details()}")
     return InvalidInputError(violations)
+
+
+def _document_error(err: aio.AioRpcError) -> Exception:
+    """Retrieval's answer to a document call as ours: NOT_FOUND and field violations are the
+    caller's and pass on; anything else is retrieval failing."""
+    if err.code() == grpc.StatusCode.INVALID_ARGUMENT:
+        return _caller_error(err)
+    if err.code() == grpc.StatusCode.NOT_FOUND:
+        return _not_found(err)
+    return _dependency_error("retrieval", err)
 
 
 def _not_found(err: aio.AioRpcError) -> NotFoundError:

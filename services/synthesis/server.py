@@ -20,6 +20,7 @@ from services.synthesis.answerability import (
 from services.synthesis.answerability_onnx import options_from_manifest
 from services.synthesis.clients import (
     GET_DOCUMENT_METHOD,
+    LIST_DOCUMENTS_METHOD,
     RETRIEVE_METHOD,
     VALIDATE_METHOD,
     GrpcRetriever,
@@ -66,7 +67,7 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
         config.retrieval_addr,
         tls=tls,
         max_message_bytes=config.server.max_message_bytes,
-        policy=policy(RETRIEVE_METHOD, GET_DOCUMENT_METHOD),
+        policy=policy(RETRIEVE_METHOD, GET_DOCUMENT_METHOD, LIST_DOCUMENTS_METHOD),
     )
     validator_channel = open_channel(
         config.validator_addr,

@@ -15,7 +15,7 @@ from grounded.synthesis.v1 import synthesis_service_pb2_grpc as pb_grpc
 from grpc import aio
 
 from services.common.budget import bounded
-from services.common.documents import require_doc_id
+from services.common.documents import require_doc_id, require_list
 from services.common.errors import ModelUnavailableError
 from services.common.metrics import MODEL_FAILURES, REFUSALS
 from services.synthesis import convert
@@ -38,6 +38,12 @@ class DocumentSource(Protocol):
 
     async def get_document(self, doc_id: str, *, timeout_s: float) -> rpb.GetDocumentResponse:
         """The document and the index version; NotFoundError when there is none."""
+        ...
+
+    async def list_documents(
+        self, request: rpb.ListDocumentsRequest, *, timeout_s: float
+    ) -> rpb.ListDocumentsResponse:
+        """A page of the index's documents."""
         ...
 
 
@@ -96,6 +102,28 @@ class SynthesisServicer(pb_grpc.SynthesisServiceServicer):
             lambda seconds: self._documents.get_document(doc_id, timeout_s=seconds),
         )
         return pb.GetDocumentResponse(document=found.document, index_version=found.index_version)
+
+    async def ListDocuments(
+        self, request: pb.ListDocumentsRequest, context: aio.ServicerContext[Any, Any]
+    ) -> pb.ListDocumentsResponse:
+        require_list(request.page_size, request.acts)  # unknown acts are retrieval's to name
+        forwarded = rpb.ListDocumentsRequest(
+            page_size=request.page_size, page_token=request.page_token, acts=request.acts
+        )
+        remaining = context.time_remaining()
+        deadline = None if remaining is None else time.monotonic() + remaining
+        page = await bounded(
+            "retrieval",
+            deadline,
+            self._documents_timeout_s,
+            lambda seconds: self._documents.list_documents(forwarded, timeout_s=seconds),
+        )
+        return pb.ListDocumentsResponse(
+            documents=page.documents,
+            next_page_token=page.next_page_token,
+            total_size=page.total_size,
+            index_version=page.index_version,
+        )
 
     def _convert(
         self, request: pb.SynthesizeAnswerRequest, context: aio.ServicerContext[Any, Any]

@@ -19,6 +19,7 @@ TARGETS = (
     "validator.request_from_proto",
     "validator.engine",
     "documents.doc_id",
+    "documents.list",
 )
 NIGHTLY_MIN_INPUTS = 100_000
 # Generated inputs per target: a few hundred keep tests/fuzz to seconds in `make test`.

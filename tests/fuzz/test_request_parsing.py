@@ -24,6 +24,12 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from services.common import status, validation_proto
+from services.common.documents import (
+    DEFAULT_PAGE_SIZE,
+    MAX_LIST_ACTS,
+    MAX_PAGE_SIZE,
+    require_list,
+)
 from services.common.errors import InvalidInputError
 from services.common.evidence import MAX_ID_CHARS
 from services.common.language.citations import uncitable
@@ -291,6 +297,32 @@ class TestGetDocumentFromProto:
             return
         assert not broken, f"accepted {doc_id!r}"
         assert parsed == doc_id  # ids are exact: nothing is stripped or folded
+
+
+class TestListDocumentsFromProto:
+    @FUZZ
+    @given(
+        st.integers(min_value=-(2**31), max_value=2**31 - 1) | st.integers(-3, MAX_PAGE_SIZE + 3),
+        st.lists(st.text(max_size=8), max_size=MAX_LIST_ACTS + 5),
+    )
+    def test_listing_rejected_exactly_when_a_limit_is_broken(
+        self, page_size: int, acts: list[str]
+    ) -> None:
+        INPUTS["documents.list"] += 1
+        request = _over_the_wire(spb.ListDocumentsRequest(page_size=page_size, acts=acts))
+        expected: set[str] = set()
+        if not 0 <= request.page_size <= MAX_PAGE_SIZE:
+            expected.add("page_size")
+        if len(request.acts) > MAX_LIST_ACTS:
+            expected.add("acts")
+        try:
+            size = require_list(request.page_size, request.acts)
+        except InvalidInputError as error:
+            assert _violated_fields(error) == expected
+            _assert_invalid_argument(error)
+            return
+        assert not expected, f"accepted a listing breaking {expected}"
+        assert size == (request.page_size or DEFAULT_PAGE_SIZE)
 
 
 class TestFixedExamples:

@@ -161,6 +161,22 @@ class TestCliAsk:
         first = doc["passages"][0]
         assert doc["text"][: first["charEnd"]] == first["text"]
 
+    async def test_documents_lists_a_page_and_the_token_for_the_next(self, stack: Stack) -> None:
+        run = await run_command(
+            "documents", "--act", "IPC", "--page-size", "2", "--address", stack.synthesis
+        )
+
+        assert run.code == 0, run.err
+        assert run.out.startswith("IPC_1 ")
+        assert "\n2 of " in run.out and "next page: --page-token " in run.out
+        token = run.out.rsplit("--page-token ", 1)[1].strip()
+        after = await run_command(
+            "documents", "--act", "IPC", "--page-size", "2", "--page-token", token,
+            "--address", stack.synthesis,
+        )  # fmt: skip
+        assert after.code == 0, after.err
+        assert after.out.startswith("IPC_3 ")
+
     async def test_document_unknown_exits_2_naming_the_document_meant(self, stack: Stack) -> None:
         run = await run_command("document", "IPC_420_1", "--address", stack.synthesis)
 

@@ -3,6 +3,8 @@ so a client can show a citation in its context (``text[char_start:char_end]``)."
 
 from __future__ import annotations
 
+from typing import Any
+
 import grpc
 import pytest
 from google.rpc import error_details_pb2
@@ -141,3 +143,62 @@ async def test_a_malformed_id_is_invalid_argument(
         await GET[service](stack, doc_id)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert words in field_violations(caught.value)["doc_id"]
+
+
+async def list_page(
+    stack: InProcessStack, service: str, **fields: object
+) -> rpb.ListDocumentsResponse | spb.ListDocumentsResponse:
+    async with aio.insecure_channel(getattr(stack, service)) as channel:
+        if service == "retrieval":
+            stub: Any = rpb_grpc.RetrievalServiceStub(channel)
+            request: Any = rpb.ListDocumentsRequest(**fields)  # type: ignore[arg-type]
+        else:
+            stub = spb_grpc.SynthesisServiceStub(channel)
+            request = spb.ListDocumentsRequest(**fields)  # type: ignore[arg-type]
+        return await stub.ListDocuments(request, timeout=30)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("service", sorted(GET))
+async def test_the_listing_pages_through_every_indexed_section_once(
+    stack: InProcessStack, service: str
+) -> None:
+    sections = [d.doc_id for d in load_statutes(IPC)]
+    listed: list[str] = []
+    token, pages = "", 0
+    while True:
+        page = await list_page(stack, service, page_size=200, page_token=token, acts=["IPC"])
+        pages += 1
+        listed += [d.doc_id for d in page.documents]
+        assert page.total_size == len(sections) and page.index_version
+        for d in page.documents:
+            assert d.passage_count >= 1 and not d.text and not d.passages
+        token = page.next_page_token
+        if not token:
+            break
+    assert listed == sections  # index order is the corpus order
+    assert pages == -(-len(sections) // 200)
+    # A listed count is the document's: GetDocument gives the passages themselves.
+    first = next(d for d in page.documents) if page.documents else None
+    assert first is not None
+    whole = (await GET[service](stack, first.doc_id)).document
+    assert first.passage_count == whole.passage_count == len(whole.passages)
+
+
+@pytest.mark.parametrize("service", sorted(GET))
+@pytest.mark.parametrize(
+    ("fields", "field", "words"),
+    [
+        ({"page_size": 501}, "page_size", "between 0"),
+        ({"page_size": -1}, "page_size", "between 0"),
+        ({"acts": ["NOPE"]}, "acts[0]", "unknown value 'NOPE'"),
+        ({"page_token": "not-a-token"}, "page_token", "is not a page token"),
+        ({"page_token": "eyJvIjo1LCJhIjpbXSwiaSI6IngifQ"}, "page_token", "was made for index 'x'"),
+    ],
+)
+async def test_a_bad_listing_request_is_invalid_argument(
+    stack: InProcessStack, service: str, fields: dict[str, Any], field: str, words: str
+) -> None:
+    with pytest.raises(aio.AioRpcError) as caught:
+        await list_page(stack, service, **fields)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert words in field_violations(caught.value)[field]

@@ -153,6 +153,19 @@ class TestGrpcurl:
         assert "NotFound" in result.stderr
         assert "did you mean 'IPC_420'?" in result.stderr
 
+    async def test_grpcurl_list_documents_pages_through_the_index(self, stack: Stack) -> None:
+        result = await _grpcurl(
+            "-d",
+            json.dumps({"page_size": 3, "acts": ["IPC"]}),
+            stack.synthesis,
+            "grounded.synthesis.v1.SynthesisService/ListDocuments",
+        )
+        assert result.returncode == 0, result.stderr
+        body = json.loads(result.stdout)
+        assert [d["doc_id"] for d in body["documents"]] == ["IPC_1", "IPC_2", "IPC_3"]
+        assert all(d["passage_count"] >= 1 and "text" not in d for d in body["documents"])
+        assert body["next_page_token"] and body["total_size"] > 500
+
     async def test_grpcurl_bad_request_shows_invalid_argument(self, stack: Stack) -> None:
         result = await _grpcurl(
             "-d",

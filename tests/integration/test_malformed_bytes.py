@@ -21,13 +21,18 @@ NOT_UTF8 = b"\x0a\x03\xed\xa0\x80"
 # The same field holding "theft" (or a document id): a valid request of each method.
 VALID = b"\x0a\x05theft"
 VALID_DOC_ID = b"\x0a\x07IPC_420"
+# ListDocuments: field 1 is page_size (an integer), so the bad string goes in field 3 (acts).
+NOT_UTF8_ACTS = b"\x1a\x03\xed\xa0\x80"
+VALID_LIST = b"\x08\x02"  # page_size 2
 
 METHODS = [
     ("retrieval", "/grounded.retrieval.v1.RetrievalService/RetrievePassages", False, VALID),
     ("retrieval", "/grounded.retrieval.v1.RetrievalService/GetDocument", False, VALID_DOC_ID),
+    ("retrieval", "/grounded.retrieval.v1.RetrievalService/ListDocuments", False, VALID_LIST),
     ("synthesis", "/grounded.synthesis.v1.SynthesisService/SynthesizeAnswer", False, VALID),
     ("synthesis", "/grounded.synthesis.v1.SynthesisService/StreamAnswer", True, VALID),
     ("synthesis", "/grounded.synthesis.v1.SynthesisService/GetDocument", False, VALID_DOC_ID),
+    ("synthesis", "/grounded.synthesis.v1.SynthesisService/ListDocuments", False, VALID_LIST),
     ("validator", "/grounded.validator.v1.ValidatorService/ValidateAnswer", False, VALID),
 ]
 
@@ -57,7 +62,8 @@ async def test_a_request_that_does_not_parse_is_invalid_argument(
 ) -> None:
     async with aio.insecure_channel(getattr(stack, service)) as channel:
         with pytest.raises(aio.AioRpcError) as caught:
-            await call(channel, method, stream, NOT_UTF8)
+            bad = NOT_UTF8_ACTS if method.endswith("/ListDocuments") else NOT_UTF8
+            await call(channel, method, stream, bad)
         assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert error_reason(caught.value) == "INVALID_INPUT"
         (description,) = field_violations(caught.value).values()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from services.common.documents import DOCUMENT_RESOURCE_TYPE
-from services.common.errors import NotFoundError
+from services.common.errors import InvalidInputError, NotFoundError
 from services.common.evidence import Chunk
 from services.retrieval.documents import DocumentIndex
 
@@ -67,3 +69,56 @@ def test_any_id_is_served_or_not_found_never_another_error(asked: str) -> None:
     else:
         assert asked in ("IPC_420", "Ünïcode_doc")
         assert {c.doc_id for c in found} == {asked}
+
+
+def act_chunks(act: str, doc_id: str) -> list[Chunk]:
+    return [Chunk(f"{doc_id}_0", doc_id, "Sentence.", act=act)]
+
+
+class TestListing:
+    @pytest.fixture
+    def index(self) -> DocumentIndex:
+        docs = [("IPC", f"IPC_{n}") for n in range(1, 6)] + [("CRPC", "CRPC_1"), ("IPC", "IPC_6")]
+        return DocumentIndex([c for act, d in docs for c in act_chunks(act, d)])
+
+    def test_pages_cover_the_listing_once_in_index_order(self, index: DocumentIndex) -> None:
+        seen, token, totals = [], "", set()
+        for _ in range(10):
+            page = index.page([], token, 3, index_version="v1")
+            seen += [chunks[0].doc_id for chunks in page.documents]
+            totals.add(page.total_size)
+            token = page.next_page_token
+            if not token:
+                break
+        assert seen == [f"IPC_{n}" for n in range(1, 6)] + ["CRPC_1", "IPC_6"]
+        assert totals == {7}
+
+    def test_acts_limit_the_listing(self, index: DocumentIndex) -> None:
+        page = index.page(["CRPC"], "", 10, index_version="v1")
+        assert [c[0].doc_id for c in page.documents] == ["CRPC_1"]
+        assert page.total_size == 1 and page.next_page_token == ""
+
+    @pytest.mark.parametrize(
+        ("token_from", "then", "why"),
+        [
+            ({"acts": [], "index_version": "v1"}, {"acts": ["IPC"], "index_version": "v1"}, "other acts"),
+            ({"acts": [], "index_version": "v1"}, {"acts": [], "index_version": "v2"}, "index 'v1'"),
+        ],
+    )  # fmt: skip
+    def test_a_token_holds_only_for_its_acts_and_index(
+        self, index: DocumentIndex, token_from: dict[str, Any], then: dict[str, Any], why: str
+    ) -> None:
+        token = index.page(token_from["acts"], "", 2, index_version=token_from["index_version"])
+        with pytest.raises(InvalidInputError) as caught:
+            index.page(then["acts"], token.next_page_token, 2, index_version=then["index_version"])
+        (violation,) = caught.value.violations
+        assert violation.field == "page_token" and why in violation.description
+
+    @given(st.text(max_size=60))
+    def test_any_other_token_is_invalid_argument_never_another_error(self, token: str) -> None:
+        index = DocumentIndex(act_chunks("IPC", "IPC_1"))
+        if not token:
+            return
+        with pytest.raises(InvalidInputError) as caught:
+            index.page([], token, 2, index_version="v1")
+        assert caught.value.violations[0].field == "page_token"
