@@ -41,8 +41,10 @@ REQUIRED_FILES = ("model.onnx", "tokenizer.json")
 # every pair still runs alone, so the scores are identical.
 
 
-# Scorings of (first, second) pairs kept per model and process: a few MiB.
+# Scorings of (first, second) pairs kept per model and process: a few MiB; the most a setting
+# may ask for.
 DEFAULT_CACHE_SIZE = 20_000
+MAX_CACHE_SIZE = 10**7
 
 
 class ScoreCache:
@@ -60,7 +62,9 @@ class ScoreCache:
 
     @staticmethod
     def key(first: str, second: str) -> bytes:
-        return hashlib.blake2b(f"{first}\x00{second}".encode(), digest_size=16).digest()
+        """The pair's digest; the first text's length keeps ("a", "b c") and ("a b", "c")
+        apart whatever characters either holds."""
+        return hashlib.blake2b(f"{len(first)}:{first}{second}".encode(), digest_size=16).digest()
 
     def get(self, key: bytes) -> tuple[float, float, float] | None:
         if self._size <= 0:

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from grounded.retrieval.v1 import retrieval_service_pb2 as pb
 
 from services.common.documents import (
-    DEFAULT_PAGE_SIZE,
     MAX_LIST_ACTS,
     list_violations,
     require_doc_id,
+    require_list,
 )
 from services.common.errors import Violations
 from services.common.evidence import Chunk
@@ -105,12 +105,10 @@ def list_from_proto(request: pb.ListDocumentsRequest, *, known_acts: frozenset[s
     if len(acts) <= MAX_LIST_ACTS:
         for i, act in enumerate(acts):
             if act not in known_acts:
-                violations.add(
-                    f"acts[{i}]",
-                    f"unknown value {act!r}; known acts: {', '.join(sorted(known_acts))}",
-                )
+                known = ", ".join(sorted(known_acts)) or "none (this index has no acts)"
+                violations.add(f"acts[{i}]", f"unknown value {act!r}; known acts: {known}")
     violations.raise_if_any()
-    return request.page_size or DEFAULT_PAGE_SIZE
+    return require_list(request.page_size, acts)
 
 
 def list_response(page: DocumentPage, index_version: str) -> pb.ListDocumentsResponse:

@@ -64,12 +64,15 @@ class DocumentIndex:
         ``page_token`` left off. A token is bound to the acts and the index it was made for:
         another is INVALID_ARGUMENT on ``page_token``, never a page of something else."""
         chosen = sorted(set(acts))
+        wanted = set(chosen)
         listed = (
             self._order
             if not chosen
-            else [d for d in self._order if self._by_doc[d][0].act in set(chosen)]
+            else [d for d in self._order if self._by_doc[d][0].act in wanted]
         )
         start = _read_token(page_token, chosen, index_version) if page_token else 0
+        if page_token and not start < len(listed):
+            raise _bad_token(f"points past the listing's {len(listed)} documents")
         end = min(start + size, len(listed))
         more = end < len(listed)
         return DocumentPage(
@@ -103,6 +106,10 @@ class DocumentIndex:
         return found
 
 
+# A token holds an offset, the acts (at most 100 short codes) and an index version.
+_MAX_TOKEN_CHARS = 4096
+
+
 def _make_token(offset: int, acts: Sequence[str], index_version: str) -> str:
     raw = json.dumps({"o": offset, "a": list(acts), "i": index_version}, separators=(",", ":"))
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
@@ -111,13 +118,20 @@ def _make_token(offset: int, acts: Sequence[str], index_version: str) -> str:
 def _read_token(token: str, acts: Sequence[str], index_version: str) -> int:
     """The offset a token continues from; INVALID_ARGUMENT for a token that is not one of ours,
     or was made for other acts or another index."""
+    not_ours = _bad_token("is not a page token ListDocuments gave")
+    if len(token) > _MAX_TOKEN_CHARS:  # ours are short; decode nothing a client made up
+        raise not_ours
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         fields = json.loads(raw)
-        offset, token_acts, version = fields["o"], fields["a"], fields["i"]
-    except (binascii.Error, ValueError, TypeError, KeyError, UnicodeDecodeError):
-        raise _bad_token("is not a page token ListDocuments gave") from None
-    if not isinstance(offset, int) or offset < 0 or token_acts != list(acts):
+    except (binascii.Error, ValueError, UnicodeDecodeError, RecursionError):
+        raise not_ours from None
+    if not isinstance(fields, dict) or set(fields) != {"o", "a", "i"}:
+        raise not_ours
+    offset, token_acts, version = fields["o"], fields["a"], fields["i"]
+    if type(offset) is not int or offset < 0:  # not a bool either
+        raise not_ours
+    if token_acts != list(acts):
         raise _bad_token("was made for other acts; list again without it")
     if version != index_version:
         raise _bad_token(

@@ -14,7 +14,7 @@ from services.common.config import (
     ServerSettings,
     TlsSettings,
 )
-from services.common.cross_encoder import DEFAULT_CACHE_SIZE
+from services.common.cross_encoder import DEFAULT_CACHE_SIZE, MAX_CACHE_SIZE
 from services.common.judge_client import judge_band
 from services.synthesis.answerability import DEFAULT_JUDGE_BAND
 from services.synthesis.limits import (
@@ -101,7 +101,9 @@ class AnswerabilitySettings:
                 minimum=0.0,
                 maximum=1.0,
             ),
-            cache_size=env.int("MODEL_CACHE_SIZE", DEFAULT_CACHE_SIZE, minimum=0, maximum=10**7),
+            cache_size=env.int(
+                "MODEL_CACHE_SIZE", DEFAULT_CACHE_SIZE, minimum=0, maximum=MAX_CACHE_SIZE
+            ),
             complement_answering_at=env.probability("EXTRACTIVE_COMPLEMENT_ANSWERING_AT"),
             extractive_weight=env.float(
                 "EXTRACTIVE_ANSWERABILITY_WEIGHT", 0.3, minimum=0.0, maximum=1.0

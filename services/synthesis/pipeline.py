@@ -120,6 +120,12 @@ class RetrievedEvidence:
     index_version: str = ""
 
 
+def joined_versions(results: Sequence[RetrievedEvidence]) -> str:
+    """The index versions of one answer's searches: one, or several (sorted, comma-joined) only
+    while replicas with differently built indexes serve (a rollout)."""
+    return ",".join(sorted({r.index_version for r in results if r.index_version}))
+
+
 class EvidenceRetriever(Protocol):
     """Retrieval client. Raises DependencyUnavailableError / DependencyTimeoutError on failure."""
 
@@ -396,7 +402,7 @@ class SynthesisPipeline:
             history_turns_used=len(recent_turns(request.history, self._settings.history_turns)),
             cache_hit=all(result.cache_hit for result in results),
             # Several only while replicas with differently built indexes serve (a rollout).
-            index_version=",".join(sorted({r.index_version for r in results if r.index_version})),
+            index_version=joined_versions(results),
             timings=timings,
             started=started,
         )
@@ -496,7 +502,12 @@ class SynthesisPipeline:
             )
         timings["retrieval.second_hop"] = _ms_since(mark)
         chunks = merge_hop(first.chunks, second.chunks, request.top_k)
-        return replace(first, chunks=chunks, cache_hit=first.cache_hit and second.cache_hit)
+        return replace(
+            first,
+            chunks=chunks,
+            cache_hit=first.cache_hit and second.cache_hit,
+            index_version=joined_versions((first, second)),
+        )
 
     def _assess(
         self,

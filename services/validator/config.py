@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from services.common.config import EnvReader, JudgeSettings, ServerSettings
-from services.common.cross_encoder import DEFAULT_CACHE_SIZE
+from services.common.cross_encoder import DEFAULT_CACHE_SIZE, MAX_CACHE_SIZE
 from services.common.judge_client import judge_band
 from services.common.validation import Reason
 from services.validator.cascade import DEFAULT_BAND, DEFAULT_REVIEW, REVIEWABLE
@@ -54,7 +54,7 @@ class ValidatorConfig:
             model_dir=Path(env.str("ENTAILMENT_MODEL_DIR", str(DEFAULT_MODEL_DIR))),
             model_threads=env.int("MODEL_THREADS", 1, minimum=1, maximum=64),
             model_cache_size=env.int(
-                "MODEL_CACHE_SIZE", DEFAULT_CACHE_SIZE, minimum=0, maximum=10**7
+                "MODEL_CACHE_SIZE", DEFAULT_CACHE_SIZE, minimum=0, maximum=MAX_CACHE_SIZE
             ),
             entail_threshold=env.probability("ENTAIL_THRESHOLD"),
             contradiction_threshold=env.probability("CONTRADICTION_THRESHOLD"),

@@ -46,15 +46,19 @@ class OnnxNliModel:
         """(entailment, neutral, contradiction) per pair; pairs scored before come from the
         cache, with the numbers the model gave them."""
         keys = [ScoreCache.key(first, second) for first, second in pairs]
-        rows = [self._cache.get(key) for key in keys]
-        missing = [n for n, row in enumerate(rows) if row is None]
-        if missing:
-            probs = self.encoder.probabilities([pairs[n] for n in missing])[:, self._order]
-            for n, (e, neutral, c) in zip(missing, probs, strict=True):
-                row = (float(e), float(neutral), float(c))
-                self._cache.put(keys[n], row)
-                rows[n] = row
-        return [row for row in rows if row is not None]
+        first_at = {key: n for n, key in reversed(list(enumerate(keys)))}
+        found: dict[bytes, tuple[float, float, float]] = {}
+        for key in first_at:  # a pair twice in one call is looked up and scored once
+            row = self._cache.get(key)
+            if row is not None:
+                found[key] = row
+        todo = sorted(n for key, n in first_at.items() if key not in found)
+        if todo:
+            probs = self.encoder.probabilities([pairs[n] for n in todo])[:, self._order]
+            for n, (e, neutral, c) in zip(todo, probs, strict=True):
+                found[keys[n]] = (float(e), float(neutral), float(c))
+                self._cache.put(keys[n], found[keys[n]])
+        return [found[key] for key in keys]
 
 
 def load_tier(

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from services.common.documents import DOCUMENT_RESOURCE_TYPE
@@ -71,6 +72,10 @@ def test_any_id_is_served_or_not_found_never_another_error(asked: str) -> None:
         assert {c.doc_id for c in found} == {asked}
 
 
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
 def act_chunks(act: str, doc_id: str) -> list[Chunk]:
     return [Chunk(f"{doc_id}_0", doc_id, "Sentence.", act=act)]
 
@@ -114,11 +119,22 @@ class TestListing:
         (violation,) = caught.value.violations
         assert violation.field == "page_token" and why in violation.description
 
-    @given(st.text(max_size=60))
+    @given(st.text(max_size=600) | st.binary(max_size=600).map(_b64))
+    @example(_b64(b"[" * 1000))  # deep nesting: a RecursionError in json, once
+    @example(_b64(b'{"o": true, "a": [], "i": "v1"}'))  # a bool is no offset
+    @example(_b64(b'{"o": 5, "a": [], "i": "v1", "x": 1}'))
+    @example(_b64(b'{"o": 1, "a": [], "i": "v1"}' + b" " * 5000))  # longer than any of ours
     def test_any_other_token_is_invalid_argument_never_another_error(self, token: str) -> None:
-        index = DocumentIndex(act_chunks("IPC", "IPC_1"))
+        index = DocumentIndex(act_chunks("IPC", "IPC_1") + act_chunks("IPC", "IPC_2"))
         if not token:
             return
         with pytest.raises(InvalidInputError) as caught:
             index.page([], token, 2, index_version="v1")
         assert caught.value.violations[0].field == "page_token"
+
+    def test_a_token_past_the_listing_is_invalid_argument(self) -> None:
+        index = DocumentIndex(act_chunks("IPC", "IPC_1") + act_chunks("IPC", "IPC_2"))
+        with pytest.raises(InvalidInputError, match="points past the listing's 2 documents"):
+            index.page([], _b64(b'{"o":2,"a":[],"i":"v1"}'), 2, index_version="v1")
+        page = index.page([], _b64(b'{"o":1,"a":[],"i":"v1"}'), 2, index_version="v1")
+        assert [c[0].doc_id for c in page.documents] == ["IPC_2"]

@@ -957,6 +957,17 @@ class TestSecondHop:
         assert evidence == ["IPC_379_0", "IPC_380_0", "IPC_378_0"]
         assert result.timings_ms["retrieval.second_hop"] >= 0
 
+    async def test_both_hops_index_versions_are_reported(self, ipc: Mapping[str, Chunk]) -> None:
+        second = scored(ipc, "IPC_379_0", "IPC_378_0", "IPC_380_0")
+        retriever = FakeRetriever(scored(ipc, *self.FIRST), by_query={self.hop(ipc): second})
+        retriever.index_versions = {self.QUESTION: "v1", self.hop(ipc): "v2"}
+        synth = pipeline(retriever, ExtractiveGenerator(), second_hop=True)
+
+        result = await synth.answer(SynthesisRequest(self.QUESTION, top_k=3))
+
+        assert len(retriever.calls) == 2
+        assert result.index_version == "v1,v2"  # the hop's passage came from another build
+
     async def test_nothing_new_leaves_the_first_hop_unchanged(
         self, ipc: Mapping[str, Chunk]
     ) -> None:

@@ -163,11 +163,19 @@ class TestScoreCache:
         uncached.predict(self.PAIRS)
         uncached.predict(self.PAIRS)
         assert calls == [2, 2]
-        small = OnnxNliModel(DEFAULT_MODEL_DIR, cache_size=1)
+        # Least recently used goes first: A and B in, A used again, C in: B is gone, A stays.
+        small = OnnxNliModel(DEFAULT_MODEL_DIR, cache_size=2)
         calls = self.counting(small)
-        for pair in (self.PAIRS[0], self.PAIRS[1], self.PAIRS[1], self.PAIRS[0]):
+        a, b, c = (*self.PAIRS, ("A man sleeps.", "A man is awake."))
+        for pair in (a, b, a, c, a, b):
             small.predict([pair])
-        assert calls == [1, 1, 1]  # the repeat of PAIRS[1] was a hit; PAIRS[0] was dropped
+        assert calls == [1, 1, 1, 1]  # a, b, c, then b again; the second and third a were hits
+
+    def test_a_pair_twice_in_one_call_is_scored_once(self) -> None:
+        cached = OnnxNliModel(DEFAULT_MODEL_DIR, cache_size=10)
+        calls = self.counting(cached)
+        rows = cached.predict([self.PAIRS[0], self.PAIRS[1], self.PAIRS[0]])
+        assert calls == [2] and rows[0] == rows[2] != rows[1]
 
     def test_the_service_caches_by_default_and_the_setting_is_checked(self) -> None:
         assert ValidatorConfig.from_env({}).model_cache_size == DEFAULT_CACHE_SIZE > 0
