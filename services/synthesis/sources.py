@@ -26,7 +26,7 @@ from functools import lru_cache
 
 from services.common.evidence import Chunk
 from services.common.language import negation
-from services.common.language.quantities import extract_quantities
+from services.common.language.quantities import amount, extract_quantities
 from services.common.language.text import Token, tokenize
 
 # Kinds whose values are not amounts: "first" is an idiom as often as a rank, and a month name
@@ -78,6 +78,8 @@ class _Reading:
     negated: frozenset[str]  # terms inside a negation scope
     positive: frozenset[str]  # terms occurring outside any negation scope
     amounts: tuple[tuple[str, frozenset[str]], ...]  # (kind, canonical values), kinds sorted
+    # Per kind, each amount as written: (canonical value, unit, term), for the descriptions.
+    written: tuple[tuple[str, frozenset[tuple[str, str, str]]], ...] = ()
 
     def quote_negation(self, terms: frozenset[str]) -> str:
         """The words from the first cue negating one of ``terms`` to the last of them it
@@ -107,10 +109,14 @@ def _read(text: str) -> _Reading:
     positive = frozenset(
         token.term for i, token in enumerate(tokens) if token.term and i not in negated_at
     )
+    # Compared as the validator's number rule equates them ("one year" = "12 months").
     amounts: dict[str, set[str]] = {}
+    written: dict[str, set[tuple[str, str, str]]] = {}
     for quantity in extract_quantities(text):
         if not quantity.reference and quantity.unit not in _NOT_AMOUNTS:
-            amounts.setdefault(quantity.unit, set()).add(quantity.term)
+            kind, value = amount(quantity)
+            amounts.setdefault(kind, set()).add(value)
+            written.setdefault(kind, set()).add((value, quantity.unit, quantity.term))
     return _Reading(
         text=text,
         tokens=tokens,
@@ -119,6 +125,7 @@ def _read(text: str) -> _Reading:
         negated=negated,
         positive=positive,
         amounts=tuple((kind, frozenset(values)) for kind, values in sorted(amounts.items())),
+        written=tuple((kind, frozenset(forms)) for kind, forms in sorted(written.items())),
     )
 
 
@@ -153,7 +160,8 @@ def compare(first: Chunk, second: Chunk, options: RelationOptions) -> list[Sourc
     if negations:
         found.append(SourceRelation(*ids, RelationKind.NEGATION, negations))
     if not found and a.amounts == b.amounts and len(shared) >= options.same_statement * smaller:
-        stated = "; ".join(f"{kind or 'number'}: {_values(v)}" for kind, v in a.amounts)
+        described = [_described(kind, (a,), (v,)) for kind, v in a.amounts]
+        stated = "; ".join(f"{label}: {shown[0]}" for label, shown in described)
         found.append(
             SourceRelation(
                 *ids,
@@ -167,12 +175,37 @@ def compare(first: Chunk, second: Chunk, options: RelationOptions) -> list[Sourc
 def _numeric(a: _Reading, b: _Reading, ids: tuple[str, str]) -> str:
     """The kinds of quantity both passages state with no value in common, described."""
     theirs = dict(b.amounts)
-    parts = [
-        f"{kind or 'number'}: {_values(values)} in {ids[0]}, {_values(theirs[kind])} in {ids[1]}"
-        for kind, values in a.amounts
-        if kind in theirs and values.isdisjoint(theirs[kind])
-    ]
+    parts = []
+    for kind, values in a.amounts:
+        if kind in theirs and values.isdisjoint(theirs[kind]):
+            label, (ours, other) = _described(kind, (a, b), (values, theirs[kind]))
+            parts.append(f"{label}: {ours} in {ids[0]}, {other} in {ids[1]}")
     return "; ".join(parts)
+
+
+def _described(
+    kind: str, readings: Sequence[_Reading], values: Sequence[frozenset[str]]
+) -> tuple[str, list[str]]:
+    """A kind's label and, per reading, its ``values`` as written. One unit throughout reads as
+    it always did ("year: 3 ..., 7 ..."); units that differ show each value with its own,
+    under what they share ("duration: 1 year ..., 18 month ...")."""
+    forms = [
+        sorted(
+            {form for k, fs in r.written if k == kind for form in fs if form[0] in v},
+            key=lambda form: (float(form[0]), form[2]),
+        )
+        for r, v in zip(readings, values, strict=True)
+    ]
+    units = {unit for per_reading in forms for _, unit, _ in per_reading}
+    if len(units) <= 1:
+        label = next(iter(units), "") or "number"
+        shown = [", ".join(dict.fromkeys(term for _, _, term in f)) for f in forms]
+    else:
+        label = {"month": "duration", "day": "duration", "share": "share"}.get(kind, kind)
+        shown = [
+            ", ".join(dict.fromkeys(f"{term} {unit}".strip() for _, unit, term in f)) for f in forms
+        ]
+    return label, shown
 
 
 def _negation(a: _Reading, b: _Reading, ids: tuple[str, str]) -> str:
@@ -186,7 +219,3 @@ def _negation(a: _Reading, b: _Reading, ids: tuple[str, str]) -> str:
         if terms
     ]
     return "; ".join(parts)
-
-
-def _values(values: frozenset[str]) -> str:
-    return ", ".join(sorted(values, key=lambda v: (float(v), v)))

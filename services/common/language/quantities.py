@@ -491,6 +491,19 @@ _IN_BASE: dict[str, tuple[str, float]] = {
 _RATIO: dict[str, float] = {"percent": 0.01, "fraction": 1.0}
 
 
+def amount(q: Quantity) -> tuple[str, str]:
+    """The kind and value amounts are compared by, with the tables ``_matches`` equates them by:
+    a duration in its base unit ("one year" and "12 months" are both ("month", "12")), a share
+    as a fraction ("25 per cent" and "one-fourth" are both ("share", "0.25")), anything else as
+    written ((unit, term))."""
+    if q.unit in _IN_BASE:
+        base, per = _IN_BASE[q.unit]
+        return base, canonical(q.value * per)
+    if q.unit in _RATIO:
+        return "share", canonical(q.value * _RATIO[q.unit])
+    return q.unit, q.term
+
+
 def _matches(claim: Quantity, evidence: Quantity) -> bool:
     # A claim may drop a minus sign that a word carries ("reduced by 33%" for "−33%"), but a
     # negative claim number needs a negative evidence number.

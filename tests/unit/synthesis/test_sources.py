@@ -32,6 +32,31 @@ class TestRelate:
 
         assert relation.description == "year: 1 in IPC_323_0, 7 in IPC_325_0"
 
+    def test_relate_reads_a_duration_in_another_unit_as_the_same_duration(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        # As the validator's number rule equates them: "one year" is "twelve months".
+        base = ipc["IPC_379_0"]
+        year = dataclasses.replace(
+            base, semantic_id="A_0", doc_id="A",
+            text="Whoever commits theft shall be punished with imprisonment for one year.",
+        )  # fmt: skip
+        months = dataclasses.replace(
+            base, semantic_id="B_0", doc_id="B",
+            text="Whoever commits theft shall be punished with imprisonment for twelve months.",
+        )  # fmt: skip
+        longer = dataclasses.replace(
+            months, text=months.text.replace("twelve", "eighteen"), semantic_id="C_0", doc_id="C"
+        )
+
+        (same,) = relate([year, months])
+        (differ,) = relate([year, longer])
+
+        assert same.kind is RelationKind.AGREEMENT
+        assert same.description == "A_0 and B_0 state the same (year: 1)"
+        assert differ.kind is RelationKind.NUMERIC
+        assert differ.description == "duration: 1 year in A_0, 18 month in C_0"
+
     def test_relate_flags_a_negation_difference(self, ipc: Mapping[str, Chunk]) -> None:
         # s.302 punishes murder; s.304 culpable homicide "not amounting to murder".
         (relation,) = relate([ipc["IPC_302_0"], ipc["IPC_304_0"]])
