@@ -33,12 +33,16 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
     def __init__(self) -> None:
         self.searcher: Searcher | None = None
 
+    def _ready(self) -> Searcher:
+        """The installed Searcher; UNAVAILABLE until warm-up has loaded the index."""
+        if self.searcher is None:
+            raise NotReadyError("the index is still loading; retry shortly")
+        return self.searcher
+
     async def RetrievePassages(
         self, request: pb.RetrievePassagesRequest, context: aio.ServicerContext[Any, Any]
     ) -> pb.RetrievePassagesResponse:
-        searcher = self.searcher
-        if searcher is None:
-            raise NotReadyError("the index is still loading; retry shortly")
+        searcher = self._ready()
         search_request = convert.request_from_proto(
             request,
             known_acts=searcher.acts,
@@ -73,9 +77,7 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
     async def GetDocument(
         self, request: pb.GetDocumentRequest, context: aio.ServicerContext[Any, Any]
     ) -> pb.GetDocumentResponse:
-        searcher = self.searcher
-        if searcher is None:
-            raise NotReadyError("the index is still loading; retry shortly")
+        searcher = self._ready()
         doc_id = convert.doc_id_from_proto(request)
         chunks = searcher.documents.get(doc_id)
         logger.info("document served", extra={"doc_id": doc_id, "passages": len(chunks)})
@@ -84,9 +86,7 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
     async def ListDocuments(
         self, request: pb.ListDocumentsRequest, context: aio.ServicerContext[Any, Any]
     ) -> pb.ListDocumentsResponse:
-        searcher = self.searcher
-        if searcher is None:
-            raise NotReadyError("the index is still loading; retry shortly")
+        searcher = self._ready()
         size = convert.list_from_proto(request, known_acts=searcher.acts)
         page = searcher.documents.page(
             request.acts, request.page_token, size, index_version=searcher.index_version

@@ -13,6 +13,7 @@ import os
 import sys
 import textwrap
 import uuid
+from typing import Any
 
 import grpc
 from google.protobuf import json_format
@@ -100,18 +101,23 @@ def _print_document(response: pb.GetDocumentResponse) -> None:
         print(textwrap.indent(textwrap.fill(p.text, width=92), "    "))
 
 
+def _call(args: argparse.Namespace, method: str, request: Any) -> Any:
+    """One unary call of the synthesis service at ``--address`` within ``--timeout``."""
+    with grpc.insecure_channel(args.address) as channel:
+        stub = pb_grpc.SynthesisServiceStub(channel)
+        return getattr(stub, method)(
+            request, timeout=args.timeout, metadata=(("x-request-id", uuid.uuid4().hex),)
+        )
+
+
 def documents(args: argparse.Namespace) -> int:
     request = pb.ListDocumentsRequest(
         page_size=args.page_size, page_token=args.page_token, acts=args.act
     )
-    with grpc.insecure_channel(args.address) as channel:
-        stub = pb_grpc.SynthesisServiceStub(channel)
-        try:
-            response = stub.ListDocuments(
-                request, timeout=args.timeout, metadata=(("x-request-id", uuid.uuid4().hex),)
-            )
-        except grpc.RpcError as err:
-            return report_rpc_error(err)
+    try:
+        response: pb.ListDocumentsResponse = _call(args, "ListDocuments", request)
+    except grpc.RpcError as err:
+        return report_rpc_error(err)
     if args.json:
         print(json.dumps(json_format.MessageToDict(response), indent=2, ensure_ascii=False))
         return 0
@@ -127,14 +133,10 @@ def documents(args: argparse.Namespace) -> int:
 
 def document(args: argparse.Namespace) -> int:
     request = pb.GetDocumentRequest(doc_id=args.doc_id)
-    with grpc.insecure_channel(args.address) as channel:
-        stub = pb_grpc.SynthesisServiceStub(channel)
-        try:
-            response = stub.GetDocument(
-                request, timeout=args.timeout, metadata=(("x-request-id", uuid.uuid4().hex),)
-            )
-        except grpc.RpcError as err:
-            return report_rpc_error(err)
+    try:
+        response: pb.GetDocumentResponse = _call(args, "GetDocument", request)
+    except grpc.RpcError as err:
+        return report_rpc_error(err)
     if args.json:
         print(json.dumps(json_format.MessageToDict(response), indent=2, ensure_ascii=False))
     else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import grpc
 from google.rpc import error_details_pb2
@@ -100,33 +101,32 @@ class GrpcRetriever:
         """RetrievalService/GetDocument: NOT_FOUND stays NOT_FOUND (with retrieval's hint),
         field violations are the caller's, anything else is retrieval failing."""
         request = rpb.GetDocumentRequest(doc_id=doc_id)
-        metadata = outbound_metadata()
-        try:
-            response: rpb.GetDocumentResponse = await call_idempotent(
-                lambda left: self._stub.GetDocument(request, timeout=left, metadata=metadata),
-                timeout_s,
-                channel=self._channel,
-                connect_wait_s=self._connect_wait_s,
-            )
-        except aio.AioRpcError as err:
-            raise _document_error(err) from None
+        response: rpb.GetDocumentResponse = await self._document_call(
+            self._stub.GetDocument, request, timeout_s
+        )
         return response
 
     async def list_documents(
         self, request: rpb.ListDocumentsRequest, *, timeout_s: float
     ) -> rpb.ListDocumentsResponse:
         """RetrievalService/ListDocuments; its errors mapped as GetDocument's."""
+        response: rpb.ListDocumentsResponse = await self._document_call(
+            self._stub.ListDocuments, request, timeout_s
+        )
+        return response
+
+    async def _document_call(self, method: Any, request: Any, timeout_s: float) -> Any:
+        """One idempotent call of a document RPC, its errors mapped by ``_document_error``."""
         metadata = outbound_metadata()
         try:
-            response: rpb.ListDocumentsResponse = await call_idempotent(
-                lambda left: self._stub.ListDocuments(request, timeout=left, metadata=metadata),
+            return await call_idempotent(
+                lambda left: method(request, timeout=left, metadata=metadata),
                 timeout_s,
                 channel=self._channel,
                 connect_wait_s=self._connect_wait_s,
             )
         except aio.AioRpcError as err:
             raise _document_error(err) from None
-        return response
 
 
 class GrpcValidator:
