@@ -4,6 +4,7 @@
     ├── InvalidInputError            INVALID_INPUT          bad request fields (carries field violations)
     ├── NotReadyError                NOT_READY              warm-up not finished
     ├── NotFoundError                NOT_FOUND              the named resource (a document) does not exist
+    ├── MessageTooLargeError         MESSAGE_TOO_LARGE      a response would exceed the gRPC message limit
     ├── IndexIntegrityError          INDEX_INTEGRITY        index / id map / manifest disagree
     ├── CorpusFormatError            CORPUS_FORMAT          a source file cannot be parsed
     ├── ModelUnavailableError        MODEL_UNAVAILABLE      a shipped model is missing, corrupt or fails
@@ -72,6 +73,14 @@ class NotFoundError(GroundedError):
         )
         self.resource_type = resource_type
         self.resource_name = resource_name
+
+
+class MessageTooLargeError(GroundedError):
+    """A response would be larger than the gRPC message limit (``*_MAX_MESSAGE_BYTES``): a whole
+    document of a large source (a long PDF is one document). Said before sending, with the
+    sizes, rather than left to gRPC's own "larger than max" on either side."""
+
+    reason = "MESSAGE_TOO_LARGE"
 
 
 class IndexIntegrityError(GroundedError):

@@ -66,7 +66,12 @@ def document_to_proto(chunks: Sequence[Chunk], *, whole: bool = True) -> evidenc
     )
     if whole:
         document.text = document_text(ordered)
-        document.passages.extend(chunk_to_proto(c) for c in ordered)
+        for chunk in ordered:
+            # A passage's neighbours are in the text beside it: sent once, not twice more.
+            passage = document.passages.add()
+            passage.CopyFrom(chunk_to_proto(chunk))
+            passage.ClearField("context_before")
+            passage.ClearField("context_after")
     return document
 
 

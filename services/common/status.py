@@ -17,6 +17,7 @@ STATUS_BY_ERROR: dict[type[errors.GroundedError], grpc.StatusCode] = {
     errors.InvalidInputError: grpc.StatusCode.INVALID_ARGUMENT,
     errors.NotReadyError: grpc.StatusCode.UNAVAILABLE,
     errors.NotFoundError: grpc.StatusCode.NOT_FOUND,
+    errors.MessageTooLargeError: grpc.StatusCode.RESOURCE_EXHAUSTED,
     errors.IndexIntegrityError: grpc.StatusCode.FAILED_PRECONDITION,
     errors.CorpusFormatError: grpc.StatusCode.FAILED_PRECONDITION,
     errors.ModelUnavailableError: grpc.StatusCode.UNAVAILABLE,

@@ -12,7 +12,7 @@ from services.common.documents import (
     require_doc_id,
     require_list,
 )
-from services.common.errors import Violations
+from services.common.errors import MessageTooLargeError, Violations
 from services.common.evidence import Chunk
 from services.common.passages import (
     INTENT_TO_PROTO,
@@ -92,8 +92,23 @@ def doc_id_from_proto(request: pb.GetDocumentRequest) -> str:
     return require_doc_id(request.doc_id)
 
 
-def document_response(chunks: Sequence[Chunk], index_version: str) -> pb.GetDocumentResponse:
-    return pb.GetDocumentResponse(document=document_to_proto(chunks), index_version=index_version)
+def document_response(
+    chunks: Sequence[Chunk], index_version: str, *, max_bytes: int
+) -> pb.GetDocumentResponse:
+    """The document whole, or ``MessageTooLargeError`` when it would not fit one message."""
+    response = pb.GetDocumentResponse(
+        document=document_to_proto(chunks), index_version=index_version
+    )
+    size = response.ByteSize()
+    if size > max_bytes:
+        doc_id = response.document.doc_id
+        raise MessageTooLargeError(
+            f"document {doc_id!r} is {size:,} bytes whole, over this server's {max_bytes:,}-byte "
+            "message limit (RETRIEVAL_MAX_MESSAGE_BYTES); its passages can be retrieved with "
+            f"RetrievePassages and filters.doc_ids [{doc_id!r}]",
+            metadata={"doc_id": doc_id, "bytes": str(size), "limit": str(max_bytes)},
+        )
+    return response
 
 
 def list_from_proto(request: pb.ListDocumentsRequest, *, known_acts: frozenset[str]) -> int:

@@ -106,7 +106,7 @@ def build_searcher(config: RetrievalConfig) -> Searcher:
 
 def create_app(config: RetrievalConfig) -> ServiceApp:
     service = GrpcService(label="retrieval", service_names=[SERVICE_NAME], settings=config.server)
-    servicer = RetrievalServicer()
+    servicer = RetrievalServicer(max_message_bytes=config.server.max_message_bytes)
 
     async def warm_up() -> None:
         servicer.searcher = await asyncio.to_thread(build_searcher, config)

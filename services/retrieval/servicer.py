@@ -30,8 +30,10 @@ logger = logging.getLogger(__name__)
 class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
     """Serves searches once a Searcher is installed by warm-up."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_message_bytes: int = 4 * 1024 * 1024) -> None:
         self.searcher: Searcher | None = None
+        # The server's message limit: a whole document larger than this is refused, named.
+        self.max_message_bytes = max_message_bytes
 
     def _ready(self) -> Searcher:
         """The installed Searcher; UNAVAILABLE until warm-up has loaded the index."""
@@ -81,7 +83,9 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
         doc_id = convert.doc_id_from_proto(request)
         chunks = searcher.documents.get(doc_id)
         logger.info("document served", extra={"doc_id": doc_id, "passages": len(chunks)})
-        return convert.document_response(chunks, searcher.index_version)
+        return convert.document_response(
+            chunks, searcher.index_version, max_bytes=self.max_message_bytes
+        )
 
     async def ListDocuments(
         self, request: pb.ListDocumentsRequest, context: aio.ServicerContext[Any, Any]

@@ -22,6 +22,7 @@ from services.common.errors import (
     DependencyUnavailableError,
     FieldViolation,
     InvalidInputError,
+    MessageTooLargeError,
     NotFoundError,
 )
 from services.common.evidence import Chunk
@@ -178,6 +179,11 @@ def _document_error(err: aio.AioRpcError) -> Exception:
         return _caller_error(err)
     if err.code() == grpc.StatusCode.NOT_FOUND:
         return _not_found(err)
+    if err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+        # Retrieval's own refusal of a document too large to send, or this channel's receive
+        # limit (SYNTHESIS_MAX_MESSAGE_BYTES) refusing one retrieval sent: the document's size,
+        # not retrieval failing.
+        return MessageTooLargeError(f"retrieval: {err.details() or 'message too large'}")
     return _dependency_error("retrieval", err)
 
 

@@ -71,6 +71,7 @@ async def test_a_document_is_served_whole_with_offsets_that_hold(
     for p in doc.passages:
         assert doc.text[p.char_start : p.char_end] == p.text
         assert not p.HasField("scores")
+        assert not p.context_before and not p.context_after  # the text holds the neighbours
     # The source's text, with only the whitespace between sentences made spaces.
     assert doc.text.split() == source.text.split()
     assert len(doc.text) == len(source.text.rstrip())

@@ -5,14 +5,18 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+import grpc
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from services.common import status
 from services.common.documents import DOCUMENT_RESOURCE_TYPE
-from services.common.errors import InvalidInputError, NotFoundError
+from services.common.errors import InvalidInputError, MessageTooLargeError, NotFoundError
 from services.common.evidence import Chunk
+from services.retrieval import convert
 from services.retrieval.documents import DocumentIndex
+from tests.unit.retrieval.search_fakes import statute_chunks
 
 
 def chunks(doc_id: str, n: int) -> list[Chunk]:
@@ -138,3 +142,19 @@ class TestListing:
             index.page([], _b64(b'{"o":2,"a":[],"i":"v1"}'), 2, index_version="v1")
         page = index.page([], _b64(b'{"o":1,"a":[],"i":"v1"}'), 2, index_version="v1")
         assert [c[0].doc_id for c in page.documents] == ["IPC_2"]
+
+
+class TestWholeDocumentResponse:
+    def test_a_document_too_large_for_one_message_is_refused_with_its_sizes(self) -> None:
+        chunks = [c for c in statute_chunks() if c.doc_id == "IPC_420"]
+        fits = convert.document_response(chunks, "v1", max_bytes=1 << 20)
+        size = fits.ByteSize()
+        # Neighbours are in the text already: each passage is sent once.
+        assert all(not p.context_before and not p.context_after for p in fits.document.passages)
+        assert fits.document.passage_count == len(chunks) == 2
+        with pytest.raises(MessageTooLargeError) as caught:
+            convert.document_response(chunks, "v1", max_bytes=size - 1)
+        assert f"is {size:,} bytes whole, over this server's {size - 1:,}-byte" in str(caught.value)
+        assert "filters.doc_ids ['IPC_420']" in str(caught.value)
+        assert status.code_for(caught.value) == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert convert.document_response(chunks, "v1", max_bytes=size).ByteSize() == size
