@@ -17,6 +17,7 @@ from typing import Any
 
 import grpc
 from google.protobuf import json_format
+from google.protobuf.message import Message
 from grounded.synthesis.v1 import synthesis_service_pb2 as pb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as pb_grpc
 from grounded.type.v1 import validation_pb2
@@ -101,6 +102,11 @@ def _print_document(response: pb.GetDocumentResponse) -> None:
         print(textwrap.indent(textwrap.fill(p.text, width=92), "    "))
 
 
+def _print_json(message: Message) -> None:
+    """A response as protobuf's JSON mapping, indented."""
+    print(json.dumps(json_format.MessageToDict(message), indent=2, ensure_ascii=False))
+
+
 def _call(args: argparse.Namespace, method: str, request: Any) -> Any:
     """One unary call of the synthesis service at ``--address`` within ``--timeout``."""
     with grpc.insecure_channel(args.address) as channel:
@@ -119,7 +125,7 @@ def documents(args: argparse.Namespace) -> int:
     except grpc.RpcError as err:
         return report_rpc_error(err)
     if args.json:
-        print(json.dumps(json_format.MessageToDict(response), indent=2, ensure_ascii=False))
+        _print_json(response)
         return 0
     for d in response.documents:
         where = f"{d.source.act} s.{d.section}" if d.section else d.doc_id
@@ -138,7 +144,7 @@ def document(args: argparse.Namespace) -> int:
     except grpc.RpcError as err:
         return report_rpc_error(err)
     if args.json:
-        print(json.dumps(json_format.MessageToDict(response), indent=2, ensure_ascii=False))
+        _print_json(response)
     else:
         _print_document(response)
     return 0
@@ -287,7 +293,7 @@ def ask(args: argparse.Namespace) -> int:
     if args.stream:
         pass  # printed as it arrived
     elif args.json:
-        print(json.dumps(json_format.MessageToDict(response), indent=2, ensure_ascii=False))
+        _print_json(response)
     else:
         print(f"Question: {args.question}\n")
         _print_human(response, args.verbose)

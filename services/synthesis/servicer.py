@@ -7,7 +7,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from grounded.retrieval.v1 import retrieval_service_pb2 as rpb
 from grounded.synthesis.v1 import synthesis_service_pb2 as pb
@@ -23,6 +23,7 @@ from services.synthesis.pipeline import SynthesisPipeline, SynthesisRequest, Syn
 from services.synthesis.streaming import FinishedEvent, stream_answer
 
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 
 class PipelineFor(Protocol):
@@ -92,14 +93,8 @@ class SynthesisServicer(pb_grpc.SynthesisServiceServicer):
         self, request: pb.GetDocumentRequest, context: aio.ServicerContext[Any, Any]
     ) -> pb.GetDocumentResponse:
         doc_id = require_doc_id(request.doc_id)
-        remaining = context.time_remaining()
-        deadline = None if remaining is None else time.monotonic() + remaining
-        # Bounded as retrieval is for an answer: the caller's deadline and SYNTHESIS_RETRIEVAL_TIMEOUT_S.
-        found = await bounded(
-            "retrieval",
-            deadline,
-            self._documents_timeout_s,
-            lambda seconds: self._documents.get_document(doc_id, timeout_s=seconds),
+        found = await self._from_retrieval(
+            context, lambda seconds: self._documents.get_document(doc_id, timeout_s=seconds)
         )
         return pb.GetDocumentResponse(document=found.document, index_version=found.index_version)
 
@@ -110,13 +105,8 @@ class SynthesisServicer(pb_grpc.SynthesisServiceServicer):
         forwarded = rpb.ListDocumentsRequest(
             page_size=request.page_size, page_token=request.page_token, acts=request.acts
         )
-        remaining = context.time_remaining()
-        deadline = None if remaining is None else time.monotonic() + remaining
-        page = await bounded(
-            "retrieval",
-            deadline,
-            self._documents_timeout_s,
-            lambda seconds: self._documents.list_documents(forwarded, timeout_s=seconds),
+        page = await self._from_retrieval(
+            context, lambda seconds: self._documents.list_documents(forwarded, timeout_s=seconds)
         )
         return pb.ListDocumentsResponse(
             documents=page.documents,
@@ -133,10 +123,14 @@ class SynthesisServicer(pb_grpc.SynthesisServiceServicer):
             default_top_k=self._default_top_k,
             default_generator=self._default_generator,
         )
-        remaining = context.time_remaining()
-        # The caller's deadline bounds every downstream call (min(remaining, per-stage limit)).
-        deadline = None if remaining is None else time.monotonic() + remaining
-        return domain_request, deadline
+        return domain_request, _deadline(context)
+
+    async def _from_retrieval(
+        self, context: aio.ServicerContext[Any, Any], call: Callable[[float], Awaitable[_T]]
+    ) -> _T:
+        """A document call to retrieval, bounded as an answer's retrieval is: the caller's
+        deadline and SYNTHESIS_RETRIEVAL_TIMEOUT_S."""
+        return await bounded("retrieval", _deadline(context), self._documents_timeout_s, call)
 
     @contextlib.asynccontextmanager
     async def _model_guard(self) -> AsyncIterator[None]:
@@ -155,3 +149,10 @@ class SynthesisServicer(pb_grpc.SynthesisServiceServicer):
 def _count(result: SynthesisResult) -> None:
     if not result.answered:
         REFUSALS.labels(result.refusal_code or result.status.value).inc()
+
+
+def _deadline(context: aio.ServicerContext[Any, Any]) -> float | None:
+    """The caller's deadline as a ``time.monotonic()`` instant: it bounds every downstream call
+    (min(remaining, per-stage limit))."""
+    remaining = context.time_remaining()
+    return None if remaining is None else time.monotonic() + remaining

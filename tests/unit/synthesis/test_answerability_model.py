@@ -28,6 +28,7 @@ from services.synthesis.config import (
     AnswerabilitySettings,
     SynthesisConfig,
 )
+from tests.support.model_calls import count_encoder_calls
 
 THEFT_DEFINITION = (
     "Whoever, intending to take dishonestly any moveable property out of the possession of any "
@@ -226,16 +227,8 @@ class TestScoreCache:
     deterministic, so the cache returns exactly what it would compute."""
 
     @staticmethod
-    def counting(scorer: OnnxAnswerabilityScorer) -> list[int]:
-        pairs: list[int] = []
-        run = scorer.encoder.probabilities
-
-        def probabilities(batch):  # type: ignore[no-untyped-def]
-            pairs.append(len(batch))
-            return run(batch)
-
-        scorer.encoder.probabilities = probabilities  # type: ignore[method-assign]
-        return pairs
+    def counting(model: OnnxAnswerabilityScorer) -> list[int]:
+        return count_encoder_calls(model.encoder)
 
     def test_passages_scored_before_are_not_scored_again(self) -> None:
         cached = load_scorer(DEFAULT_ANSWERABILITY_DIR, cache_size=100)

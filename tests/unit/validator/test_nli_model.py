@@ -20,6 +20,7 @@ from services.common.validation import Reason, Tier, Verdict
 from services.validator.config import DEFAULT_MODEL_DIR, ValidatorConfig
 from services.validator.engine import validate
 from services.validator.nli_onnx import OnnxNliModel, load_tier
+from tests.support.model_calls import count_encoder_calls
 from tests.unit.validator.samples import ipc
 
 
@@ -134,16 +135,7 @@ class TestScoreCache:
 
     @staticmethod
     def counting(model: OnnxNliModel) -> list[int]:
-        """Wrap the encoder so each call records how many pairs it scored."""
-        calls: list[int] = []
-        scored = model.encoder.probabilities
-
-        def probabilities(pairs: list[tuple[str, str]]) -> object:
-            calls.append(len(pairs))
-            return scored(pairs)
-
-        model.encoder.probabilities = probabilities  # type: ignore[method-assign]
-        return calls
+        return count_encoder_calls(model.encoder)
 
     def test_a_pair_seen_before_costs_no_model_call_and_scores_the_same(self) -> None:
         cached = OnnxNliModel(DEFAULT_MODEL_DIR, cache_size=10)
