@@ -70,6 +70,10 @@ class EnvReader:
             return None
         return value.strip()
 
+    def is_set(self, name: str) -> bool:
+        """Whether ``<prefix><name>`` holds a value (blank counts as unset, as when reading)."""
+        return self._raw(name) is not None
+
     def invalid(self, name: str, raw: str, expected: str) -> InvalidSettingError:
         """The error for ``<prefix><name>=raw``, saying what the setting accepts."""
         return InvalidSettingError(f"{self.prefix}{name}={raw!r}: expected {expected}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from services.common.config import (
@@ -42,6 +42,8 @@ DEFAULT_STATEMENT_VETO_BELOW = 0.03
 DEFAULT_STATEMENT_RESCUE_AT = 0.9
 # A chunk contradicting a statement this surely decides it too (docs/SYNTHESIS.md, "Claims").
 DEFAULT_STATEMENT_CONTRADICTION_AT = 0.9
+# OpenAI's own endpoint: the default of SYNTHESIS_OPENAI_BASE_URL.
+DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +157,41 @@ class SynthesisConfig:
     # (ExtractiveOptions.bridge_titles).
     extractive_bridge_titles: bool = True
 
+    @property
+    def openai_offered(self) -> bool:
+        """The OpenAI generator is offered when it is the default or an endpoint or key was
+        configured (a caller may then ask for it per request)."""
+        o = self.openai
+        return (
+            self.generator == "openai" or bool(o.api_key) or o.base_url != DEFAULT_OPENAI_BASE_URL
+        )
+
+    @property
+    def statements_checked(self) -> bool:
+        """A statement the entailment model finds stated is confirmed by a validator call of
+        its own before the answer is drafted (``SynthesisPipeline._confirm_stated``)."""
+        a = self.answerability
+        return a.mode != "off" and a.statements == "entailment"
+
+    @property
+    def slowest_answer_s(self) -> float:
+        """The longest one SynthesizeAnswer can wait on its dependencies when each runs to its
+        limit, in the pipeline's order: retrieval (part retrievals run beside it; the second
+        hop after it), then either the answerability judge or, for a statement, the
+        validator's check of the passage that states it (never both: the judge does not see
+        statements), then the LLM when it is offered, then validation. ``SYNTHESIS_GRACE_S``
+        must be at least this, or a drain cuts answers off (synthesis warns at start-up, and
+        tests/deploy checks every overlay). Local model work is not counted: milliseconds.
+        StreamAnswer with a streaming LLM validates sentence by sentence and is not bounded by
+        this (a stream cut off at shutdown has sent only validated sentences)."""
+        total = self.retrieval_timeout_s * (2 if self.second_hop else 1)
+        judge_s = self.judge.timeout_s if self.judge.enabled else 0.0
+        check_s = self.validator_timeout_s if self.statements_checked else 0.0
+        total += max(judge_s, check_s)
+        if self.openai_offered:
+            total += self.openai.timeout_s
+        return total + self.validator_timeout_s
+
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> SynthesisConfig:
         env = EnvReader("SYNTHESIS_", environ)
@@ -166,7 +203,7 @@ class SynthesisConfig:
                 "SYNTHESIS_JUDGE_PROMPT=document-claim: a claim checker cannot judge whether "
                 "evidence answers a question; use the numbered prompt with an instruction model"
             )
-        return cls(
+        config = cls(
             server=ServerSettings.from_env(env, default_port=50052, default_metrics_port=9092),
             retrieval_addr=env.str("RETRIEVAL_ADDR", "127.0.0.1:50051"),
             validator_addr=env.str("VALIDATOR_ADDR", "127.0.0.1:50053"),
@@ -185,7 +222,7 @@ class SynthesisConfig:
             candidate_pool=env.int("CANDIDATE_POOL", 20, minimum=0, maximum=MAX_TOP_K),
             extractive_bridge_titles=env.bool("EXTRACTIVE_BRIDGE_TITLES", True),
             openai=OpenAISettings(
-                base_url=env.str("OPENAI_BASE_URL", "https://api.openai.com/v1"),
+                base_url=env.str("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL),
                 api_key=env.secret("OPENAI_API_KEY"),
                 model=env.str("OPENAI_MODEL", "gpt-4o-mini"),
                 timeout_s=env.float("OPENAI_TIMEOUT_S", 20.0, minimum=0.1, maximum=600.0),
@@ -202,3 +239,8 @@ class SynthesisConfig:
                 "RECONNECT_BACKOFF_MAX_S", 1.0, minimum=0.1, maximum=120.0
             ),
         )
+        if env.is_set("GRACE_S"):
+            return config
+        # Unset: drain as long as the slowest answer these limits allow (15 s with the default
+        # limits), so a shutdown never cuts an answer off that would have been delivered.
+        return replace(config, server=replace(config.server, grace_s=config.slowest_answer_s))

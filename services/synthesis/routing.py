@@ -25,7 +25,6 @@ from services.synthesis.generation import Generator
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 OPENAI = "openai"
 # Generators kept for caller-chosen models besides the configured one (LRU).
 MAX_MODEL_VARIANTS = 8
@@ -157,8 +156,7 @@ async def _close(variant: _Variant) -> None:
 
 def openai_offered(config: SynthesisConfig) -> bool:
     """The OpenAI generator is offered when it is the default or an endpoint/key was configured."""
-    o = config.openai
-    return config.generator == OPENAI or bool(o.api_key) or o.base_url != DEFAULT_OPENAI_BASE_URL
+    return config.openai_offered
 
 
 def offered_generators(

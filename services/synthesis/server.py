@@ -92,6 +92,14 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
     connect_wait_s = config.reconnect_backoff_max_s * 1.5
     retriever = GrpcRetriever(retrieval_channel, connect_wait_s=connect_wait_s)
     validator = GrpcValidator(validator_channel, connect_wait_s=connect_wait_s)
+    if config.server.grace_s < config.slowest_answer_s:
+        logger.warning(
+            "SYNTHESIS_GRACE_S=%g is shorter than the slowest answer these limits allow "
+            "(%g s: retrieval, the judge or a statement check, the LLM if offered, validation): "
+            "answers in flight at shutdown may be cut off",
+            config.server.grace_s,
+            config.slowest_answer_s,
+        )
     # Loaded at warm-up (one model and one judge per process).
     judge = build_judge(config.judge)
     answerability = AnswerabilityCheck(

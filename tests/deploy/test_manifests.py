@@ -57,7 +57,6 @@ CONFIGS: dict[str, Callable[[dict[str, str]], object]] = {
     "validator": ValidatorConfig.from_env,
 }
 APP_UID = 10001
-DEFAULT_GRACE_S = 10.0  # ServerSettings' default for *_GRACE_S
 NAME_LABEL = "app.kubernetes.io/name"
 
 
@@ -462,24 +461,23 @@ class TestSettings:
 
 class TestShutdown:
     @pytest.mark.parametrize("app", APPS, ids=lambda app: app.name)
-    def test_grace_period_outlasts_prestop_and_drain(self, rendered: Rendered, app: App) -> None:
+    def test_grace_period_outlasts_prestop_lame_duck_and_drain(
+        self, rendered: Rendered, app: App
+    ) -> None:
         spec = rendered.pod_spec(app.name)
         container = rendered.container(app.name)
         pre_stop = container.get("lifecycle", {}).get("preStop", {}).get("sleep", {})
-        drain = float(rendered.settings().get(f"{app.env_prefix}GRACE_S", DEFAULT_GRACE_S))
-        assert spec["terminationGracePeriodSeconds"] > pre_stop.get("seconds", 0) + drain
+        server = CONFIGS[app.name](rendered.environment(app.name)).server  # type: ignore[attr-defined]
+        needed = pre_stop.get("seconds", 0) + server.drain_delay_s + server.grace_s
+        assert spec["terminationGracePeriodSeconds"] > needed
 
     def test_synthesis_drain_outlasts_its_slowest_answer(self, rendered: Rendered) -> None:
-        """An answer in flight at SIGTERM may take every downstream limit in turn: retrieval,
-        the answerability judge (when configured), the LLM (with the openai generator), then
-        validation. The drain must wait that long, or it cuts answers off."""
+        """An answer in flight at SIGTERM may take every downstream limit in turn (retrieval,
+        the judge or a statement's validator check, the LLM, validation:
+        SynthesisConfig.slowest_answer_s). The drain must wait that long, or it cuts answers
+        off."""
         config = SynthesisConfig.from_env(rendered.environment("synthesis"))
-        slowest = config.retrieval_timeout_s + config.validator_timeout_s
-        if config.judge.enabled:
-            slowest += config.judge.timeout_s
-        if config.generator == "openai":
-            slowest += config.openai.timeout_s
-        assert config.server.grace_s >= slowest
+        assert config.server.grace_s >= config.slowest_answer_s
 
 
 class TestImages:

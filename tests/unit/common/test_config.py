@@ -24,6 +24,12 @@ class TestEnvReader:
         assert env.bool("ON", False) is True
         assert env.float("RATIO", 0.1) == 0.5
 
+    def test_is_set_counts_blank_as_unset_and_reads_only_its_prefix(self) -> None:
+        env = EnvReader("X_", {"X_A": "1", "X_B": "  ", "A": "1"})
+        assert env.is_set("A")
+        assert not env.is_set("B")
+        assert not env.is_set("C")
+
     @pytest.mark.parametrize(
         ("environ", "read", "message"),
         [
