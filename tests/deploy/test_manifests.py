@@ -443,6 +443,14 @@ class TestSettings:
             # Headless: a pod's address is dialled directly, so its port must be the Service's.
             assert named_port(rendered.container(app), "grpc") == ports["grpc"]
 
+    def test_synthesis_closes_old_connections_so_new_replicas_get_calls(
+        self, rendered: Rendered
+    ) -> None:
+        # Behind a ClusterIP Service a client's one HTTP/2 connection stays on one pod until
+        # the server closes it.
+        assert rendered.get("Service", "synthesis")["spec"].get("clusterIP") != "None"
+        assert float(rendered.settings()["SYNTHESIS_MAX_CONNECTION_AGE_S"]) > 0
+
     @pytest.mark.parametrize("app", ("retrieval", "validator"))
     def test_grpc_dependencies_are_headless_and_balanced_per_call(
         self, rendered: Rendered, app: str
@@ -572,12 +580,12 @@ class TestProd:
         for protocol in ("UDP", "TCP"):
             assert connection_allowed(policies, pod(prod, app), dns, 53, protocol), protocol
 
-    def test_prod_autoscales_retrieval_and_synthesis_on_cpu(self, prod: Rendered) -> None:
+    def test_prod_autoscales_every_service_on_cpu(self, prod: Rendered) -> None:
         hpas = {
             hpa["spec"]["scaleTargetRef"]["name"]: hpa
             for hpa in prod.of_kind("HorizontalPodAutoscaler")
         }
-        assert set(hpas) == {"retrieval", "synthesis"}
+        assert set(hpas) == {app.name for app in APPS}
         for name, hpa in hpas.items():
             assert hpa["apiVersion"] == "autoscaling/v2"
             assert hpa["spec"]["scaleTargetRef"]["kind"] == "Deployment"
@@ -604,6 +612,20 @@ class TestProd:
         spec = prod.get("Deployment", app.name)["spec"]
         floor = hpas[0]["spec"]["minReplicas"] if hpas else spec["replicas"]
         assert floor >= 2
+
+    @pytest.mark.parametrize("app", APPS, ids=lambda app: app.name)
+    def test_prod_spreads_replicas_over_nodes_as_a_rule(self, prod: Rendered, app: App) -> None:
+        """Two replicas on one node would make that node a single point of failure."""
+        constraints = prod.pod_spec(app.name)["topologySpreadConstraints"]
+        by_node = [c for c in constraints if c["topologyKey"] == "kubernetes.io/hostname"]
+        assert len(by_node) == 1
+        (rule,) = by_node
+        assert rule["whenUnsatisfiable"] == "DoNotSchedule"
+        assert rule["maxSkew"] == 1
+        assert rule["nodeTaintsPolicy"] == "Honor"  # a tainted node is not an empty domain
+        assert rule["matchLabelKeys"] == ["pod-template-hash"]
+        labels = prod.get("Deployment", app.name)["spec"]["template"]["metadata"]["labels"]
+        assert _selects(rule["labelSelector"], labels)
 
     @pytest.mark.parametrize("app", APPS, ids=lambda app: app.name)
     def test_prod_has_a_disruption_budget_per_service(self, prod: Rendered, app: App) -> None:
