@@ -211,3 +211,8 @@ def serve_main(
         asyncio.run(serve())
     except SettingError as error:
         exit_on_setting_error(label, error)
+    except Exception:
+        # A model that cannot load, or a crash: one JSON line (the traceback a field of it), not
+        # raw traceback lines a log collector cannot parse; exit status 1, so the pod restarts.
+        logger.critical("%s stopped by an unhandled error", label, exc_info=True)
+        raise SystemExit(1) from None

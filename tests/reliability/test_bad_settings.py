@@ -4,6 +4,7 @@ shows in `kubectl logs` of the crash-looping pod, instead of a default nobody as
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -88,3 +89,28 @@ def test_settings_that_rule_each_other_out_stop_retrieval_at_warm_up() -> None:
         "retrieval: configuration error: RETRIEVAL_RERANK_MODEL_DIR and "
         "RETRIEVAL_CROSS_ENCODER_PATH: set one, not both"
     )
+
+
+@pytest.mark.parametrize(
+    ("service", "setting"),
+    [
+        ("validator", "VALIDATOR_ENTAILMENT_MODEL_DIR"),
+        ("synthesis", "SYNTHESIS_ANSWERABILITY_MODEL_DIR"),
+    ],
+)
+def test_a_model_that_cannot_load_stops_start_up_in_json_lines(
+    service: str, setting: str, tmp_path: Path
+) -> None:
+    """Exit status 1 (the pod restarts; never a silent fallback), and stderr stays JSON lines
+    a log collector can parse: the service's line saying what to do, then one line whose
+    ``exc`` field holds the traceback (raw traceback lines used to follow)."""
+    result = start(service, {f"{service.upper()}_PORT": "0", setting: str(tmp_path)})
+    assert result.returncode == 1, result.stderr
+    records = [json.loads(line) for line in result.stderr.strip().splitlines()]
+    unavailable = [r for r in records if r["level"] == "ERROR" and "unavailable" in r["msg"]]
+    assert len(unavailable) == 1
+    assert f"cannot read the model manifest {tmp_path}/manifest.json" in unavailable[0]["msg"]
+    assert f"set {service.upper()}_" in unavailable[0]["msg"]  # the way to run without it
+    assert records[-1]["level"] == "CRITICAL"
+    assert records[-1]["msg"] == f"{service} stopped by an unhandled error"
+    assert "ModelUnavailableError" in records[-1]["exc"]
