@@ -103,14 +103,16 @@ def _parser(deserialize: Callable[[bytes], Any] | None) -> Callable[[Any], Any]:
         try:
             return deserialize(raw)
         except DecodeError as exc:
+            cause = str(exc).rsplit(": ", 1)[-1]  # "Error parsing message with type 'T': why"
+            hint = (
+                "every string field must be valid UTF-8"
+                if "UTF-8" in cause
+                else "the bytes are not this method's request message (check that the client "
+                "was built from the same proto)"
+            )
+            message = f"the request does not parse ({cause}): {hint}"
             raise errors.InvalidInputError(
-                [
-                    errors.FieldViolation(
-                        "",
-                        f"the request does not parse ({exc}): every string field must be "
-                        "valid UTF-8",
-                    )
-                ]
+                [errors.FieldViolation("", message)], message=message
             ) from exc
 
     return parse
@@ -149,6 +151,12 @@ async def _rpc(
         expired = remaining is not None and remaining <= _DEADLINE_SLACK_S
         code = grpc.StatusCode.DEADLINE_EXCEEDED if expired else grpc.StatusCode.CANCELLED
         raise
+    except NotImplementedError:
+        # A generated servicer's default for a method nobody implemented: what gRPC itself says
+        # for an unknown method, not an internal error.
+        code = grpc.StatusCode.UNIMPLEMENTED
+        logger.warning("method not implemented", extra={"method": method})
+        await context.abort(code, f"{method} is not implemented by this server")
     except Exception:
         code = grpc.StatusCode.INTERNAL
         logger.exception("unhandled error", extra={"method": method})
@@ -161,6 +169,14 @@ async def _rpc(
         RPC_LATENCY.labels(service, method).observe(elapsed)
         logger.info(
             "rpc",
-            extra={"method": method, "code": code_name, "duration_ms": round(elapsed * 1000, 3)},
+            extra={
+                "method": method,
+                "code": code_name,
+                "duration_ms": round(elapsed * 1000, 3),
+                "request_id": request_id,  # also when closed from another task (below)
+            },
         )
-        request_id_var.reset(token)
+        # A stream whose caller went away after a message is closed by gRPC from another task,
+        # in another context: there is nothing of ours to restore there (ValueError).
+        with contextlib.suppress(ValueError):
+            request_id_var.reset(token)

@@ -70,7 +70,7 @@ class GrpcService:
         self.server = aio.server(
             interceptors=[*server_interceptors(), ServiceInterceptor(label)], options=options
         )
-        self.health = health.aio.HealthServicer()
+        self.health = _HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(
             (
@@ -115,6 +115,22 @@ class GrpcService:
         """Flip health to NOT_SERVING, refuse new calls, let in-flight calls finish within grace."""
         await self.health.enter_graceful_shutdown()
         await self.server.stop(self.settings.grace_s if grace is None else grace)
+
+
+class _HealthServicer(health.aio.HealthServicer):  # type: ignore[misc]  # untyped library
+    """grpc's asyncio health servicer plus ``List`` (grpc.health.v1 declares it and reflection
+    advertises it, but the library leaves it unimplemented): every service name this server
+    reports, with its status, as ``Check`` would answer for each."""
+
+    async def List(
+        self, request: health_pb2.HealthListRequest, context: aio.ServicerContext[Any, Any]
+    ) -> health_pb2.HealthListResponse:
+        return health_pb2.HealthListResponse(
+            statuses={
+                name: health_pb2.HealthCheckResponse(status=status)
+                for name, status in sorted(self._server_status.items())
+            }
+        )
 
 
 @dataclass

@@ -65,6 +65,13 @@ class TestGrpcurl:
         assert result.returncode == 0, result.stderr
         assert json.loads(result.stdout) == {"status": "SERVING"}
 
+    async def test_grpcurl_health_list_shows_every_name(self, stack: Stack) -> None:
+        result = await _grpcurl(stack.synthesis, "grpc.health.v1.Health/List")
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout) == {
+            "statuses": {"": {"status": "SERVING"}, SERVICES["synthesis"]: {"status": "SERVING"}}
+        }
+
     async def test_grpcurl_describe_shows_request_fields(self, stack: Stack) -> None:
         result = await _grpcurl(
             stack.synthesis, "describe", "grounded.synthesis.v1.SynthesizeAnswerRequest"

@@ -67,6 +67,28 @@ async def test_a_request_that_does_not_parse_is_invalid_argument(
         assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert error_reason(caught.value) == "INVALID_INPUT"
         (description,) = field_violations(caught.value).values()
-        assert "UTF-8" in description
+        assert description == (
+            "the request does not parse (String field had bad UTF-8): every string field must "
+            "be valid UTF-8"
+        )
+        assert caught.value.details() == description  # no stray ": " for the empty field path
 
         assert await call(channel, method, stream, valid)  # the parser is still the message's
+
+
+# Field 1 as a length-delimited value of 5 bytes, of which only 3 follow: not a message at all.
+CORRUPT = b"\x0a\x05abc"
+
+
+@pytest.mark.parametrize(("service", "method", "stream", "valid"), METHODS, ids=lambda m: str(m))
+async def test_corrupt_bytes_are_named_as_such_not_as_bad_utf8(
+    stack: InProcessStack, service: str, method: str, stream: bool, valid: bytes
+) -> None:
+    async with aio.insecure_channel(getattr(stack, service)) as channel:
+        with pytest.raises(aio.AioRpcError) as caught:
+            await call(channel, method, stream, CORRUPT)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert caught.value.details() == (
+        "the request does not parse (Wire format was corrupt): the bytes are not this method's "
+        "request message (check that the client was built from the same proto)"
+    )

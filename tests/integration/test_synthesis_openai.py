@@ -4,7 +4,9 @@ HTTP to a loopback chat-completions server scripted per test."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import logging
 import re
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -446,20 +448,37 @@ class TestStreamAnswer:
         assert not log.completed  # the generation was stopped
 
     async def test_a_client_that_cancels_stops_the_generation(
-        self, openai_stack: Stack, llm: FakeOpenAIServer
+        self, openai_stack: Stack, llm: FakeOpenAIServer, caplog: pytest.LogCaptureFixture
     ) -> None:
         llm.script(Reply(lambda m: " ".join([two_sentences(m)] * 20), token_delay_s=0.01))
         before = len(llm.streams)
-        async with grpc.aio.insecure_channel(openai_stack.synthesis) as channel:
-            stub = spb_grpc.SynthesisServiceStub(channel)
-            call = stub.StreamAnswer(spb.SynthesizeAnswerRequest(question=QUESTION), timeout=30)
-            async for event in call:
-                if event.WhichOneof("event") == "sentence":
-                    call.cancel()
-                    break
-        await asyncio.sleep(0.5)
+        with caplog.at_level(logging.INFO):
+            async with grpc.aio.insecure_channel(openai_stack.synthesis) as channel:
+                stub = spb_grpc.SynthesisServiceStub(channel)
+                call = stub.StreamAnswer(
+                    spb.SynthesizeAnswerRequest(question=QUESTION),
+                    timeout=30,
+                    metadata=(("x-request-id", "cancel-after-a-sentence"),),
+                )
+                async for event in call:
+                    if event.WhichOneof("event") == "sentence":
+                        call.cancel()
+                        break
+            await asyncio.sleep(0.5)
+            gc.collect()  # a task's exception nobody read is logged when the task is collected
         (log,) = llm.streams[before:]
         assert not log.completed and log.events < 200
+        # An ordinary cancel: counted and logged as CANCELLED under the caller's request id,
+        # with no ERROR (closing the stream from gRPC's task once failed to restore the
+        # request-id context there, and asyncio logged "Task exception was never retrieved").
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+        (access,) = [
+            r
+            for r in caplog.records
+            if r.getMessage() == "rpc" and getattr(r, "method", "") == "StreamAnswer"
+        ]
+        assert access.code == "CANCELLED"  # type: ignore[attr-defined]
+        assert access.request_id == "cancel-after-a-sentence"  # type: ignore[attr-defined]
 
     async def test_a_deadline_ends_the_stream_with_deadline_exceeded(
         self, openai_stack: Stack, llm: FakeOpenAIServer
