@@ -47,8 +47,14 @@ lock: ## Recompile requirements.lock from pyproject.toml (needs network to PyPI)
 	$(PY) -m piptools compile --quiet --generate-hashes --strip-extras --allow-unsafe -o requirements-runtime.lock pyproject.toml
 
 # ---------------------------------------------------------------------------- index and stack
-$(INDEX_DIR)/manifest.json: $(PROTO_STAMP) data/corpora/indian_law/ipc.json
+# The reader, the chunker and the sentence splitter change what an index holds (their versions
+# are part of its checksum): a change to them re-runs ingest, which rebuilds only when the
+# checksum moved, and the touch keeps make from asking again.
+INDEX_INPUTS := data/corpora/indian_law/ipc.json services/retrieval/corpus.py \
+	services/retrieval/chunking.py services/common/language/sentences.py
+$(INDEX_DIR)/manifest.json: $(PROTO_STAMP) $(INDEX_INPUTS)
 	$(PY) -m services.retrieval.ingest --out $(INDEX_DIR) data/corpora/indian_law/ipc.json
+	@touch $@
 
 .PHONY: index
 index: $(INDEX_DIR)/manifest.json ## Build the FAISS index of the bundled IPC corpus (reused when unchanged).

@@ -22,6 +22,33 @@ logger = logging.getLogger(__name__)
 
 FORMATS: Final = ("statutes", "jsonl", "dir", "pdf")
 
+# What the readers make of the same files; part of the index checksum (store.corpus_checksum),
+# so an index built by an older reader is rebuilt. 2: IPC chapter titles restored (below).
+READER_VERSION: Final = 2
+
+# The IPC file's chapter titles lost their "of" and "to" upstream ("criminal breach  trust"):
+# every one that did, as the file writes it -> the title as enacted (lower case, like the rest
+# of the file). Provenance only (chapter titles are not searched or embedded); the file itself
+# stays byte for byte as fetched (data/corpora/indian_law/SOURCE.md).
+IPC_CHAPTER_TITLES: Final[Mapping[str, str]] = {
+    "contempt's  the lawful authority  public servants": (
+        "contempts of the lawful authority of public servants"
+    ),
+    "the causing  miscarriage,  injuries to unborn children,  the exposure  infants, and  "
+    "the concealment  births": (
+        "the causing of miscarriage, of injuries to unborn children, of the exposure of "
+        "infants, and of the concealment of births"
+    ),
+    "offences against property  theft": "offences against property: theft",
+    "criminal misappropriation  property": "criminal misappropriation of property",
+    "criminal breach  trust": "criminal breach of trust",
+    "the receiving  stolen property": "the receiving of stolen property",
+    "fraudulent deeds and dispositions  property": "fraudulent deeds and dispositions of property",
+    "the criminal breach  contracts  service": "the criminal breach of contracts of service",
+    "cruelty by husband or relatives  husband": "cruelty by husband or relatives of husband",
+    "attempts  commit offences": "attempts to commit offences",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class Document:
@@ -205,6 +232,8 @@ def _statute_document(record: object, spec: ActSpec, path: Path, index: int) -> 
         return None
     chapter = record.get(spec.chapter_key, "") if spec.chapter_key else ""
     chapter_title = record.get(spec.chapter_title_key, "") if spec.chapter_title_key else ""
+    if spec.code == "IPC":
+        chapter_title = IPC_CHAPTER_TITLES.get(str(chapter_title), chapter_title)
     return Document(
         doc_id=f"{spec.code}_{section}",
         title=normalise_whitespace(str(record.get(spec.title_key) or "")).replace("\n", " "),

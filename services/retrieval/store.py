@@ -27,7 +27,7 @@ from services.retrieval.chunking import (
     LegalSentenceSplitter,
     chunk_documents,
 )
-from services.retrieval.corpus import Document, load_documents
+from services.retrieval.corpus import READER_VERSION, Document, load_documents
 from services.retrieval.embedding import Encoder, Vectors
 from services.retrieval.index import DenseIndex, IndexKind
 
@@ -139,6 +139,7 @@ def corpus_checksum(
         "context": context,
         "min_words": min_words,
         "splitter": SPLITTER_VERSION,
+        "reader": READER_VERSION,
         "embed_text": embed_text,
     }
     digest.update(json.dumps(params, sort_keys=True).encode())

@@ -16,6 +16,7 @@ from services.common.language.references import normalise_section
 from services.retrieval.corpus import (
     ACTS,
     HMA_SOURCE_NOTE,
+    IPC_CHAPTER_TITLES,
     Document,
     detect_format,
     join_pages,
@@ -76,6 +77,29 @@ class TestStatutesLoader:
             "cheating",
         )
         assert doc.act_name == "Indian Penal Code, 1860"
+
+    def test_ipc_chapter_titles_have_their_words_back(self, ipc_docs: dict[str, Document]) -> None:
+        """The file lost "of" and "to" from 10 chapter titles (two spaces where each stood);
+        the reader restores them, and every other title is as the file writes it."""
+        titles = {doc.chapter_title for doc in ipc_docs.values()}
+        assert not [t for t in titles if "  " in t or "'s" in t]
+        assert ipc_docs["IPC_378"].chapter_title == "offences against property: theft"
+        assert ipc_docs["IPC_405"].chapter_title == "criminal breach of trust"
+        assert ipc_docs["IPC_511"].chapter_title == "attempts to commit offences"
+        assert ipc_docs["IPC_420"].chapter_title == "cheating"  # untouched
+        # Every correction is used by the shipped file (none is a guess at another edition).
+        assert set(IPC_CHAPTER_TITLES.values()) <= titles
+
+    def test_the_reader_version_is_part_of_the_index_checksum(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """An index built by an older reader (other chapter titles) is rebuilt, not reused."""
+        from services.retrieval import store
+
+        args = {"fmt": None, "context": 1, "min_words": 3, "embed_text": "title"}
+        before = store.corpus_checksum([IPC], **args)  # type: ignore[arg-type]
+        monkeypatch.setattr(store, "READER_VERSION", store.READER_VERSION + 1)
+        assert store.corpus_checksum([IPC], **args) != before  # type: ignore[arg-type]
 
     def test_load_statutes_keeps_lettered_sections(self, ipc_docs: dict[str, Document]) -> None:
         assert {"IPC_120A", "IPC_120B", "IPC_498A", "IPC_376AB"} <= ipc_docs.keys()
