@@ -156,3 +156,9 @@ class Violations:
     def raise_if_any(self) -> None:
         if self._items:
             raise InvalidInputError(list(self._items))
+
+
+def top_k_rule(maximum: int, got: int) -> str:
+    """A wire request's ``top_k`` rule, as both services' edges state it (0 is the wire's
+    "unset", which each service replaces with its default)."""
+    return f"must be between 1 and {maximum}, or 0 for the default (got {got})"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from grounded.retrieval.v1 import retrieval_service_pb2 as pb
 
@@ -12,7 +12,7 @@ from services.common.documents import (
     require_doc_id,
     require_list,
 )
-from services.common.errors import MessageTooLargeError, Violations
+from services.common.errors import MessageTooLargeError, Violations, top_k_rule
 from services.common.evidence import Chunk
 from services.common.passages import (
     INTENT_TO_PROTO,
@@ -21,7 +21,7 @@ from services.common.passages import (
     timings_to_proto,
 )
 from services.retrieval.documents import DocumentPage
-from services.retrieval.limits import DEFAULT_TOP_K, MAX_FILTER_VALUES
+from services.retrieval.limits import DEFAULT_TOP_K, MAX_FILTER_VALUES, MAX_TOP_K
 from services.retrieval.search import (
     SearchRequest,
     SearchResult,
@@ -36,9 +36,12 @@ def request_from_proto(
     known_acts: frozenset[str],
     known_doc_ids: frozenset[str],
     default_stages: StageSwitches,
+    meant: Callable[[str], str | None] | None = None,
 ) -> SearchRequest:
     """Report every violation at once: the request's rules (``request_violations``, stated
-    once in the domain) and filter values this index does not know; then build the request."""
+    once in the domain) and filter values this index does not know, each with the value it
+    may have meant (``meant``: the document id GetDocument would suggest); then build the
+    request."""
     s = request.stages
     stages = StageSwitches(
         **{
@@ -54,13 +57,20 @@ def request_from_proto(
     for violation in request_violations(
         request.query, top_k, request.min_score, stages, acts, doc_ids
     ):
-        violations.add(violation.field, violation.description)
+        if violation.field == "top_k":  # stated as the wire has it: 0 is the default here
+            violations.add("top_k", top_k_rule(MAX_TOP_K, request.top_k))
+        else:
+            violations.add(violation.field, violation.description)
     for name, values, known in (("acts", acts, known_acts), ("doc_ids", doc_ids, known_doc_ids)):
         if len(values) > MAX_FILTER_VALUES:
             continue  # already reported as too many
         for i, value in enumerate(values):
             if value not in known:
-                hint = f"; known acts: {', '.join(sorted(known))}" if name == "acts" else ""
+                hint = (
+                    _act_hint(value, known_acts)
+                    if name == "acts"
+                    else _doc_hint(meant(value) if meant else None)
+                )
                 violations.add(f"filters.{name}[{i}]", f"unknown value {value!r}{hint}")
     violations.raise_if_any()
     return SearchRequest(
@@ -133,3 +143,14 @@ def list_response(page: DocumentPage, index_version: str) -> pb.ListDocumentsRes
         total_size=page.total_size,
         index_version=index_version,
     )
+
+
+def _act_hint(value: str, known: frozenset[str]) -> str:
+    same = [act for act in sorted(known) if act.casefold() == value.strip().casefold()]
+    if same:
+        return f"; did you mean {same[0]!r}? (acts are exact codes)"
+    return f"; known acts: {', '.join(sorted(known))}"
+
+
+def _doc_hint(meant: str | None) -> str:
+    return f"; did you mean {meant!r}?" if meant else ""

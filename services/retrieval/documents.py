@@ -14,6 +14,8 @@ from services.common.errors import FieldViolation, InvalidInputError, NotFoundEr
 from services.common.evidence import Chunk
 
 _PASSAGE_SUFFIX = re.compile(r"(.+)_\d+")
+# Between an act and its section in a citation's locator or by hand: "IPC/420", "IPC 420".
+_SEPARATORS = re.compile(r"[\s/]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +88,7 @@ class DocumentIndex:
         found = self._by_doc.get(doc_id)
         if found is not None:
             return found
-        hint = self._meant(doc_id)
+        hint = self.meant(doc_id)
         raise NotFoundError(
             f"no document {doc_id!r} in the index"
             + (f"; did you mean {hint!r}?" if hint else " (ids are exact, e.g. 'IPC_420')"),
@@ -94,15 +96,23 @@ class DocumentIndex:
             resource_name=doc_id,
         )
 
-    def _meant(self, doc_id: str) -> str | None:
-        stripped = doc_id.strip()
+    def meant(self, doc_id: str) -> str | None:
+        """The document an id that is not one probably names: a passage id's document, the
+        same id in another case, with spaces or invisible characters around it, or written as
+        a citation's locator ("IPC/420", "IPC 420"), a passage past the last sentence, or a
+        bare section number that one document alone has ("420")."""
+        stripped = "".join(ch for ch in doc_id if ch.isprintable()).strip()
         if stripped in self._doc_of_passage:
             return self._doc_of_passage[stripped]
-        folded = stripped.casefold()
+        folded = _SEPARATORS.sub("_", stripped).casefold()
         found = self._folded.get(folded) or self._folded_passages.get(folded)
         if found is None and (passage := _PASSAGE_SUFFIX.fullmatch(folded)):
             # A passage id past the document's last sentence ("IPC_420_7").
             found = self._folded.get(passage.group(1))
+        if found is None and folded and "_" not in folded:
+            # A bare section number: the one document whose id ends with it, if only one does.
+            ends = [d for f, d in self._folded.items() if f.endswith(f"_{folded}")]
+            found = ends[0] if len(ends) == 1 else None
         return found
 
 

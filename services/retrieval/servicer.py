@@ -50,6 +50,7 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
             known_acts=searcher.acts,
             known_doc_ids=searcher.doc_ids,
             default_stages=searcher.settings.default_stages,
+            meant=searcher.documents.meant,
         )
         # The caller's deadline goes into the search, which checks it between stages: the worker
         # thread is not cancelled with this coroutine and would otherwise run to the end.

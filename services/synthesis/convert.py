@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import cast
 
 from grounded.synthesis.v1 import synthesis_service_pb2 as pb
 from grounded.type.v1 import evidence_pb2
 
-from services.common.errors import Violations
+from services.common.errors import Violations, top_k_rule
 from services.common.language.text import is_blank, normalise_query
 from services.common.passages import INTENT_TO_PROTO, scored_to_proto, timings_to_proto
 from services.common.validation_proto import report_to_proto
@@ -24,6 +25,7 @@ from services.synthesis.pipeline import (
     SynthesisResult,
     SynthesisStatus,
 )
+from services.synthesis.routing import not_offered
 from services.synthesis.sources import RelationKind
 from services.synthesis.streaming import EvidenceEvent, SentenceEvent, StreamEvent
 from services.synthesis.sufficiency import Requirement, SufficiencyDecision
@@ -52,6 +54,7 @@ def request_from_proto(
     *,
     default_top_k: int,
     default_generator: str | None = None,
+    offered: Collection[str] | None = None,
 ) -> SynthesisRequest:
     """Validate every field at once (limits are documented in the proto), then convert.
 
@@ -60,6 +63,8 @@ def request_from_proto(
     being silently ignored, so a caller never believes a model answered when none did.
     ``default_generator`` is the server's configured generator; None skips that check (a
     caller without a server, such as a parser test, cannot know which generator would run).
+    ``offered``: the generators the server offers, so that asking for another one is named
+    beside every other bad field (None skips that check).
     """
     violations = Violations()
     violations.check(not is_blank(request.question), "question", "must not be empty")
@@ -79,7 +84,7 @@ def request_from_proto(
     violations.check(
         0 <= request.top_k <= MAX_TOP_K,
         "top_k",
-        f"must be between 1 and {MAX_TOP_K}, or 0 for the default (got {request.top_k})",
+        top_k_rule(MAX_TOP_K, request.top_k),
     )
     violations.check(
         request.generator in GENERATOR_NAMES, "generator", f"unknown generator {request.generator}"
@@ -102,7 +107,13 @@ def request_from_proto(
         "model",
         "must be a model name: not blank, no control or invisible characters",
     )
-    generator = GENERATOR_NAMES.get(request.generator) or default_generator
+    asked = GENERATOR_NAMES.get(request.generator)
+    violations.check(
+        offered is None or asked is None or asked in offered,
+        "generator",
+        not_offered(asked or "", offered or ()),
+    )
+    generator = asked or default_generator
     violations.check(
         not request.model or default_generator is None or generator == "openai",
         "model",

@@ -83,7 +83,7 @@ from services.synthesis.limits import (
 )
 from services.synthesis.prompt import group_by_document, is_synthesis_mode, source_documents
 from services.synthesis.question import QuestionAnalysis, analyse_question, recent_turns
-from services.synthesis.routing import GeneratorPool
+from services.synthesis.routing import GeneratorPool, not_offered
 from services.synthesis.sources import SourceRelation, relate
 from services.synthesis.sufficiency import (
     KeyTerms,
@@ -722,11 +722,7 @@ class SynthesisPipeline:
                 "must be 'user' or 'assistant'",
             )
         name = request.generator or self._default_name
-        violations.check(
-            name in self._generators,
-            "generator",
-            f"unknown generator {name!r}; available: {', '.join(self._generators)}",
-        )
+        violations.check(name in self._generators, "generator", not_offered(name, self._generators))
         violations.raise_if_any()
         return self._generators[name]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -152,6 +152,18 @@ async def _close(variant: _Variant) -> None:
         await variant.generator.aclose()
     except Exception:  # a failed close must not fail the request that triggered it
         logger.exception("closing an evicted model generator failed")
+
+
+def not_offered(name: str, offered: Iterable[str]) -> str:
+    """Why a request's generator cannot run on this server, and what would let it."""
+    listed = ", ".join(offered)
+    if name == OPENAI:
+        return (
+            f"the openai generator is not offered by this server (offered: {listed}); it needs "
+            "an OpenAI-compatible endpoint: SYNTHESIS_OPENAI_BASE_URL (and "
+            "SYNTHESIS_OPENAI_API_KEY), or SYNTHESIS_GENERATOR=openai"
+        )
+    return f"unknown generator {name!r}; offered: {listed}"
 
 
 def openai_offered(config: SynthesisConfig) -> bool:

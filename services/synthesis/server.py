@@ -140,6 +140,7 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
         default_top_k=config.default_top_k,
         default_generator=config.generator,
         on_model_failure=service.mark_not_serving,
+        offered_generators=pipeline.generator_names,
     )
 
     async def load_answerability() -> None:

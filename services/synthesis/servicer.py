@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, TypeVar
 
@@ -62,8 +62,10 @@ class SynthesisServicer(pb_grpc.SynthesisServiceServicer):
         documents: DocumentSource,
         documents_timeout_s: float,
         on_model_failure: Callable[[], Awaitable[None]] | None = None,
+        offered_generators: Collection[str] | None = None,
     ) -> None:
         self._pipeline_for = pipeline_for
+        self._offered = offered_generators
         self._documents = documents
         self._documents_timeout_s = documents_timeout_s
         self._on_model_failure = on_model_failure
@@ -122,6 +124,7 @@ class SynthesisServicer(pb_grpc.SynthesisServiceServicer):
             request,
             default_top_k=self._default_top_k,
             default_generator=self._default_generator,
+            offered=self._offered,
         )
         return domain_request, _deadline(context)
 

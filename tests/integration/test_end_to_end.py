@@ -117,6 +117,23 @@ class TestSynthesizeAnswer:
         assert field in field_violations(info.value)
         assert error_reason(info.value) == "INVALID_INPUT"
 
+    async def test_synthesize_names_an_unoffered_generator_with_the_other_bad_fields(
+        self, stack: Stack
+    ) -> None:
+        """The in-process stack offers the extractive generator only."""
+        async with grpc.aio.insecure_channel(stack.synthesis) as channel:
+            stub = spb_grpc.SynthesisServiceStub(channel)
+            with pytest.raises(grpc.aio.AioRpcError) as info:
+                await stub.SynthesizeAnswer(
+                    spb.SynthesizeAnswerRequest(
+                        question="", generator=spb.GENERATOR_KIND_OPENAI, top_k=101
+                    ),
+                    timeout=10,
+                )
+        violations = field_violations(info.value)
+        assert set(violations) == {"question", "top_k", "generator"}
+        assert "SYNTHESIS_OPENAI_BASE_URL" in violations["generator"]
+
     async def test_synthesize_request_id_is_echoed(self, stack: Stack) -> None:
         async with grpc.aio.insecure_channel(stack.synthesis) as channel:
             stub = spb_grpc.SynthesisServiceStub(channel)

@@ -96,6 +96,40 @@ class TestValidation:
         assert set(field_violations(info.value)) == bad
         assert error_reason(info.value) == "INVALID_INPUT"
 
+    @pytest.mark.parametrize(
+        ("fields", "field", "description"),
+        [
+            ({"top_k": -3}, "top_k", "must be between 1 and 100, or 0 for the default (got -3)"),
+            (
+                {"filters": evidence_pb2.EvidenceFilters(doc_ids=["IPC_420_0"])},
+                "filters.doc_ids[0]",
+                "unknown value 'IPC_420_0'; did you mean 'IPC_420'?",
+            ),
+            (
+                {"filters": evidence_pb2.EvidenceFilters(doc_ids=["IPC/420"])},
+                "filters.doc_ids[0]",
+                "unknown value 'IPC/420'; did you mean 'IPC_420'?",
+            ),
+            (
+                {"filters": evidence_pb2.EvidenceFilters(acts=["ipc"])},
+                "filters.acts[0]",
+                "unknown value 'ipc'; did you mean 'IPC'? (acts are exact codes)",
+            ),
+        ],
+    )
+    async def test_retrieve_bad_input_says_what_was_meant(
+        self,
+        stub: pb_grpc.RetrievalServiceStub,
+        fields: dict[str, object],
+        field: str,
+        description: str,
+    ) -> None:
+        """Found by a new user: GetDocument named the document meant, filters did not, and
+        top_k's rule left out the 0 the wire accepts."""
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await retrieve(stub, query="theft", **fields)
+        assert field_violations(info.value) == {field: description}
+
     async def test_retrieve_query_of_exactly_2000_characters_is_accepted(
         self, stub: pb_grpc.RetrievalServiceStub
     ) -> None:

@@ -46,7 +46,12 @@ def test_a_document_is_its_chunks_in_sentence_order(index: DocumentIndex) -> Non
         ("ipc_420_0", "IPC_420"),
         ("IPC_4", None),
         ("IPC_9999_0", None),
-        ("420", None),
+        ("420", "IPC_420"),  # a bare section number only one document has
+        ("IPC/420", "IPC_420"),  # a citation's locator
+        ("IPC 42", "IPC_42"),
+        ("IPC_420\x00", "IPC_420"),  # invisible characters around it
+        ("\u200bipc_42", "IPC_42"),
+        ("9", None),
     ],
 )
 def test_a_miss_names_the_document_meant(
@@ -61,6 +66,12 @@ def test_a_miss_names_the_document_meant(
         assert "did you mean" not in error.message
     else:
         assert error.message.endswith(f"did you mean {meant!r}?")
+
+
+def test_a_bare_section_number_two_acts_share_names_neither() -> None:
+    index = DocumentIndex([*chunks("IPC_420", 1), *chunks("CRPC_420", 1), *chunks("CRPC_7", 1)])
+    assert index.meant("420") is None
+    assert index.meant("7") == "CRPC_7"
 
 
 @given(st.text(max_size=300))

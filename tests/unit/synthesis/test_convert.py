@@ -266,6 +266,40 @@ class TestRequestFromProto:
         assert violation.field == "question"
         assert "once normalised (NFKC), as searched (got 36000 from 2000)" in violation.description
 
+    def test_a_generator_the_server_does_not_offer_is_named_beside_every_other_field(
+        self,
+    ) -> None:
+        # Found by a new user: an empty question hid the generator, and the generator was then
+        # called "unknown" without saying what would offer it.
+        request = pb.SynthesizeAnswerRequest(
+            question="", generator=pb.GENERATOR_KIND_OPENAI, model="m" * 201
+        )
+
+        with pytest.raises(InvalidInputError) as info:
+            convert.request_from_proto(
+                request, default_top_k=5, default_generator="extractive", offered=("extractive",)
+            )
+
+        fields = {v.field: v.description for v in info.value.violations}
+        assert set(fields) == {"question", "generator", "model"}
+        assert fields["generator"] == (
+            "the openai generator is not offered by this server (offered: extractive); it needs "
+            "an OpenAI-compatible endpoint: SYNTHESIS_OPENAI_BASE_URL (and "
+            "SYNTHESIS_OPENAI_API_KEY), or SYNTHESIS_GENERATOR=openai"
+        )
+
+    @pytest.mark.parametrize(
+        "generator", [pb.GENERATOR_KIND_UNSPECIFIED, pb.GENERATOR_KIND_EXTRACTIVE]
+    )
+    def test_an_offered_or_default_generator_passes(self, generator: int) -> None:
+        request = pb.SynthesizeAnswerRequest(question="What is theft?", generator=generator)  # type: ignore[arg-type]
+
+        parsed = convert.request_from_proto(
+            request, default_top_k=5, default_generator="extractive", offered=("extractive",)
+        )
+
+        assert parsed.question == "What is theft?"
+
 
 class TestEnumMaps:
     def test_every_requirement_has_its_proto_value(self) -> None:

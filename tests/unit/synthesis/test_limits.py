@@ -35,4 +35,4 @@ class TestLimits:
     def test_proto_comments_cite_the_limits(self) -> None:
         text = PROTO.read_text()
         assert f"1 to {limits.MAX_QUESTION_CHARS:,} characters" in text
-        assert f"How many evidence passages to retrieve, 1 to {limits.MAX_TOP_K}" in text
+        assert f"The most evidence passages to retrieve, 1 to {limits.MAX_TOP_K}" in text
