@@ -22,6 +22,7 @@ from grounded.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc
 from grounded.type.v1 import evidence_pb2
 
 from services.common.cli_errors import report_rpc_error, run_cli
+from services.common.language.text import counted
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -47,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
 def _print_human(response: pb.RetrievePassagesResponse) -> None:
     intent = evidence_pb2.QueryIntent.Name(response.intent).removeprefix("QUERY_INTENT_")
     print(
-        f"{len(response.passages)} passages (intent {intent.lower()}, "
+        f"{counted(len(response.passages), 'passage')} (intent {intent.lower()}, "
         f"{'cache hit' if response.cache_hit else 'computed'}, index {response.index_version})"
     )
     if response.expanded_queries:

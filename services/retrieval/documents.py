@@ -118,6 +118,8 @@ class DocumentIndex:
 
 # A token holds an offset, the acts (at most 100 short codes) and an index version.
 _MAX_TOKEN_CHARS = 4096
+# Index versions are short content hashes; a longer one in a token was not written by us.
+_MAX_ECHOED_VERSION = 64
 
 
 def _make_token(offset: int, acts: Sequence[str], index_version: str) -> str:
@@ -144,9 +146,11 @@ def _read_token(token: str, acts: Sequence[str], index_version: str) -> int:
     if token_acts != list(acts):
         raise _bad_token("was made for other acts; list again without it")
     if version != index_version:
+        # The version a client's token claims is echoed only when it could be one of ours
+        # (short); a forged one could be kilobytes.
+        made_for = f"index {version!r}" if len(version) <= _MAX_ECHOED_VERSION else "another index"
         raise _bad_token(
-            f"was made for index {version!r}, and {index_version!r} serves now; list again "
-            "without it"
+            f"was made for {made_for}, and {index_version!r} serves now; list again without it"
         )
     return offset
 

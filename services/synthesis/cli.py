@@ -23,6 +23,7 @@ from grounded.synthesis.v1 import synthesis_service_pb2_grpc as pb_grpc
 from grounded.type.v1 import validation_pb2
 
 from services.common.cli_errors import report_rpc_error, run_cli
+from services.common.language.text import counted
 
 _GENERATORS = {
     "default": pb.GENERATOR_KIND_UNSPECIFIED,
@@ -96,7 +97,10 @@ def _print_document(response: pb.GetDocumentResponse) -> None:
         print(f"  {d.source.act_name or d.source.act}{chapter}")
     if d.source.url:
         print(f"  {d.source.url}")
-    print(f"  {len(d.passages)} passages, {len(d.text)} characters, index {response.index_version}")
+    print(
+        f"  {counted(len(d.passages), 'passage')}, {counted(len(d.text), 'character')}, "
+        f"index {response.index_version}"
+    )
     for p in d.passages:
         print(f"\n[{p.semantic_id}] characters {p.char_start}-{p.char_end}")
         print(textwrap.indent(textwrap.fill(p.text, width=92), "    "))
@@ -129,9 +133,11 @@ def documents(args: argparse.Namespace) -> int:
         return 0
     for d in response.documents:
         where = f"{d.source.act} s.{d.section}" if d.section else d.doc_id
-        print(f"{d.doc_id:<16} {where:<14} {d.passage_count:>3} passages  {d.title}")
+        print(f"{d.doc_id:<16} {where:<14} {counted(d.passage_count, 'passage'):>12}  {d.title}")
     shown = len(response.documents)
-    print(f"\n{shown} of {response.total_size} documents, index {response.index_version}")
+    print(
+        f"\n{shown} of {counted(response.total_size, 'document')}, index {response.index_version}"
+    )
     if response.next_page_token:
         print(f"next page: --page-token {response.next_page_token}")
     return 0
@@ -204,9 +210,15 @@ def _print_human(response: pb.SynthesizeAnswerResponse, verbose: bool) -> None:
     model = f" (model {v.entailment_model})" if v.entailment_model else ""
     print(f"  tiers:      {tiers or 'none reported'}{model}")
     index = f", index {response.index_version}" if response.index_version else ""
-    print(f"  retrieved:  {len(response.evidence)} passages from {len(docs)} documents{index}")
+    print(
+        f"  retrieved:  {counted(len(response.evidence), 'passage')} from "
+        f"{counted(len(docs), 'document')}{index}"
+    )
     if response.synthesis_mode:
-        print(f"  synthesis:  multi-document mode over {response.source_doc_count} documents")
+        print(
+            "  synthesis:  multi-document mode over "
+            f"{counted(response.source_doc_count, 'document')}"
+        )
         for r in response.source_relations:
             kind = pb.SourceRelationKind.Name(r.kind).removeprefix("SOURCE_RELATION_KIND_")
             print(f"    {kind.lower().replace('_', ' ')}: {r.description}")
@@ -268,7 +280,12 @@ def _stream(
             print(f"  [{s.index}] {s.text}\n      cites {where}", flush=True)
         elif kind == "evidence" and not args.json:
             e = event.evidence
-            print(f"Evidence: {len(e.evidence)} passages from {len(e.doc_ids)} documents\n")
+            print(
+                f"Evidence: {counted(len(e.evidence), 'passage')} from "
+                f"{counted(len(e.doc_ids), 'document')}\n\n"
+                "Validated sentences, as each passes:",
+                flush=True,
+            )
     return final
 
 

@@ -108,6 +108,8 @@ class TestCliAsk:
 
         assert run.code == 0, run.err
         assert run.out.index("Evidence: 5 passages") < run.out.index("  [0] ")
+        # The sentences are not read as more evidence: a header says what they are.
+        assert run.out.index("Validated sentences, as each passes:") < run.out.index("  [0] ")
         assert run.out.index("  [0] ") < run.out.index("Answer:")
         assert "cites IPC/420#" in run.out and "retracted" not in run.out
         assert "grounded:   GROUNDED" in run.out

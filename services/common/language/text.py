@@ -325,3 +325,9 @@ def phrase_at(norms: Sequence[str], i: int, phrases: Phrases) -> int:
         if tuple(norms[i : i + len(phrase)]) == phrase:
             return len(phrase)
     return 0
+
+
+def counted(n: int, noun: str) -> str:
+    """A count and its noun as people write them: "1 passage", "5 passages" (regular plurals
+    only; the CLIs' nouns are)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

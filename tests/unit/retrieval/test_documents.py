@@ -147,6 +147,15 @@ class TestListing:
             index.page([], token, 2, index_version="v1")
         assert caught.value.violations[0].field == "page_token"
 
+    def test_a_forged_index_version_is_not_echoed_back(self) -> None:
+        index = DocumentIndex(act_chunks("IPC", "IPC_1") + act_chunks("IPC", "IPC_2"))
+        forged = _b64(b'{"o":1,"a":[],"i":"' + b"x" * 2000 + b'"}')
+        with pytest.raises(InvalidInputError) as caught:
+            index.page([], forged, 2, index_version="v1")
+        (violation,) = caught.value.violations
+        assert "was made for another index, and 'v1' serves now" in violation.description
+        assert len(violation.description) < 200
+
     def test_a_token_past_the_listing_is_invalid_argument(self) -> None:
         index = DocumentIndex(act_chunks("IPC", "IPC_1") + act_chunks("IPC", "IPC_2"))
         with pytest.raises(InvalidInputError, match="points past the listing's 2 documents"):
