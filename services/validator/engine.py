@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import Final
 
 from services.common.language import modality, negation
 from services.common.language.citations import (
@@ -416,11 +417,13 @@ def _judge(
 
     problems: dict[Reason, str] = {}
     if malformed:
-        problems[Reason.MALFORMED_CITATION] = "malformed citation " + ", ".join(
-            f"{c.raw!r} ({c.problem})" for c in malformed
+        problems[Reason.MALFORMED_CITATION] = "malformed citation " + _listed(
+            [f"{c.raw!r} ({c.problem})" for c in malformed], "malformed_citations"
         )
     if invalid:
-        problems[Reason.INVALID_CITATION] = "no evidence item " + ", ".join(map(repr, invalid))
+        problems[Reason.INVALID_CITATION] = "no evidence item " + _listed(
+            list(map(repr, invalid)), "invalid_citations"
+        )
     cited_terms = frozenset().union(*(view.terms(i) for i in ids)) if ids else frozenset()
     cov = coverage(terms, cited_terms) if ids else 0.0
     spans: list[SupportSpan] = []
@@ -497,8 +500,8 @@ def _judge(
                 problems[Reason.ROLE_MISMATCH] = "; ".join(swapped)
         missing = _missing(terms, cited_terms, ids, view, options)
         if missing:
-            problems[Reason.MISSING_CITATION] = "uses uncited evidence " + ", ".join(
-                map(repr, missing)
+            problems[Reason.MISSING_CITATION] = "uses uncited evidence " + _listed(
+                list(map(repr, missing)), "missing_citations"
             )
     if not problems:
         supported = report(SentenceVerdict.SUPPORTED, Reason.SUPPORTED, cov, spans=tuple(spans))
@@ -700,3 +703,18 @@ def _verdict(
 
 def _unique(items: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
+
+
+# A sentence's detail names this many items of a list at most; the report's own field holds
+# every one (a 64 KiB answer of ']' made 65,000 malformed tokens, listed twice: 3.5 MB).
+_DETAIL_ITEMS: Final = 10
+
+
+def _listed(items: Sequence[str], field: str) -> str:
+    """``items`` for a detail line: all of a few, else the first few and how many more."""
+    if len(items) <= _DETAIL_ITEMS:
+        return ", ".join(items)
+    rest = len(items) - _DETAIL_ITEMS
+    return (
+        ", ".join(items[:_DETAIL_ITEMS]) + f", and {rest:,} more (the report's {field} lists each)"
+    )

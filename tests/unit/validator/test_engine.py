@@ -186,6 +186,18 @@ class TestCitationContract:
         assert problem in malformed.problem
         assert answer[malformed.char_start : malformed.char_end] == token
 
+    def test_many_malformed_tokens_are_each_reported_but_summed_up_in_the_detail(self) -> None:
+        """Found by a new user: 64 KiB of ']' listed 65,000 tokens twice (the report and the
+        sentence's detail), a 3.5 MB response near the 4 MiB message limit."""
+        report = check("]" * 65_000)
+
+        assert len(report.malformed_citations) == 65_000  # every one, with its offsets
+        (sentence,) = report.sentences
+        assert sentence.detail.endswith(
+            ", and 64,990 more (the report's malformed_citations lists each)"
+        )
+        assert sentence.detail.count("(']' without '[')") == 10
+
     def test_validate_reports_malformed_token_even_next_to_a_valid_citation(self) -> None:
         report = check(f"{CHEATING} [IPC_420_0] []. {THEFT} [IPC_379_0].")
 
