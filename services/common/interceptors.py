@@ -106,7 +106,7 @@ def _parser(deserialize: Callable[[bytes], Any] | None) -> Callable[[Any], Any]:
             cause = str(exc).rsplit(": ", 1)[-1]  # "Error parsing message with type 'T': why"
             hint = (
                 "every string field must be valid UTF-8"
-                if "UTF-8" in cause
+                if "utf-8" in str(exc).lower() or isinstance(exc.__cause__, UnicodeDecodeError)
                 else "the bytes are not this method's request message (check that the client "
                 "was built from the same proto)"
             )
@@ -151,17 +151,19 @@ async def _rpc(
         expired = remaining is not None and remaining <= _DEADLINE_SLACK_S
         code = grpc.StatusCode.DEADLINE_EXCEEDED if expired else grpc.StatusCode.CANCELLED
         raise
-    except NotImplementedError:
-        # A generated servicer's default for a method nobody implemented: what gRPC itself says
-        # for an unknown method, not an internal error.
-        code = grpc.StatusCode.UNIMPLEMENTED
-        logger.warning("method not implemented", extra={"method": method})
-        await context.abort(code, f"{method} is not implemented by this server")
-    except Exception:
-        code = grpc.StatusCode.INTERNAL
-        logger.exception("unhandled error", extra={"method": method})
-        rich = status.internal_status()
-        await context.abort(rich.code, rich.details, rich.trailing_metadata)
+    except Exception as exc:
+        if isinstance(exc, NotImplementedError) and context.code() == grpc.StatusCode.UNIMPLEMENTED:
+            # A generated servicer's default for a method nobody implemented (it sets the code,
+            # then raises): what gRPC itself says for an unknown method. Any other
+            # NotImplementedError is a bug deeper down: INTERNAL, with its traceback.
+            code = grpc.StatusCode.UNIMPLEMENTED
+            logger.warning("method not implemented", extra={"method": method})
+            await context.abort(code, f"{method} is not implemented by this server")
+        else:
+            code = grpc.StatusCode.INTERNAL
+            logger.exception("unhandled error", extra={"method": method})
+            rich = status.internal_status()
+            await context.abort(rich.code, rich.details, rich.trailing_metadata)
     finally:
         elapsed = time.perf_counter() - started
         code_name = code.name if isinstance(code, grpc.StatusCode) else str(code)

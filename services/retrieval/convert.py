@@ -130,8 +130,7 @@ def list_from_proto(request: pb.ListDocumentsRequest, *, known_acts: frozenset[s
     if len(acts) <= MAX_LIST_ACTS:
         for i, act in enumerate(acts):
             if act not in known_acts:
-                known = ", ".join(sorted(known_acts)) or "none (this index has no acts)"
-                violations.add(f"acts[{i}]", f"unknown value {act!r}; known acts: {known}")
+                violations.add(f"acts[{i}]", f"unknown value {act!r}{_act_hint(act, known_acts)}")
     violations.raise_if_any()
     return require_list(request.page_size, acts)
 
@@ -146,10 +145,11 @@ def list_response(page: DocumentPage, index_version: str) -> pb.ListDocumentsRes
 
 
 def _act_hint(value: str, known: frozenset[str]) -> str:
+    """What an unknown act filter may have meant: the act in another case, else the list."""
     same = [act for act in sorted(known) if act.casefold() == value.strip().casefold()]
     if same:
         return f"; did you mean {same[0]!r}? (acts are exact codes)"
-    return f"; known acts: {', '.join(sorted(known))}"
+    return f"; known acts: {', '.join(sorted(known)) or 'none (this index has no acts)'}"
 
 
 def _doc_hint(meant: str | None) -> str:

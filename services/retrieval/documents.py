@@ -16,6 +16,8 @@ from services.common.evidence import Chunk
 _PASSAGE_SUFFIX = re.compile(r"(.+)_\d+")
 # Between an act and its section in a citation's locator or by hand: "IPC/420", "IPC 420".
 _SEPARATORS = re.compile(r"[\s/]+")
+# A citation locator's passage part: "IPC/420#0".
+_LOCATOR_PASSAGE = re.compile(r"#\d+$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +57,12 @@ class DocumentIndex:
         self._folded_passages: dict[str, str] = {}
         for sid in sorted(self._doc_of_passage):
             self._folded_passages.setdefault(sid.casefold(), self._doc_of_passage[sid])
+        # Ids by their last "_" part ("420" -> IPC_420, CRPC_420), for a bare section number.
+        self._by_last_part: dict[str, tuple[str, ...]] = {}
+        for folded, doc_id in self._folded.items():
+            if "_" in folded:
+                last = folded.rsplit("_", 1)[1]
+                self._by_last_part[last] = (*self._by_last_part.get(last, ()), doc_id)
 
     def __len__(self) -> int:
         return len(self._by_doc)
@@ -99,21 +107,28 @@ class DocumentIndex:
     def meant(self, doc_id: str) -> str | None:
         """The document an id that is not one probably names: a passage id's document, the
         same id in another case, with spaces or invisible characters around it, or written as
-        a citation's locator ("IPC/420", "IPC 420"), a passage past the last sentence, or a
-        bare section number that one document alone has ("420")."""
-        stripped = "".join(ch for ch in doc_id if ch.isprintable()).strip()
-        if stripped in self._doc_of_passage:
-            return self._doc_of_passage[stripped]
-        folded = _SEPARATORS.sub("_", stripped).casefold()
-        found = self._folded.get(folded) or self._folded_passages.get(folded)
-        if found is None and (passage := _PASSAGE_SUFFIX.fullmatch(folded)):
-            # A passage id past the document's last sentence ("IPC_420_7").
-            found = self._folded.get(passage.group(1))
-        if found is None and folded and "_" not in folded:
-            # A bare section number: the one document whose id ends with it, if only one does.
-            ends = [d for f, d in self._folded.items() if f.endswith(f"_{folded}")]
-            found = ends[0] if len(ends) == 1 else None
-        return found
+        a citation's locator ("IPC/420", "IPC/420#0", "IPC 420"), a passage past the last
+        sentence, or a bare section number that one document alone has ("420")."""
+        visible = "".join(
+            " " if ch.isspace() else ch for ch in doc_id if ch.isprintable() or ch.isspace()
+        ).strip()
+        if visible in self._doc_of_passage:
+            return self._doc_of_passage[visible]
+        for folded in dict.fromkeys((visible.casefold(), _as_id(visible).casefold())):
+            found = self._folded.get(folded) or self._folded_passages.get(folded)
+            if found is None and (passage := _PASSAGE_SUFFIX.fullmatch(folded)):
+                # A passage id past the document's last sentence ("IPC_420_7").
+                found = self._folded.get(passage.group(1))
+            if found is not None:
+                return found
+        # A bare section number: the one document whose id ends with it, if only one does.
+        ends = self._by_last_part.get(visible.casefold(), ())
+        return ends[0] if len(ends) == 1 else None
+
+
+def _as_id(text: str) -> str:
+    """A locator or hand-written reference as an id: "IPC/420#0" and "IPC 420" -> "IPC_420"."""
+    return _SEPARATORS.sub("_", _LOCATOR_PASSAGE.sub("", text))
 
 
 # A token holds an offset, the acts (at most 100 short codes) and an index version.
@@ -142,6 +157,8 @@ def _read_token(token: str, acts: Sequence[str], index_version: str) -> int:
         raise not_ours
     offset, token_acts, version = fields["o"], fields["a"], fields["i"]
     if type(offset) is not int or offset < 0:  # not a bool either
+        raise not_ours
+    if not isinstance(version, str):  # ours is always a string
         raise not_ours
     if token_acts != list(acts):
         raise _bad_token("was made for other acts; list again without it")

@@ -185,7 +185,9 @@ class SynthesisConfig:
         StreamAnswer with a streaming LLM validates sentence by sentence and is not bounded by
         this (a stream cut off at shutdown has sent only validated sentences)."""
         total = self.retrieval_timeout_s * (2 if self.second_hop else 1)
-        judge_s = self.judge.timeout_s if self.judge.enabled else 0.0
+        # The judge is asked only in a mode where the model decides (server.py warns otherwise).
+        judged = self.judge.enabled and self.answerability.mode not in ("off", "shadow")
+        judge_s = self.judge.timeout_s if judged else 0.0
         check_s = self.validator_timeout_s if self.statements_checked else 0.0
         total += max(judge_s, check_s)
         if self.openai_offered:

@@ -166,11 +166,6 @@ def not_offered(name: str, offered: Iterable[str]) -> str:
     return f"unknown generator {name!r}; offered: {listed}"
 
 
-def openai_offered(config: SynthesisConfig) -> bool:
-    """The OpenAI generator is offered when it is the default or an endpoint/key was configured."""
-    return config.openai_offered
-
-
 def offered_generators(
     config: SynthesisConfig,
     *,
@@ -183,7 +178,7 @@ def offered_generators(
 
     ``openai(model)`` builds the OpenAI generator for a model ("" = the configured one).
     """
-    if not openai_offered(config):
+    if not config.openai_offered:
         return GeneratorPool([extractive], capacity=capacity), None
     default_openai = openai("")
     configured: list[Generator] = (

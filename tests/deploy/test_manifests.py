@@ -479,6 +479,23 @@ class TestShutdown:
         needed = pre_stop.get("seconds", 0) + server.drain_delay_s + server.grace_s
         assert spec["terminationGracePeriodSeconds"] > needed
 
+    def test_a_connection_closed_for_its_age_lets_the_slowest_call_finish(
+        self, rendered: Rendered
+    ) -> None:
+        """After *_MAX_CONNECTION_AGE_S a server gives calls in flight the age grace, then cuts
+        them: synthesis's grace must cover its slowest answer, and retrieval's and the
+        validator's the longest synthesis waits for them."""
+        synthesis = SynthesisConfig.from_env(rendered.environment("synthesis"))
+        longest = {
+            "synthesis": synthesis.slowest_answer_s,
+            "retrieval": synthesis.retrieval_timeout_s,
+            "validator": synthesis.validator_timeout_s,
+        }
+        for app in APPS:
+            server = CONFIGS[app.name](rendered.environment(app.name)).server  # type: ignore[attr-defined]
+            if server.max_connection_age_s > 0:
+                assert server.max_connection_age_grace_s >= longest[app.name], app.name
+
     def test_synthesis_drain_outlasts_its_slowest_answer(self, rendered: Rendered) -> None:
         """An answer in flight at SIGTERM may take every downstream limit in turn (retrieval,
         the judge or a statement's validator check, the LLM, validation:

@@ -90,3 +90,26 @@ async def test_a_method_a_servicer_leaves_unimplemented_is_unimplemented() -> No
         await server.stop(None)
     assert caught.value.code() == grpc.StatusCode.UNIMPLEMENTED
     assert caught.value.details() == "List is not implemented by this server"
+
+
+async def test_a_not_implemented_error_from_deeper_down_is_internal() -> None:
+    """Only a generated default (which sets UNIMPLEMENTED first) is UNIMPLEMENTED; the same
+    exception raised by the code a handler calls is a bug: INTERNAL, logged with its traceback."""
+
+    class Broken(health_pb2_grpc.HealthServicer):
+        async def Check(self, request: object, context: object) -> object:
+            raise NotImplementedError("reconstruct_all is not available for this index")
+
+    server = grpc.aio.server(interceptors=[ServiceInterceptor("test")])
+    health_pb2_grpc.add_HealthServicer_to_server(Broken(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await health_pb2_grpc.HealthStub(channel).Check(
+                    health_pb2.HealthCheckRequest(), timeout=10
+                )
+    finally:
+        await server.stop(None)
+    assert caught.value.code() == grpc.StatusCode.INTERNAL

@@ -51,6 +51,9 @@ def test_a_document_is_its_chunks_in_sentence_order(index: DocumentIndex) -> Non
         ("IPC 42", "IPC_42"),
         ("IPC_420\x00", "IPC_420"),  # invisible characters around it
         ("\u200bipc_42", "IPC_42"),
+        ("IPC/420#1", "IPC_420"),  # the locator a citation carries
+        ("IPC\u00a0420", "IPC_420"),  # any space between act and section
+        ("IPC\t42", "IPC_42"),
         ("9", None),
     ],
 )
@@ -66,6 +69,20 @@ def test_a_miss_names_the_document_meant(
         assert "did you mean" not in error.message
     else:
         assert error.message.endswith(f"did you mean {meant!r}?")
+
+
+@pytest.mark.parametrize(
+    ("asked", "meant"),
+    [
+        ("scott derrickson", "Scott Derrickson"),  # free-text ids keep their own separators
+        (" Scott Derrickson ", "Scott Derrickson"),
+        ("ac/dc", "AC/DC"),
+        ("AC DC", None),
+    ],
+)
+def test_ids_with_spaces_or_slashes_are_still_named(asked: str, meant: str | None) -> None:
+    index = DocumentIndex([*chunks("Scott Derrickson", 1), *chunks("AC/DC", 2)])
+    assert index.meant(asked) == meant
 
 
 def test_a_bare_section_number_two_acts_share_names_neither() -> None:
@@ -147,6 +164,15 @@ class TestListing:
             index.page([], token, 2, index_version="v1")
         assert caught.value.violations[0].field == "page_token"
 
+    @pytest.mark.parametrize("version", [b"5", b"null", b'["' + b"x" * 3000 + b'"]', b"{}"])
+    def test_a_token_whose_index_version_is_not_text_is_not_ours(self, version: bytes) -> None:
+        index = DocumentIndex(act_chunks("IPC", "IPC_1") + act_chunks("IPC", "IPC_2"))
+        forged = _b64(b'{"o":1,"a":[],"i":' + version + b"}")
+        with pytest.raises(InvalidInputError) as caught:
+            index.page([], forged, 2, index_version="v1")
+        (violation,) = caught.value.violations
+        assert violation.description == "is not a page token ListDocuments gave"
+
     def test_a_forged_index_version_is_not_echoed_back(self) -> None:
         index = DocumentIndex(act_chunks("IPC", "IPC_1") + act_chunks("IPC", "IPC_2"))
         forged = _b64(b'{"o":1,"a":[],"i":"' + b"x" * 2000 + b'"}')
@@ -178,3 +204,17 @@ class TestWholeDocumentResponse:
         assert "filters.doc_ids ['IPC_420']" in str(caught.value)
         assert status.code_for(caught.value) == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert convert.document_response(chunks, "v1", max_bytes=size).ByteSize() == size
+
+
+def test_listing_an_act_in_another_case_names_the_act_meant() -> None:
+    from grounded.retrieval.v1 import retrieval_service_pb2 as pb
+
+    with pytest.raises(InvalidInputError) as caught:
+        convert.list_from_proto(
+            pb.ListDocumentsRequest(acts=["ipc"]), known_acts=frozenset({"IPC"})
+        )
+    (violation,) = caught.value.violations
+    assert (violation.field, violation.description) == (
+        "acts[0]",
+        "unknown value 'ipc'; did you mean 'IPC'? (acts are exact codes)",
+    )

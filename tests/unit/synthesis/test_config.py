@@ -40,6 +40,11 @@ class TestSlowestAnswer:
         assert offered.openai_offered
         assert offered.slowest_answer_s == 5 + 5 + 7 + 5
 
+    def test_a_judge_the_mode_never_asks_is_not_counted(self) -> None:
+        judged = dict(JUDGE_BASE_URL="http://judge:8000/v1", JUDGE_MODEL="m", JUDGE_TIMEOUT_S="9")
+        assert config(**judged, ANSWERABILITY="shadow").slowest_answer_s == 5 + 5 + 5
+        assert config(**judged, ANSWERABILITY="off").slowest_answer_s == 5 + 5
+
     def test_the_judge_and_the_statement_check_never_both(self) -> None:
         judged = dict(JUDGE_BASE_URL="http://judge:8000/v1", JUDGE_MODEL="m")
         assert config(**judged, JUDGE_TIMEOUT_S="9").slowest_answer_s == 5 + 9 + 5
