@@ -11,6 +11,7 @@ import anyio.lowlevel
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
+from services.common.evidence import MAX_ANSWER_BYTES
 from services.synthesis.generation import (
     GenerationError,
     GenerationFailure,
@@ -170,19 +171,26 @@ class OpenAIGenerator:
         completion: ChatCompletion = await self._client.chat.completions.create(
             **self._base_args(messages, budget_s)
         )
+        # The client builds its models without validating them: any field may hold any JSON.
         choices = getattr(completion, "choices", None)
-        if not choices:
+        if not isinstance(choices, list) or not choices:
             raise self._fail(GenerationFailure.LLM_MALFORMED_OUTPUT, "response has no choices")
         choice = choices[0]
-        content = choice.message.content if choice.message is not None else None
-        usage = None
-        if completion.usage is not None:
-            usage = TokenUsage(
-                prompt_tokens=completion.usage.prompt_tokens,
-                completion_tokens=completion.usage.completion_tokens,
-                total_tokens=completion.usage.total_tokens,
-            )
-        return self._result(content, choice.finish_reason, usage, getattr(completion, "model", ""))
+        content = getattr(getattr(choice, "message", None), "content", None)
+        return self._result(
+            self._text(content, "message.content"),
+            self._text(getattr(choice, "finish_reason", None), "finish_reason"),
+            _usage(getattr(completion, "usage", None)),
+            self._text(getattr(completion, "model", ""), "model"),
+        )
+
+    def _text(self, value: object, field: str) -> str | None:
+        """A field the endpoint should send as text (or leave out), else malformed output."""
+        if value is None or isinstance(value, str):
+            return value
+        raise self._fail(
+            GenerationFailure.LLM_MALFORMED_OUTPUT, f"{field} is a {type(value).__name__}, not text"
+        )
 
     async def _streamed(
         self,
@@ -199,22 +207,22 @@ class OpenAIGenerator:
         model = ""
         try:
             async for chunk in stream:
-                model = model or getattr(chunk, "model", "") or ""
-                if chunk.usage is not None:
-                    usage = TokenUsage(
-                        prompt_tokens=chunk.usage.prompt_tokens,
-                        completion_tokens=chunk.usage.completion_tokens,
-                        total_tokens=chunk.usage.total_tokens,
-                    )
-                if not chunk.choices:
+                model = model or self._text(getattr(chunk, "model", ""), "model") or ""
+                usage = _usage(getattr(chunk, "usage", None)) or usage
+                choices = getattr(chunk, "choices", None)
+                if not isinstance(choices, list) or not choices:
                     continue
-                choice = chunk.choices[0]
-                if choice.delta is not None and choice.delta.content:
-                    parts.append(choice.delta.content)
+                choice = choices[0]
+                delta = self._text(
+                    getattr(getattr(choice, "delta", None), "content", None), "delta.content"
+                )
+                if delta:
+                    parts.append(delta)
                     if on_text is not None:
-                        on_text(choice.delta.content)
-                if choice.finish_reason is not None:
-                    finish_reason = choice.finish_reason
+                        on_text(delta)
+                ended = self._text(getattr(choice, "finish_reason", None), "finish_reason")
+                if ended is not None:
+                    finish_reason = ended
         except openai.APIConnectionError as exc:
             if isinstance(exc, openai.APITimeoutError):
                 raise
@@ -244,6 +252,14 @@ class OpenAIGenerator:
             )
         if content is None or not content.strip():
             raise self._fail(GenerationFailure.LLM_MALFORMED_OUTPUT, "empty answer")
+        size = len(content.strip().encode())
+        if size > MAX_ANSWER_BYTES:
+            # The validator reads no more: refused here, as the draft's fault, rather than
+            # reported as the validator's (it would answer INVALID_ARGUMENT).
+            raise self._fail(
+                GenerationFailure.LLM_MALFORMED_OUTPUT,
+                f"a draft of {size:,} bytes, more than the validator reads ({MAX_ANSWER_BYTES:,})",
+            )
         return GenerationResult(
             text=content.strip(),
             generator=self.name,
@@ -261,3 +277,31 @@ class OpenAIGenerator:
         if self._secret and len(self._secret) >= 4:
             return text.replace(self._secret, "[REDACTED]")
         return text
+
+
+# The most tokens a usage field may report (the proto's int32 TokenUsage fields, for the total
+# too); beyond that, or not a count at all, the endpoint's usage block is not believed.
+_MAX_TOKENS_REPORTED = (2**31 - 1) // 2
+
+
+def _usage(reported: object) -> TokenUsage | None:
+    """The endpoint's token counts when they are counts; None (logged) when they are missing,
+    negative, too large or not integers: a bad usage block never costs a validated answer."""
+    if reported is None:
+        return None
+    counts = [getattr(reported, name, None) for name in ("prompt_tokens", "completion_tokens")]
+    total = getattr(reported, "total_tokens", None)
+
+    def count(value: object) -> bool:
+        return type(value) is int and 0 <= value <= _MAX_TOKENS_REPORTED
+
+    if not all(count(c) for c in counts) or not (total is None or count(total)):
+        logger.warning("token usage dropped: the endpoint reported %r", reported)
+        return None
+    prompt, completion = counts
+    assert isinstance(prompt, int) and isinstance(completion, int)
+    return TokenUsage(
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_tokens=total if isinstance(total, int) and total else prompt + completion,
+    )

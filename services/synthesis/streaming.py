@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from services.common.evidence import ScoredChunk
 from services.common.intent import Intent
@@ -125,6 +126,10 @@ async def _incremental(
             piece = await pieces.get()
             if piece is None:
                 done = True
+                if _failed(drafting):
+                    # The draft failed or was refused (a broken stream, a timeout): its outcome
+                    # decides, not the partial text left in the buffer.
+                    break
             else:
                 buffer += piece
             complete = _complete_sentences(buffer, taken, index, final=done)
@@ -235,3 +240,10 @@ def _citations(
 
 def _flat(text: str) -> str:
     return " ".join(text.split())
+
+
+def _failed(drafting: asyncio.Future[Any]) -> bool:
+    """True when the finished draft raised or came back as a refusal instead of a draft."""
+    if drafting.cancelled():
+        return False
+    return drafting.exception() is not None or isinstance(drafting.result(), SynthesisResult)

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from services.common.evidence import MAX_ID_CHARS
+from services.common.evidence import MAX_ANSWER_BYTES, MAX_ID_CHARS
 
 __all__ = ["MAX_ANSWER_BYTES", "MAX_EVIDENCE", "MAX_EVIDENCE_TEXT_CHARS", "MAX_ID_CHARS"]
 
-MAX_ANSWER_BYTES: Final = 65_536
 MAX_EVIDENCE: Final = 200
 MAX_EVIDENCE_TEXT_CHARS: Final = 20_000

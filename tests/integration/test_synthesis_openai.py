@@ -447,6 +447,22 @@ class TestStreamAnswer:
         (log,) = llm.streams[before:]
         assert not log.completed  # the generation was stopped
 
+    @pytest.mark.parametrize("after_chars", [30, 250], ids=["before-a-sentence", "after-one"])
+    async def test_a_stream_cut_by_the_llm_is_a_generation_failure(
+        self, openai_stack: Stack, llm: FakeOpenAIServer, after_chars: int
+    ) -> None:
+        """Found by a new user: the partial text left at the cut was validated as a sentence,
+        and the stream ended VALIDATION_FAILED (NO_CITATION) instead of saying the LLM broke."""
+        llm.script(StreamCut(two_sentences, after_chars=after_chars))
+
+        events = await _stream(openai_stack.synthesis)
+
+        finished = events[-1].finished
+        assert_refused(finished.response, spb.ANSWER_STATUS_REFUSED_GENERATION_FAILED)
+        assert finished.response.refusal_code == spb.REFUSAL_CODE_LLM_STREAM_INTERRUPTED
+        # Whatever was sent before the cut is withdrawn.
+        assert finished.retract == (finished.sentences_sent > 0)
+
     async def test_a_client_that_cancels_stops_the_generation(
         self, openai_stack: Stack, llm: FakeOpenAIServer, caplog: pytest.LogCaptureFixture
     ) -> None:

@@ -185,6 +185,75 @@ class TestOpenAIGenerator:
         assert caught.value.failure is failure
         assert len(fake_llm.requests) == 1  # no silent retry
 
+    @pytest.mark.parametrize(
+        ("body", "detail"),
+        [
+            ('{"id": "x", "choices": "oops"}', "response has no choices"),
+            (
+                '{"id": "x", "choices": [{"index": 0, "finish_reason": "stop", '
+                '"message": {"role": "assistant", "content": 42}}]}',
+                "message.content is a int, not text",
+            ),
+        ],
+        ids=["choices-not-a-list", "content-not-text"],
+    )
+    async def test_fields_of_the_wrong_type_are_malformed_output_not_a_crash(
+        self, fake_llm: FakeOpenAIServer, cheating: GenerationRequest, body: str, detail: str
+    ) -> None:
+        """Found by a new user: these gave INTERNAL (AttributeError) instead of a refusal."""
+        fake_llm.script(MalformedJson(body))
+        gen = OpenAIGenerator(settings(fake_llm.base_url))
+        try:
+            with pytest.raises(GenerationError) as caught:
+                await gen.generate(cheating, timeout_s=5.0)
+        finally:
+            await gen.aclose()
+        assert caught.value.failure is GenerationFailure.LLM_MALFORMED_OUTPUT
+        assert detail in caught.value.message
+
+    @pytest.mark.parametrize(
+        "usage",
+        [
+            '{"prompt_tokens": null, "completion_tokens": null, "total_tokens": null}',
+            '{"prompt_tokens": 3000000000, "completion_tokens": 5, "total_tokens": 3000000005}',
+            '{"prompt_tokens": -1, "completion_tokens": 5, "total_tokens": 4}',
+            '"lots"',
+        ],
+    )
+    async def test_a_usage_block_that_is_not_counts_is_dropped_not_fatal(
+        self, fake_llm: FakeOpenAIServer, cheating: GenerationRequest, usage: str
+    ) -> None:
+        """Found by a new user: these turned a validated answer into INTERNAL."""
+        fake_llm.script(
+            MalformedJson(
+                '{"id": "x", "model": "m", "choices": [{"index": 0, "finish_reason": "stop", '
+                '"message": {"role": "assistant", "content": "Whoever cheats [IPC_420_0]."}}], '
+                f'"usage": {usage}}}'
+            )
+        )
+        gen = OpenAIGenerator(settings(fake_llm.base_url))
+        try:
+            result = await gen.generate(cheating, timeout_s=5.0)
+        finally:
+            await gen.aclose()
+        assert result.text == "Whoever cheats [IPC_420_0]."
+        assert result.usage is None
+
+    async def test_a_draft_longer_than_the_validator_reads_is_refused_here(
+        self, fake_llm: FakeOpenAIServer, cheating: GenerationRequest
+    ) -> None:
+        """Found by a new user: a 67 KB draft reached the validator, whose INVALID_ARGUMENT
+        came back as UNAVAILABLE blaming it."""
+        fake_llm.script(Reply("Whoever cheats [IPC_420_0]. " * 2500))
+        gen = OpenAIGenerator(settings(fake_llm.base_url))
+        try:
+            with pytest.raises(GenerationError) as caught:
+                await gen.generate(cheating, timeout_s=5.0)
+        finally:
+            await gen.aclose()
+        assert caught.value.failure is GenerationFailure.LLM_MALFORMED_OUTPUT
+        assert "more than the validator reads (65,536)" in caught.value.message
+
     async def test_generate_reports_a_stream_cut_mid_answer(
         self, fake_llm: FakeOpenAIServer, cheating: GenerationRequest
     ) -> None:
