@@ -14,12 +14,13 @@ from typing import Any
 
 from services.common.cli_errors import run_cli
 from services.common.config import SettingError
-from services.common.errors import ModelUnavailableError
+from services.common.errors import InvalidInputError, ModelUnavailableError, Violations
 from services.common.judge_client import OpenAIJudge, build_judge, judge_band
 from services.common.validation import ValidationReport
 from services.validator import cascade
 from services.validator.config import ValidatorConfig
 from services.validator.engine import EntailmentTier, validate
+from services.validator.limits import MAX_EVIDENCE, request_violations
 from services.validator.nli_onnx import tier_from_config
 
 EXIT_ACCEPTED = 0
@@ -173,14 +174,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if (args.from_ask is None) == (args.answer_file is None or args.chunks_file is None):
         parser.error("give --answer-file and --chunks-file, or --from-ask")
+    if str(args.answer_file) == "-" and str(args.chunks_file) == "-":
+        parser.error("standard input ('-') can be the answer or the chunks, not both")
     try:
         if args.from_ask is not None:
             answer, chunks = load_ask_response(args.from_ask)
         else:
             answer = _read(args.answer_file)
             chunks = load_chunks(args.chunks_file)
+        # The service's own request rules (limits, duplicate or uncitable ids), so a request
+        # it would refuse is refused here too, naming the same fields.
+        violations = Violations()
+        request_violations(answer, len(chunks), chunks[: MAX_EVIDENCE + 1], violations)
+        violations.raise_if_any()
     except BadInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except InvalidInputError as exc:
+        for violation in exc.violations:
+            print(f"error: {violation.field}: {violation.description}", file=sys.stderr)
         return EXIT_BAD_INPUT
     # The same configuration as the service (VALIDATOR_* variables), so the same judgement.
     try:

@@ -11,15 +11,9 @@ from grounded.validator.v1 import validator_service_pb2 as pb
 from services.common import validation as r
 from services.common.errors import Violations
 from services.common.judge import Band
-from services.common.language.citations import uncitable
 from services.common.validation_proto import report_to_proto
 from services.validator.cascade import DEFAULT_BAND
-from services.validator.limits import (
-    MAX_ANSWER_BYTES,
-    MAX_EVIDENCE,
-    MAX_EVIDENCE_TEXT_CHARS,
-    MAX_ID_CHARS,
-)
+from services.validator.limits import MAX_EVIDENCE, request_violations
 
 _THRESHOLDS = ("single_citation_threshold", "multi_citation_threshold")
 _SWITCHES = (
@@ -53,38 +47,8 @@ def request_from_proto(
     """Check limits and convert; every violation is reported at once. ``band`` is the server's
     judge band, whose ends fill those the request leaves unset."""
     violations = Violations()
-    answer_bytes = len(request.answer.encode("utf-8"))
-    violations.check(
-        answer_bytes <= MAX_ANSWER_BYTES,
-        "answer",
-        f"must be at most {MAX_ANSWER_BYTES} bytes (got {answer_bytes})",
-    )
-    violations.check(
-        len(request.evidence) <= MAX_EVIDENCE,
-        "evidence",
-        f"must hold at most {MAX_EVIDENCE} passages (got {len(request.evidence)})",
-    )
-    seen: set[str] = set()
-    evidence: list[EvidenceItem] = []
-    for i, passage in enumerate(request.evidence[: MAX_EVIDENCE + 1]):
-        sid = passage.semantic_id
-        text = passage.text
-        evidence.append(EvidenceItem(sid, text))
-        if not sid.strip():
-            violations.add(f"evidence[{i}].semantic_id", "must not be empty")
-        elif len(sid) > MAX_ID_CHARS:
-            violations.add(
-                f"evidence[{i}].semantic_id", f"must be at most {MAX_ID_CHARS} characters"
-            )
-        elif sid in seen:
-            violations.add(f"evidence[{i}].semantic_id", f"duplicate id {sid!r}")
-        elif problem := uncitable(sid):
-            violations.add(f"evidence[{i}].semantic_id", problem)
-        seen.add(sid)
-        if len(text) > MAX_EVIDENCE_TEXT_CHARS:
-            violations.add(
-                f"evidence[{i}].text", f"must be at most {MAX_EVIDENCE_TEXT_CHARS} characters"
-            )
+    evidence = [EvidenceItem(p.semantic_id, p.text) for p in request.evidence[: MAX_EVIDENCE + 1]]
+    request_violations(request.answer, len(request.evidence), evidence, violations)
     options = r.ValidationOptions()
     o = request.options
     for name in (*_THRESHOLDS, *_MODEL_THRESHOLDS):

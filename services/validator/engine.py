@@ -28,7 +28,7 @@ from services.common.language.quantities import (
     unsupported,
 )
 from services.common.language.sentences import is_lead_in, list_marker_length, split_sentences
-from services.common.language.text import META_TERMS, blank_meta, id_terms
+from services.common.language.text import META_TERMS, blank_meta, fold_lookalikes, id_terms
 from services.common.refusal import REFUSAL
 from services.common.validation import (
     TIER_OF_REASON,
@@ -240,6 +240,13 @@ def _refusal_among_claims(reports: list[SentenceReport]) -> list[SentenceReport]
     if any(r.verdict is not SentenceVerdict.EXEMPT for r in reports):
         reason = Reason.REFUSAL_IN_ANSWER
         detail = "the refusal sentence inside an answer that states claims"
+    elif len(reports) > 1:
+        # Exactly the refusal, but not alone ("I cannot ... documents. I cannot ... documents.",
+        # or after a meta-statement): an answer refuses with that sentence and nothing else.
+        reason = Reason.NO_CITATION
+        detail = (
+            f"the refusal {REFUSAL!r} must be the whole answer; here other text stands beside it"
+        )
     else:
         reason = Reason.NO_CITATION
         detail = (
@@ -404,7 +411,15 @@ def _judge(
     terms = claim.terms
     if not citations:
         stripped = claim_text.rstrip()
-        if terms <= META_TERMS or stripped.endswith("?") or (is_lead_in(stripped) and not last):
+        question = stripped.endswith("?")
+        framing = (
+            question
+            or (is_lead_in(stripped) and not last)
+            or _HEADING.match(text.lstrip()) is not None  # claim_text has lost its "## "
+        )
+        if terms <= META_TERMS or (
+            framing and not _states_something(claim, claim_text, view, question=question)
+        ):
             return report(SentenceVerdict.EXEMPT, Reason.META_STATEMENT), None
         return report(
             SentenceVerdict.UNSUPPORTED,
@@ -601,14 +616,15 @@ def _describe_number(claim_text: str, mismatch: Mismatch) -> str:
 
 
 def _claim_text(text: str, offset: int, citations: Sequence[Citation]) -> str:
-    """The sentence with citations and any leading list marker blanked (offsets kept)."""
+    """The sentence with citations and any leading list marker blanked, and look-alike
+    characters read as what they imitate (``fold_lookalikes``; offsets kept)."""
     chars = list(text)
     for citation in citations:
         for i in range(max(citation.start - offset, 0), min(citation.end - offset, len(chars))):
             chars[i] = " "
     blanked = "".join(chars)
     marker = list_marker_length(blanked)
-    return " " * marker + blanked[marker:]
+    return fold_lookalikes(" " * marker + blanked[marker:])
 
 
 def _missing(
@@ -718,3 +734,31 @@ def _listed(items: Sequence[str], field: str) -> str:
     return (
         ", ".join(items[:_DETAIL_ITEMS]) + f", and {rest:,} more (the report's {field} lists each)"
     )
+
+
+# A Markdown heading ("## Punishment"): it names what follows.
+_HEADING = re.compile(r"#{1,6}\s")
+
+
+def _states_something(claim: Analysis, text: str, view: _Evidence, *, question: bool) -> bool:
+    """A question, lead-in or heading that states a penalty against statute evidence ("Murder
+    carries only a fine of Rs. 500:"), or a question that presumes a fact (a negation: "Isn't
+    murder punishable with a fine only?", or a number no evidence passage holds), states
+    something a reader takes as fact,
+    so it is checked like any sentence instead of exempted. A lead-in or heading may name what
+    follows with numbers and words of its own: the extractive generator heads each document's
+    sentences with its title ("2007 Calder Cup playoffs:", "Survivin is not required for ...:"),
+    which no passage's text holds."""
+    # A penalty only where the evidence has penalty clauses (statutes): "... regulates neuronal
+    # death:" heads a biology abstract, not a punishment.
+    if penalty.parse_claim(text) is not None and any(
+        _evidence_penalties(view.text(i)) for i, _ in view.items()
+    ):
+        return True
+    if not question:
+        return False
+    if claim.negations or claim.negated:
+        return True
+    amounts = [q for q in claim.quantities if not q.reference]
+    held = {(e.value, e.unit) for i, _ in view.items() for e in view.analysis(i).quantities}
+    return any((q.value, q.unit) not in held for q in amounts)

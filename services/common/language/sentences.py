@@ -40,7 +40,11 @@ STATUTE_ABBREVIATIONS: Final = _words(
     """s ss sec secs sub-s rs no nos cl cls viz i.e e.g cent ibid art arts ch vol p pp para paras
     r o vict co ltd dr mr mrs govt dept w.e.f ors vs v illus expl cf approx sch min max"""
 )
-_TERMINAL_RE = re.compile(r"[.!?…]+[\"'”’)\]]*")
+_TERMINAL_RE = re.compile(r"[.!?…。！？।॥]+[\"'”’)\]」』]*")
+# Scripts whose sentences end with these marks run on without a space ("…徒刑。杀人者…",
+# "…है। हत्या…"): a sentence ends there whatever follows.
+_UNSPACED_TERMINALS = frozenset("。！？।॥")
+_ITEM_NUMBER = re.compile(r"\d{1,3}")
 _WORD_BEFORE_RE = re.compile(r"([^\W\d_][\w']*)$")
 _BULLET_RE = re.compile(r"(?:[-*•·‣▪]|\d{1,3}[.)]|\(?[a-z]{1,3}\)|#{1,6})\s")
 _OPENERS = frozenset("\"'“‘([{*#-•")
@@ -81,11 +85,17 @@ def split_sentences(text: str, transparent: Sequence[Span] = ()) -> list[Span]:
     """
     transparent = sorted(transparent)
     skip = {start: end for start, end in transparent}
+    cited_before = {end for _, end in transparent}
     n = len(text)
     boundaries: list[int] = []
     for match in _TERMINAL_RE.finditer(text):
         punct_start, end = match.span()
-        if _inside(punct_start, transparent):
+        if _inside(punct_start, transparent) or _in_list_marker(text, punct_start):
+            continue
+        if _numbers_an_item(text, boundaries[-1] if boundaries else 0, punct_start):
+            continue
+        if _UNSPACED_TERMINALS.intersection(match.group()):
+            boundaries.append(end)
             continue
         crossed = False
         q = end
@@ -101,9 +111,9 @@ def split_sentences(text: str, transparent: Sequence[Span] = ()) -> list[Span]:
         if q >= n:
             boundaries.append(end)
             continue
-        if not crossed:
-            continue
         following = text[q]
+        if not crossed and not (punct_start in cited_before and following.isupper()):
+            continue  # "3.5", "U.S."; but "[A].Murder" ends a sentence after its citation
         if following.islower():
             continue
         if text[punct_start] == "." and _is_abbreviation(text, punct_start, following):
@@ -130,6 +140,27 @@ def split_sentences(text: str, transparent: Sequence[Span] = ()) -> list[Span]:
             spans.append(span)
         start = boundary
     return _merge_citation_only(text, spans, transparent)
+
+
+def _numbers_an_item(text: str, sentence_start: int, period: int) -> bool:
+    """True when the period follows only an item number since the sentence began ("…]. 1. The
+    expression …": an item quoted inline keeps its number, which ends no sentence)."""
+    opened = max(sentence_start, text.rfind("\n", 0, period) + 1)
+    return (
+        text[period] == "."
+        and period + 1 < len(text)
+        and text[period + 1] in " \t"
+        and _ITEM_NUMBER.fullmatch(text[opened:period].strip()) is not None
+    )
+
+
+def _in_list_marker(text: str, position: int) -> bool:
+    """True when ``position`` (a period) is part of the list marker its line opens with
+    ("1. Theft is ...", "10. ..."): it numbers an item, it does not end a sentence."""
+    line_start = text.rfind("\n", 0, position) + 1
+    lead = len(text[line_start:position]) - len(text[line_start:position].lstrip(" \t"))
+    marker = list_marker_length(text[line_start + lead :])
+    return marker > 0 and position < line_start + lead + marker
 
 
 def _inside(position: int, spans: Sequence[tuple[int, int]]) -> bool:

@@ -15,7 +15,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from services.common.language.stopwords import FUNCTION_WORDS, NUMBER_WORDS, STATUTE_CONNECTIVES
 
@@ -257,9 +257,11 @@ def id_terms(semantic_id: str) -> frozenset[str]:
     return frozenset(w if w.isdigit() else term_of(w) for w in words) - {""}
 
 
+# Not before a number: "according to the sections" is about the sources, "according to section
+# 302" names one (its number is a reference the number rule reads).
 _SOURCE_NOUN = (
     r"(?:evidence|documents?|context|sources?|texts?|information|passages?|excerpts?|materials?"
-    r"|records?|chunks?|provisions?|sections?|extracts?)"
+    r"|records?|chunks?|provisions?|sections?|extracts?)(?!\s*[0-9])"
 )
 _SOURCE_ADJ = (
     r"(?:(?:provided|given|available|above|cited|retrieved|supplied|relevant|following)\s+)"
@@ -331,3 +333,40 @@ def counted(n: int, noun: str) -> str:
     """A count and its noun as people write them: "1 passage", "5 passages" (regular plurals
     only; the CLIs' nouns are)."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+# Cyrillic letters drawn like Latin ones: inside a word that also has Latin letters ("tеn"
+# with a Cyrillic е, "nоt" with a Cyrillic о) they stand for the Latin letter. Not Greek:
+# "TNFα" and "IFNγ" are how science writes, and folding them changed SciFact verdicts.
+_LOOKALIKES: Final = str.maketrans(
+    "аеорсухіјѕԁӏвкмнтАВЕКМНОРСТХІЈЅ",
+    "aeopcyxijsdlbkmhtABEKMHOPCTXIJS",
+)
+_MIXED_WORD = re.compile(r"[^\W\d_]+")
+
+
+def fold_lookalikes(text: str) -> str:
+    """``text`` as a reader sees it, one character for one (offsets hold): digits of any
+    script and full-width forms as ASCII ("１０", "१०" -> "10"), and Cyrillic look-alikes
+    inside a word with Latin letters as those letters ("tеn" -> "ten"). The
+    validator reads an answer this way, so a look-alike cannot hide a number or a "not"."""
+    chars = list(text)
+    for i, ch in enumerate(chars):
+        if ch.isascii():
+            continue
+        digit = unicodedata.decimal(ch, None)  # a digit of any script; not "²" (no decimal)
+        if digit is not None:
+            chars[i] = str(digit)
+        elif "\uff01" <= ch <= "\uff5e":  # full-width ASCII: "Ｒｓ" -> "Rs"
+            chars[i] = chr(ord(ch) - 0xFEE0)
+    out = "".join(chars)
+    if out.isascii():
+        return out
+    return _MIXED_WORD.sub(_fold_mixed_word, out)
+
+
+def _fold_mixed_word(match: re.Match[str]) -> str:
+    word = match.group()
+    if word.isascii() or not any("a" <= c.lower() <= "z" for c in word):
+        return word
+    return word.translate(_LOOKALIKES)

@@ -113,6 +113,34 @@ class TestCli:
         err = capsys.readouterr().err
         assert err.startswith(f"error: configuration: {name}") and "Traceback" not in err
 
+    @pytest.mark.parametrize(
+        ("content", "said"),
+        [
+            (
+                '[{"semantic_id": "A", "text": "x"}, {"semantic_id": "A", "text": "y"}]',
+                "error: evidence[1].semantic_id: duplicate id 'A'",
+            ),
+            ('[{"semantic_id": "A[1]", "text": "x"}]', "error: evidence[0].semantic_id:"),
+            ('[{"semantic_id": "A", "text": "' + "x" * 20_001 + '"}]', "error: evidence[0].text:"),
+        ],
+        ids=["duplicate-id", "uncitable-id", "text-too-long"],
+    )
+    def test_main_refuses_what_the_service_refuses(
+        self, tmp_path: Path, content: str, said: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Found by a new user: duplicate ids were judged against whichever came first, and
+        the service's limits did not apply, though the CLI gives the service's judgement."""
+        chunks = tmp_path / "chunks.json"
+        chunks.write_text(content, encoding="utf-8")
+
+        assert run(tmp_path, GROUNDED, chunks) == EXIT_BAD_INPUT
+        assert said in capsys.readouterr().err
+
+    def test_main_refuses_standard_input_for_both_files(self) -> None:
+        with pytest.raises(SystemExit) as caught:
+            main(["--answer-file", "-", "--chunks-file", "-"])
+        assert caught.value.code == EXIT_BAD_INPUT
+
     def test_main_exits_2_for_a_missing_answer_file(
         self, tmp_path: Path, chunks_file: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:

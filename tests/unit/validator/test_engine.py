@@ -343,6 +343,80 @@ class TestCoverage:
         assert report.sentences[0].coverage < 0.3
 
 
+class TestSentencesAsWritten:
+    def test_a_numbered_list_is_one_sentence_per_item(self) -> None:
+        """Found by a new user: '1.' was split off as an uncited sentence of its own."""
+        report = check(
+            f"1. {THEFT} [IPC_379_0].\n2. {CHEATING} [IPC_420_0].\n10. {THEFT} [IPC_379_0]."
+        )
+
+        assert report.verdict is Verdict.GROUNDED
+        assert len(report.sentences) == 3
+
+    @pytest.mark.parametrize(
+        ("answer", "evidence_text"),
+        [
+            (
+                "凡犯盗窃罪者，处3年以下有期徒刑[A]。杀人者处死刑。",
+                "凡犯盗窃罪者，处3年以下有期徒刑。",
+            ),
+            (
+                "चोरी के लिए तीन वर्ष का कारावास है [A]। हत्या के लिए मृत्युदंड है।",
+                "चोरी के लिए तीन वर्ष का कारावास है।",
+            ),
+            (f"{THEFT} [A].Murder is punishable with death.", THEFT),
+        ],
+        ids=["chinese", "hindi", "no-space-after-a-citation"],
+    )
+    def test_an_uncited_sentence_does_not_ride_along_with_a_cited_one(
+        self, answer: str, evidence_text: str
+    ) -> None:
+        report = check(answer, [Chunk("A", "a", evidence_text)])
+
+        assert len(report.sentences) == 2
+        assert report.sentences[1].reason is Reason.NO_CITATION
+        assert report.verdict is Verdict.NOT_GROUNDED
+
+    @pytest.mark.parametrize(
+        ("claim", "reason"),
+        [
+            ("Cheating is punishable with imprisonment up to tеn years", Reason.NUMBER_MISMATCH),
+            ("Cheating is punishable with imprisonment up to １０ years", Reason.NUMBER_MISMATCH),
+            ("Cheating is punishable with imprisonment up to १० years", Reason.NUMBER_MISMATCH),
+            ("The cheater shall nоt be liable to fine", Reason.NEGATION_MISMATCH),
+        ],
+        ids=["cyrillic-e", "full-width-digits", "devanagari-digits", "cyrillic-o"],
+    )
+    def test_look_alike_characters_do_not_hide_a_number_or_a_negation(
+        self, claim: str, reason: Reason
+    ) -> None:
+        """Found by a new user: these were GROUNDED while their ASCII forms were refused."""
+        report = check(f"{claim} [IPC_420_0].")
+
+        assert report.verdict is Verdict.NOT_GROUNDED
+        assert reason in report.sentences[0].failed
+
+
+class TestAttributionAndRefusalWording:
+    @pytest.mark.parametrize("lead", ["According to section 379", "As per section 379"])
+    def test_a_named_section_is_an_attribution_not_a_number_to_find(self, lead: str) -> None:
+        """Found by a new user: "According to section 302, ..." failed the number check while
+        "Under section 302, ..." passed (the meta phrasing took "according to section" as
+        "according to the sections" and left "302" a bare number)."""
+        report = check(f"{lead}, {THEFT[0].lower()}{THEFT[1:]} [IPC_379_0].")
+
+        assert report.verdict is Verdict.GROUNDED, report.sentences[0].detail
+
+    def test_a_refusal_beside_other_text_says_so(self) -> None:
+        report = check(f"{REFUSAL} {REFUSAL}")
+
+        assert report.verdict is Verdict.NOT_GROUNDED
+        assert all(
+            s.detail.endswith("must be the whole answer; here other text stands beside it")
+            for s in report.sentences
+        )
+
+
 class TestMetaStatements:
     @pytest.mark.parametrize(
         "meta",
@@ -360,6 +434,59 @@ class TestMetaStatements:
         assert report.sentences[0].verdict is SentenceVerdict.EXEMPT
         assert report.sentences[0].reason is Reason.META_STATEMENT
         assert report.support_score == 1.0
+
+    @pytest.mark.parametrize(
+        "framing",
+        [
+            "Murder carries only a fine of Rs. 500:\n",  # a lead-in with an amount
+            "Isn't murder punishable with a fine only?\n",  # a question with a negation
+            "## Murder is punishable with fine only\n\n",  # a heading stating a penalty
+        ],
+    )
+    def test_a_question_lead_in_or_heading_that_states_something_is_checked(
+        self, framing: str
+    ) -> None:
+        """Found by a new user: a false claim ending in ':' or '?' was exempt, unchecked."""
+        report = check(f"{framing}{THEFT} [IPC_379_0].")
+
+        assert report.verdict is Verdict.NOT_GROUNDED
+        assert (report.sentences[0].verdict, report.sentences[0].reason) == (
+            SentenceVerdict.UNSUPPORTED,
+            Reason.NO_CITATION,
+        )
+
+    def test_a_lead_in_naming_a_document_by_numbers_or_words_it_holds_is_exempt(self) -> None:
+        """The extractive generator heads each document's sentences with its title: an ordinal
+        the evidence holds, or a title's own "not", states nothing of its own."""
+        evidence = [
+            Chunk("A_0", "A", "The 22nd AVN Awards ceremony took place on January 8, 2005."),
+            Chunk("B_0", "B", "Survivin is not required for the endomitotic cell cycle."),
+        ]
+        answer = (
+            "22nd AVN Awards (differs from 2007 Calder Cup playoffs on a number):\n"
+            "The 22nd AVN Awards ceremony took place on January 8, 2005 [A_0]."
+            "\nSurvivin is not required for the endomitotic cell cycle:\n"
+            "Survivin is not required for the endomitotic cell cycle [B_0]."
+        )
+        report = check(answer, evidence)
+
+        assert report.verdict is Verdict.GROUNDED
+        assert [s.reason for s in report.sentences][::2] == [Reason.META_STATEMENT] * 2
+
+    @pytest.mark.parametrize(
+        "framing",
+        [
+            "## Punishment\n\n",
+            "# Theft\n",
+            "The punishments are as follows:\n",
+            "IPC section 379, Punishment for theft:\n",  # the extractive generator's heading
+        ],
+    )
+    def test_a_heading_or_lead_in_that_states_nothing_is_exempt(self, framing: str) -> None:
+        report = check(f"{framing}{THEFT} [IPC_379_0].")
+
+        assert report.verdict is Verdict.GROUNDED
+        assert report.sentences[0].reason is Reason.META_STATEMENT
 
     def test_validate_blanks_a_meta_prefix_but_checks_the_claim(self) -> None:
         grounded = check(f"Based on the provided documents, {THEFT.lower()} [IPC_379_0].")
