@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio.lowlevel
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
 from services.common.evidence import MAX_ANSWER_BYTES
+from services.common.logs import request_id_var
 from services.synthesis.generation import (
     GenerationError,
     GenerationFailure,
@@ -144,10 +147,16 @@ class OpenAIGenerator:
             timed_out = f"no answer within {timeout:.2f}s"
             raise self._fail(GenerationFailure.LLM_TIMEOUT, timed_out) from None
         except openai.APIStatusError as exc:
-            status = f"HTTP {exc.status_code}: {exc.message}"
+            # The client's message repeats the status ("Error code: 429 - {...}").
+            said = _STATUS_PREFIX.sub("", exc.message)
+            status = f"HTTP {exc.status_code}: {said}"
             raise self._fail(GenerationFailure.LLM_HTTP_ERROR, status) from None
         except openai.APIConnectionError as exc:
-            raise self._fail(GenerationFailure.LLM_UNREACHABLE, str(exc)) from None
+            # The client says only "Connection error."; its cause says what failed, and where.
+            cause = exc.__cause__ or exc
+            where = _without_userinfo(self._settings.base_url)
+            unreachable = f"cannot reach {where}: {type(cause).__name__}: {cause}"
+            raise self._fail(GenerationFailure.LLM_UNREACHABLE, unreachable) from None
         except (openai.OpenAIError, ValueError) as exc:
             # JSON that does not parse (ValueError) or a body that fails response validation.
             malformed = type(exc).__name__
@@ -163,6 +172,9 @@ class OpenAIGenerator:
         }
         if self._settings.seed is not None:
             args["seed"] = self._settings.seed
+        request_id = request_id_var.get()
+        if request_id:  # the caller's id reaches the endpoint's logs too
+            args["extra_headers"] = {"X-Request-Id": request_id}
         return args
 
     async def _single(
@@ -305,3 +317,14 @@ def _usage(reported: object) -> TokenUsage | None:
         completion_tokens=completion,
         total_tokens=total if isinstance(total, int) and total else prompt + completion,
     )
+
+
+_STATUS_PREFIX = re.compile(r"^Error code: \d+ - ")
+
+
+def _without_userinfo(url: str) -> str:
+    """``url`` without any ``user:password@`` (it may be in the configured base URL)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))

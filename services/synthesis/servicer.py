@@ -76,7 +76,7 @@ class SynthesisServicer(pb_grpc.SynthesisServiceServicer):
         self, request: pb.SynthesizeAnswerRequest, context: aio.ServicerContext[Any, Any]
     ) -> pb.SynthesizeAnswerResponse:
         domain_request, deadline = self._convert(request, context)
-        async with self._pipeline_for(request.model) as pipeline, self._model_guard():
+        async with self._pipeline_for(request.model.strip()) as pipeline, self._model_guard():
             result = await pipeline.answer(domain_request, deadline=deadline)
         _count(result)
         return convert.result_to_proto(result)
@@ -85,7 +85,7 @@ class SynthesisServicer(pb_grpc.SynthesisServiceServicer):
         self, request: pb.SynthesizeAnswerRequest, context: aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[pb.StreamAnswerResponse]:
         domain_request, deadline = self._convert(request, context)
-        async with self._pipeline_for(request.model) as pipeline, self._model_guard():
+        async with self._pipeline_for(request.model.strip()) as pipeline, self._model_guard():
             async for event in stream_answer(pipeline, domain_request, deadline=deadline):
                 if isinstance(event, FinishedEvent):
                     _count(event.result)

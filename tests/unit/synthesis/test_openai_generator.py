@@ -14,6 +14,7 @@ import pytest
 
 from services.common.evidence import Chunk
 from services.common.intent import Intent
+from services.common.logs import request_id_var
 from services.synthesis.generation import GenerationError, GenerationFailure, GenerationRequest
 from services.synthesis.openai_generator import OpenAIGenerator, OpenAISettings
 from tests.support.fake_openai import (
@@ -274,7 +275,7 @@ class TestOpenAIGenerator:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]  # bound but not listening: connection refused
-            gen = OpenAIGenerator(settings(f"http://127.0.0.1:{port}/v1"))
+            gen = OpenAIGenerator(settings(f"http://user:pw@127.0.0.1:{port}/v1"))
             try:
                 with pytest.raises(GenerationError) as caught:
                     await gen.generate(cheating, timeout_s=5.0)
@@ -282,6 +283,22 @@ class TestOpenAIGenerator:
                 await gen.aclose()
 
         assert caught.value.failure is GenerationFailure.LLM_UNREACHABLE
+        # Where and why (it said only "Connection error."), without the URL's credentials.
+        assert caught.value.message.startswith(f"cannot reach http://127.0.0.1:{port}/v1: ")
+        assert "ConnectError" in caught.value.message and "pw" not in caught.value.message
+
+    async def test_the_callers_request_id_reaches_the_endpoint(
+        self, fake_llm: FakeOpenAIServer, cheating: GenerationRequest
+    ) -> None:
+        fake_llm.script(Reply(cite_first_evidence))
+        gen = OpenAIGenerator(settings(fake_llm.base_url))
+        token = request_id_var.set("req-abc-123")
+        try:
+            await gen.generate(cheating, timeout_s=5.0)
+        finally:
+            request_id_var.reset(token)
+            await gen.aclose()
+        assert fake_llm.requests[-1].headers["x-request-id"] == "req-abc-123"
 
     async def test_generate_uses_the_smaller_of_call_and_configured_timeout(
         self, fake_llm: FakeOpenAIServer, generator: OpenAIGenerator, cheating: GenerationRequest
