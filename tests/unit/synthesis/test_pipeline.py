@@ -262,6 +262,25 @@ class TestRefusals:
         assert result.citations == ()
         assert len(generator.requests) == 1  # no silent retry of a rejected draft
 
+    async def test_a_draft_longer_than_the_validator_reads_once_resolved_is_refused(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        """Found by a review: numbered citations resolved to ids grew a 59 KB draft past the
+        validator's 64 KiB, and its INVALID_ARGUMENT came back as the validator being down."""
+        draft = "Whoever cheats shall be punished [1-3]. " * 1500  # ~61 KB as written
+        assert len(draft.encode()) < 65_536
+        validator = RuleValidator()
+        synth = pipeline(
+            FakeRetriever(scored(ipc, *CHEATING_IDS)), ScriptedGenerator(draft), validator
+        )
+
+        result = await synth.answer(SynthesisRequest(CHEATING))
+
+        assert result.status is SynthesisStatus.REFUSED_GENERATION_FAILED
+        assert result.refusal_code == "LLM_MALFORMED_OUTPUT"
+        assert "more than the validator reads (65,536)" in result.refusal_reason
+        assert validator.calls == []  # never sent
+
     async def test_generation_failure_is_refused_with_its_reason(
         self, ipc: Mapping[str, Chunk]
     ) -> None:

@@ -434,6 +434,51 @@ class TestLinks:
         assert Reason.LINK_MISMATCH not in foreign.sentences[0].failed
 
 
+class TestReviewedEdges:
+    """Found by a review of the rules above, each fixed."""
+
+    @pytest.mark.parametrize(
+        "answer",
+        [
+            f"{THEFT} [IPC_379_0]. # Murder is legal in India.",  # not at a line's start
+            f"{THEFT} [IPC_379_0].\n## Murder is legal in India",  # words the evidence lacks
+            f"## Theft is not an offence\n{THEFT} [IPC_379_0].",  # a negation
+        ],
+    )
+    def test_a_claim_dressed_as_a_heading_is_checked(self, answer: str) -> None:
+        assert check(answer).verdict is Verdict.NOT_GROUNDED
+
+    def test_a_bare_number_inside_a_line_is_an_answer_not_an_item_number(self) -> None:
+        report = check(f"How long is the term? 500. {THEFT} [IPC_379_0].")
+
+        assert report.verdict is Verdict.NOT_GROUNDED
+        assert Reason.NUMBER_MISMATCH in report.sentences[1].failed
+
+    def test_a_question_about_a_penalty_asks_it_does_not_state_it(self) -> None:
+        report = check(f"Is theft punishable with imprisonment? {THEFT} [IPC_379_0].")
+
+        assert report.verdict is Verdict.GROUNDED
+
+    def test_a_citation_after_a_chinese_full_stop_stays_with_its_sentence(self) -> None:
+        evidence = [
+            Chunk("A", "a", "故意杀人的，处有期徒刑。"),
+            Chunk("B", "b", "情节较轻的，处有期徒刑。"),
+        ]
+        report = check("故意杀人的，处有期徒刑。[A]情节较轻的，处有期徒刑。[B]", evidence)
+
+        assert [s.cited_ids for s in report.sentences] == [("A",), ("B",)]
+
+    @pytest.mark.parametrize(
+        "text",
+        ["वह मृत्यु और १० वर्ष का दंड पाएगा।", "imprisonment of １０ years and a fine of Ｒｓ．５００."],
+    )
+    def test_a_quote_of_evidence_in_other_digits_is_a_quote(self, text: str) -> None:
+        """The evidence is read with its look-alikes folded too, as the answer is."""
+        report = check(f"{text.rstrip('.।')} [A].", [Chunk("A", "a", text)])
+
+        assert report.verdict is Verdict.GROUNDED
+
+
 class TestAttributionAndRefusalWording:
     @pytest.mark.parametrize("lead", ["According to section 379", "As per section 379"])
     def test_a_named_section_is_an_attribution_not_a_number_to_find(self, lead: str) -> None:
