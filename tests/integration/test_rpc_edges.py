@@ -72,24 +72,32 @@ async def test_health_list_names_every_service_with_its_status(stack: Stack, ser
     }
 
 
-async def test_a_method_a_servicer_leaves_unimplemented_is_unimplemented() -> None:
-    """A generated servicer's default raises NotImplementedError: through our interceptor that
-    is UNIMPLEMENTED, as gRPC says for an unknown method, not INTERNAL."""
+async def _health_call_through_our_interceptor(
+    servicer: health_pb2_grpc.HealthServicer, method: str, request: object
+) -> grpc.aio.AioRpcError:
+    """Serve ``servicer`` on a bare server with our interceptor; the error ``method`` raises."""
     server = grpc.aio.server(interceptors=[ServiceInterceptor("test")])
-    # The generated base class: every method raises NotImplementedError.
-    health_pb2_grpc.add_HealthServicer_to_server(health_pb2_grpc.HealthServicer(), server)
+    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             with pytest.raises(grpc.aio.AioRpcError) as caught:
-                await health_pb2_grpc.HealthStub(channel).List(
-                    health_pb2.HealthListRequest(), timeout=10
-                )
+                await getattr(health_pb2_grpc.HealthStub(channel), method)(request, timeout=10)
     finally:
         await server.stop(None)
-    assert caught.value.code() == grpc.StatusCode.UNIMPLEMENTED
-    assert caught.value.details() == "List is not implemented by this server"
+    return caught.value
+
+
+async def test_a_method_a_servicer_leaves_unimplemented_is_unimplemented() -> None:
+    """A generated servicer's default raises NotImplementedError: through our interceptor that
+    is UNIMPLEMENTED, as gRPC says for an unknown method, not INTERNAL."""
+    # The generated base class: every method raises NotImplementedError.
+    error = await _health_call_through_our_interceptor(
+        health_pb2_grpc.HealthServicer(), "List", health_pb2.HealthListRequest()
+    )
+    assert error.code() == grpc.StatusCode.UNIMPLEMENTED
+    assert error.details() == "List is not implemented by this server"
 
 
 async def test_a_not_implemented_error_from_deeper_down_is_internal() -> None:
@@ -100,16 +108,7 @@ async def test_a_not_implemented_error_from_deeper_down_is_internal() -> None:
         async def Check(self, request: object, context: object) -> object:
             raise NotImplementedError("reconstruct_all is not available for this index")
 
-    server = grpc.aio.server(interceptors=[ServiceInterceptor("test")])
-    health_pb2_grpc.add_HealthServicer_to_server(Broken(), server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    try:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-            with pytest.raises(grpc.aio.AioRpcError) as caught:
-                await health_pb2_grpc.HealthStub(channel).Check(
-                    health_pb2.HealthCheckRequest(), timeout=10
-                )
-    finally:
-        await server.stop(None)
-    assert caught.value.code() == grpc.StatusCode.INTERNAL
+    error = await _health_call_through_our_interceptor(
+        Broken(), "Check", health_pb2.HealthCheckRequest()
+    )
+    assert error.code() == grpc.StatusCode.INTERNAL

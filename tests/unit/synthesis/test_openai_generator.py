@@ -199,16 +199,17 @@ class TestOpenAIGenerator:
         ids=["choices-not-a-list", "content-not-text"],
     )
     async def test_fields_of_the_wrong_type_are_malformed_output_not_a_crash(
-        self, fake_llm: FakeOpenAIServer, cheating: GenerationRequest, body: str, detail: str
+        self,
+        fake_llm: FakeOpenAIServer,
+        generator: OpenAIGenerator,
+        cheating: GenerationRequest,
+        body: str,
+        detail: str,
     ) -> None:
         """Found by a new user: these gave INTERNAL (AttributeError) instead of a refusal."""
         fake_llm.script(MalformedJson(body))
-        gen = OpenAIGenerator(settings(fake_llm.base_url))
-        try:
-            with pytest.raises(GenerationError) as caught:
-                await gen.generate(cheating, timeout_s=5.0)
-        finally:
-            await gen.aclose()
+        with pytest.raises(GenerationError) as caught:
+            await generator.generate(cheating, timeout_s=5.0)
         assert caught.value.failure is GenerationFailure.LLM_MALFORMED_OUTPUT
         assert detail in caught.value.message
 
@@ -222,7 +223,11 @@ class TestOpenAIGenerator:
         ],
     )
     async def test_a_usage_block_that_is_not_counts_is_dropped_not_fatal(
-        self, fake_llm: FakeOpenAIServer, cheating: GenerationRequest, usage: str
+        self,
+        fake_llm: FakeOpenAIServer,
+        generator: OpenAIGenerator,
+        cheating: GenerationRequest,
+        usage: str,
     ) -> None:
         """Found by a new user: these turned a validated answer into INTERNAL."""
         fake_llm.script(
@@ -232,26 +237,18 @@ class TestOpenAIGenerator:
                 f'"usage": {usage}}}'
             )
         )
-        gen = OpenAIGenerator(settings(fake_llm.base_url))
-        try:
-            result = await gen.generate(cheating, timeout_s=5.0)
-        finally:
-            await gen.aclose()
+        result = await generator.generate(cheating, timeout_s=5.0)
         assert result.text == "Whoever cheats [IPC_420_0]."
         assert result.usage is None
 
     async def test_a_draft_longer_than_the_validator_reads_is_refused_here(
-        self, fake_llm: FakeOpenAIServer, cheating: GenerationRequest
+        self, fake_llm: FakeOpenAIServer, generator: OpenAIGenerator, cheating: GenerationRequest
     ) -> None:
         """Found by a new user: a 67 KB draft reached the validator, whose INVALID_ARGUMENT
         came back as UNAVAILABLE blaming it."""
         fake_llm.script(Reply("Whoever cheats [IPC_420_0]. " * 2500))
-        gen = OpenAIGenerator(settings(fake_llm.base_url))
-        try:
-            with pytest.raises(GenerationError) as caught:
-                await gen.generate(cheating, timeout_s=5.0)
-        finally:
-            await gen.aclose()
+        with pytest.raises(GenerationError) as caught:
+            await generator.generate(cheating, timeout_s=5.0)
         assert caught.value.failure is GenerationFailure.LLM_MALFORMED_OUTPUT
         assert "more than the validator reads (65,536)" in caught.value.message
 
@@ -288,16 +285,14 @@ class TestOpenAIGenerator:
         assert "ConnectError" in caught.value.message and "pw" not in caught.value.message
 
     async def test_the_callers_request_id_reaches_the_endpoint(
-        self, fake_llm: FakeOpenAIServer, cheating: GenerationRequest
+        self, fake_llm: FakeOpenAIServer, generator: OpenAIGenerator, cheating: GenerationRequest
     ) -> None:
         fake_llm.script(Reply(cite_first_evidence))
-        gen = OpenAIGenerator(settings(fake_llm.base_url))
         token = request_id_var.set("req-abc-123")
         try:
-            await gen.generate(cheating, timeout_s=5.0)
+            await generator.generate(cheating, timeout_s=5.0)
         finally:
             request_id_var.reset(token)
-            await gen.aclose()
         assert fake_llm.requests[-1].headers["x-request-id"] == "req-abc-123"
 
     async def test_generate_uses_the_smaller_of_call_and_configured_timeout(
