@@ -58,11 +58,10 @@ class DocumentIndex:
         for sid in sorted(self._doc_of_passage):
             self._folded_passages.setdefault(sid.casefold(), self._doc_of_passage[sid])
         # Ids by their last "_" part ("420" -> IPC_420, CRPC_420), for a bare section number.
-        self._by_last_part: dict[str, tuple[str, ...]] = {}
+        self._by_last_part: dict[str, list[str]] = {}
         for folded, doc_id in self._folded.items():
             if "_" in folded:
-                last = folded.rsplit("_", 1)[1]
-                self._by_last_part[last] = (*self._by_last_part.get(last, ()), doc_id)
+                self._by_last_part.setdefault(folded.rsplit("_", 1)[1], []).append(doc_id)
 
     def __len__(self) -> int:
         return len(self._by_doc)
@@ -122,7 +121,7 @@ class DocumentIndex:
             if found is not None:
                 return found
         # A bare section number: the one document whose id ends with it, if only one does.
-        ends = self._by_last_part.get(visible.casefold(), ())
+        ends = self._by_last_part.get(visible.casefold(), [])
         return ends[0] if len(ends) == 1 else None
 
 

@@ -17,7 +17,7 @@ from services.common.language.citations import (
     resolve_citations,
     scan,
 )
-from services.common.language.links import LinkKey, foreign_links, held_links
+from services.common.language.links import LinkKey, held_links, links, links_not_in, not_held
 from services.common.language.quantities import (
     Mismatch,
     Quantity,
@@ -130,6 +130,8 @@ class _Evidence:
     index: EvidenceIndex
     _items: list[tuple[str, frozenset[str]]] | None = None
     _links: frozenset[LinkKey] | None = None
+    _terms: frozenset[str] | None = None
+    _amounts: frozenset[tuple[float, str]] | None = None
 
     def text(self, semantic_id: str) -> str:
         """The passage as the rules and the model read it: look-alikes folded, as a claim's are
@@ -146,6 +148,20 @@ class _Evidence:
         if self._links is None:
             self._links = held_links(self.index.texts[p] for p in self.index.position.values())
         return self._links
+
+    def known_terms(self) -> frozenset[str]:
+        """The terms of every passage (built once per request)."""
+        if self._terms is None:
+            self._terms = frozenset().union(*(terms for _, terms in self.items()))
+        return self._terms
+
+    def amounts(self) -> frozenset[tuple[float, str]]:
+        """Every passage's numbers as (value, unit) (built once per request)."""
+        if self._amounts is None:
+            self._amounts = frozenset(
+                (q.value, q.unit) for i, _ in self.items() for q in self.analysis(i).quantities
+            )
+        return self._amounts
 
     def analysis(self, semantic_id: str) -> Analysis:
         return analyse_evidence(self.text(semantic_id))
@@ -483,7 +499,7 @@ def _judge(
             number_problems = _number_problems(claim_text, claim, ids, analyses)
             if number_problems:
                 problems[Reason.NUMBER_MISMATCH] = "; ".join(number_problems)
-            foreign = foreign_links(as_written, held_links(view.raw(i) for i in ids))
+            foreign = links_not_in(as_written, (view.raw(i) for i in ids))
             if foreign:
                 problems[Reason.LINK_MISMATCH] = (
                     f"links to {', '.join(map(repr, foreign))}, which the cited evidence does "
@@ -783,7 +799,8 @@ def _states_something(
     A lead-in may name what follows with numbers and words of its own: the extractive
     generator heads each document's sentences with its title ("2007 Calder Cup playoffs:",
     "Survivin is not required for ...:"), which no passage's text holds."""
-    if foreign_links(as_written, view.links()):
+    found = links(as_written)
+    if found and not_held(found, view.links()):
         return True  # "![x](https://…?q=…):" would otherwise pass as a lead-in
     if question:
         # A question asks about a penalty without stating one ("Is murder punishable with
@@ -791,7 +808,7 @@ def _states_something(
         if claim.negations or claim.negated:
             return True
         amounts = [q for q in claim.quantities if not q.reference]
-        held = {(e.value, e.unit) for i, _ in view.items() for e in view.analysis(i).quantities}
+        held = view.amounts()
         return any((q.value, q.unit) not in held for q in amounts)
     # A penalty only where the evidence has penalty clauses (statutes): "... regulates neuronal
     # death:" heads a biology abstract, not a punishment.
@@ -808,5 +825,4 @@ def _is_heading(answer: str, start: int, text: str, claim: Analysis, view: _Evid
         return False
     if claim.negations or claim.negated:
         return False
-    known = frozenset().union(*(terms for _, terms in view.items()))
-    return claim.terms <= known | META_TERMS
+    return claim.terms <= view.known_terms() | META_TERMS

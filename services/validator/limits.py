@@ -7,11 +7,11 @@ itself accepts any input (the fuzz tests feed it more).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final, Protocol
+from typing import Final
 
 from services.common.errors import Violations
 from services.common.evidence import MAX_ANSWER_BYTES, MAX_ID_CHARS
-from services.common.language.citations import uncitable
+from services.common.language.citations import EvidenceLike, uncitable
 
 __all__ = [
     "MAX_ANSWER_BYTES",
@@ -25,16 +25,8 @@ MAX_EVIDENCE: Final = 200
 MAX_EVIDENCE_TEXT_CHARS: Final = 20_000
 
 
-class _Passage(Protocol):
-    @property
-    def semantic_id(self) -> str: ...
-
-    @property
-    def text(self) -> str: ...
-
-
 def request_violations(
-    answer: str, count: int, evidence: Sequence[_Passage], violations: Violations
+    answer: str, count: int, evidence: Sequence[EvidenceLike], violations: Violations
 ) -> None:
     """Add to ``violations`` what breaks a ValidateAnswer request's limits: the answer's size,
     ``count`` passages at most ``MAX_EVIDENCE`` (``evidence``: the first of them, one past the

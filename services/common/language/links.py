@@ -11,7 +11,7 @@ written). Pure functions; no service imports.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Final
 
 # Schemes a client follows or runs; "note:" or "Section:420" are not links.
@@ -51,16 +51,17 @@ def _key(link: str) -> LinkKey:
 
 
 def held_links(evidence: Iterable[str]) -> frozenset[LinkKey]:
-    """Every link of ``evidence``, as compared (build once, ask ``foreign_links`` often)."""
+    """Every link of ``evidence``, as compared (build once, ask ``not_held`` often)."""
     return frozenset(_key(link) for passage in evidence for link in links(passage))
 
 
-def foreign_links(text: str, held: frozenset[LinkKey]) -> list[str]:
-    """The links of ``text`` that are not among ``held`` (each reported once)."""
-    return [link for link in dict.fromkeys(links(text)) if _key(link) not in held]
+def not_held(found: Sequence[str], held: frozenset[LinkKey]) -> list[str]:
+    """The links of ``found`` (``links`` of a text) not among ``held``, each reported once."""
+    return [link for link in dict.fromkeys(found) if _key(link) not in held]
 
 
 def links_not_in(text: str, evidence: Iterable[str]) -> list[str]:
-    """The links of ``text`` that are not links of ``evidence`` (each reported once)."""
+    """The links of ``text`` that are not links of ``evidence`` (each reported once; the
+    evidence is read only when ``text`` holds a link)."""
     found = links(text)
-    return foreign_links(text, held_links(evidence)) if found else []
+    return not_held(found, held_links(evidence)) if found else []
