@@ -122,6 +122,8 @@ class OpenAISettings:
     max_tokens: int
     seed: int | None
     stream: bool
+    # Streamed requests ask for token usage (stream_options); off for servers that reject it.
+    stream_usage: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +233,7 @@ class SynthesisConfig:
                 max_tokens=env.int("OPENAI_MAX_TOKENS", 512, minimum=16, maximum=32_768),
                 seed=None if seed < 0 else seed,
                 stream=env.bool("OPENAI_STREAM", False),
+                stream_usage=env.bool("OPENAI_STREAM_USAGE", True),
             ),
             client_tls=TlsSettings.client_from_env(EnvReader("SYNTHESIS_CLIENT_", environ)),
             answerability=AnswerabilitySettings.from_env(env),

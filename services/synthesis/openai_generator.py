@@ -36,6 +36,9 @@ class OpenAISettings:
 
     ``api_key`` is excluded from ``repr``; use a placeholder such as ``"none"`` for local
     servers that ignore it. ``seed`` None sends no seed (some servers reject the field).
+    ``stream_usage`` asks a stream for its token counts (``stream_options.include_usage``,
+    which OpenAI answers with a last chunk that has no choices); False for a server that
+    rejects the field (some older OpenAI-compatible servers and proxies answer it with 400).
     """
 
     base_url: str
@@ -45,6 +48,7 @@ class OpenAISettings:
     max_tokens: int = 512
     seed: int | None = 0
     stream: bool = False
+    stream_usage: bool = True
     max_history_turns: int = 4
 
     def __post_init__(self) -> None:
@@ -210,9 +214,11 @@ class OpenAIGenerator:
         budget_s: float,
         on_text: TextSink | None = None,
     ) -> GenerationResult:
-        stream = await self._client.chat.completions.create(
-            **self._base_args(messages, budget_s), stream=True
-        )
+        args = self._base_args(messages, budget_s)
+        if self._settings.stream_usage:
+            # Without it OpenAI sends no usage in a stream; with it, a last chunk carries it.
+            args["stream_options"] = {"include_usage": True}
+        stream = await self._client.chat.completions.create(**args, stream=True)
         parts: list[str] = []
         finish_reason: str | None = None
         usage: TokenUsage | None = None
@@ -223,6 +229,8 @@ class OpenAIGenerator:
                 usage = _usage(getattr(chunk, "usage", None)) or usage
                 choices = getattr(chunk, "choices", None)
                 if not isinstance(choices, list) or not choices:
+                    # No text: the last chunk of a stream that asked for usage (it follows
+                    # the one with the finish reason), or Azure's prompt-filter chunk first.
                     continue
                 choice = choices[0]
                 delta = self._text(

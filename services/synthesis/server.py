@@ -47,6 +47,7 @@ def _openai_settings(config: SynthesisConfig, model: str = "") -> OpenAISettings
         max_tokens=o.max_tokens,
         seed=o.seed,
         stream=o.stream,
+        stream_usage=o.stream_usage,
         max_history_turns=config.history_turns,
     )
 

@@ -264,6 +264,9 @@ class TestOpenAIFailures:
 
         assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
         assert response.answer == honest(llm.requests[-1].messages)
+        # Asked for (stream_options.include_usage): OpenAI sends no usage in a stream otherwise.
+        assert llm.requests[-1].body["stream_options"] == {"include_usage": True}
+        assert response.usage.prompt_tokens > 0 and response.usage.completion_tokens > 0
 
     async def test_service_keeps_answering_after_failures(
         self, openai_stack: Stack, llm: FakeOpenAIServer

@@ -10,7 +10,7 @@ import math
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -25,7 +25,9 @@ class Reply:
     """A normal completion; ``content`` may be a function of the request's messages.
 
     ``model`` is the name the response reports (None echoes the requested one), as OpenAI
-    answers a request for "gpt-4o-mini" with a dated snapshot name.
+    answers a request for "gpt-4o-mini" with a dated snapshot name. ``with_usage`` False sends
+    no usage block: in a stream, none even when the request asks for one (as a server that
+    ignores ``stream_options`` does).
     """
 
     content: Content
@@ -68,6 +70,13 @@ class EmptyChoices:
 
 
 @dataclass(frozen=True, slots=True)
+class RawStream:
+    """A 200 SSE response whose events carry these JSON texts as written, then ``[DONE]``."""
+
+    chunks: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class StreamCut:
     """Send the first ``after_chars`` characters of the answer, then drop the connection."""
 
@@ -75,7 +84,7 @@ class StreamCut:
     after_chars: int = 20
 
 
-Behaviour = Reply | HttpError | Delay | MalformedJson | EmptyChoices | StreamCut
+Behaviour = Reply | HttpError | Delay | MalformedJson | EmptyChoices | StreamCut | RawStream
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +182,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_raw(200, "application/json", text.encode())
             case EmptyChoices():
                 self._send_json(200, _completion(model, None, "stop", messages, usage=False))
+            case RawStream(chunks=chunks):
+                self._stream_raw([f"data: {chunk}\n\n".encode() for chunk in chunks])
             case StreamCut(content=content, after_chars=after):
                 text = _render(content, messages)[:after]
                 if stream:
@@ -197,7 +208,13 @@ class _Handler(BaseHTTPRequestHandler):
                 text = _render(content, messages)
                 model = reported or model
                 if stream:
-                    self._stream(model, text, finish_reason=finish, cut=False, delay=delay)
+                    # Like OpenAI: usage in a stream only when the request asks for it.
+                    options = body.get("stream_options")
+                    asked = isinstance(options, dict) and bool(options.get("include_usage"))
+                    usage = _usage(messages, text) if asked and with_usage else None
+                    self._stream(
+                        model, text, finish_reason=finish, cut=False, delay=delay, usage=usage
+                    )
                 else:
                     completion = _completion(model, text, finish, messages, usage=with_usage)
                     if p_yes is not None and body.get("logprobs"):
@@ -215,8 +232,29 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
     def _stream(
-        self, model: str, text: str, *, finish_reason: str | None, cut: bool, delay: float = 0.0
+        self,
+        model: str,
+        text: str,
+        *,
+        finish_reason: str | None,
+        cut: bool,
+        delay: float = 0.0,
+        usage: dict[str, int] | None = None,
     ) -> None:
+        events = _stream_events(model, text, finish_reason, asked_usage=usage is not None)
+        # OpenAI sends the usage chunk right after the one with the finish reason: no pause.
+        tail = [_event(model, [], usage=usage)] if usage and finish_reason else []
+        self._stream_raw(events, cut=cut, delay=delay, tail=tail)
+
+    def _stream_raw(
+        self,
+        events: Iterable[bytes],
+        *,
+        cut: bool = False,
+        delay: float = 0.0,
+        tail: Iterable[bytes] = (),
+    ) -> None:
+        """``events`` with ``delay`` before each, then ``tail`` at once."""
         owner = self.server.owner
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -224,8 +262,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         log = StreamLog(time.monotonic())
         owner._streams.append(log)
-        for event in _stream_events(model, text, finish_reason):
-            if delay and owner._stopping.wait(delay):
+        paced = itertools.chain(((e, delay) for e in events), ((e, 0.0) for e in tail))
+        for event, pause in paced:
+            if pause and owner._stopping.wait(pause):
                 return
             self._write_chunk(event)  # raises OSError once the client has gone away
             log.events += 1
@@ -291,33 +330,44 @@ def _completion(
         "choices": choices,
     }
     if usage:
-        prompt, completion = _words(messages), len((text or "").split())
-        payload["usage"] = {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        }
+        payload["usage"] = _usage(messages, text or "")
     return payload
 
 
-def _stream_events(model: str, text: str, finish_reason: str | None) -> Iterator[bytes]:
+def _usage(messages: Messages, text: str) -> dict[str, int]:
+    """Token counts, one token a word."""
+    prompt, completion = _words(messages), len(text.split())
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+def _stream_events(
+    model: str, text: str, finish_reason: str | None, *, asked_usage: bool = False
+) -> Iterator[bytes]:
+    """OpenAI's chunks up to the finish reason; when the request asked for usage, each has a
+    null ``usage`` (one more chunk, with no choices, then reports it: ``_Handler._stream``)."""
+    extra: dict[str, Any] = {"usage": None} if asked_usage else {}
     pieces = re.findall(r"\S+\s*|\s+", text)
     for index, piece in enumerate(pieces):
         delta: dict[str, str] = {"content": piece}
         if index == 0:
             delta["role"] = "assistant"
-        yield _event(model, delta, None)
+        yield _event(model, [{"index": 0, "delta": delta, "finish_reason": None}], **extra)
     if finish_reason is not None:
-        yield _event(model, {}, finish_reason)
+        yield _event(model, [{"index": 0, "delta": {}, "finish_reason": finish_reason}], **extra)
 
 
-def _event(model: str, delta: dict[str, str], finish_reason: str | None) -> bytes:
+def _event(model: str, choices: list[dict[str, Any]], **fields: Any) -> bytes:
     chunk = {
         "id": "chatcmpl-fake",
         "object": "chat.completion.chunk",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+        "choices": choices,
+        **fields,
     }
     return f"data: {json.dumps(chunk)}\n\n".encode()
 

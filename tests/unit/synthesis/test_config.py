@@ -1,5 +1,6 @@
 """Synthesis's shutdown budget: the slowest answer its dependency limits allow, the drain that
-defaults to it, and the start-up warning when a drain is set shorter."""
+defaults to it, and the start-up warning when a drain is set shorter; the OpenAI settings that
+reach the generator."""
 
 from __future__ import annotations
 
@@ -85,3 +86,12 @@ class TestGrace:
         assert app.on_stop is not None
         await app.on_stop()
         assert not [r for r in caplog.records if "SYNTHESIS_GRACE_S" in r.getMessage()]
+
+
+class TestOpenAI:
+    def test_streamed_requests_ask_for_usage_unless_turned_off(self) -> None:
+        assert config().openai.stream_usage
+        assert synthesis_server._openai_settings(config()).stream_usage
+        off = config(OPENAI_STREAM_USAGE="false")
+        assert not off.openai.stream_usage
+        assert not synthesis_server._openai_settings(off, "other-model").stream_usage

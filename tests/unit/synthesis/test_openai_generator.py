@@ -8,14 +8,21 @@ import socket
 import subprocess
 import sys
 import textwrap
+import urllib.request
 from collections.abc import AsyncIterator, Mapping
+from typing import Any
 
 import pytest
 
 from services.common.evidence import Chunk
 from services.common.intent import Intent
 from services.common.logs import request_id_var
-from services.synthesis.generation import GenerationError, GenerationFailure, GenerationRequest
+from services.synthesis.generation import (
+    GenerationError,
+    GenerationFailure,
+    GenerationRequest,
+    TokenUsage,
+)
 from services.synthesis.openai_generator import OpenAIGenerator, OpenAISettings
 from tests.support.fake_openai import (
     Behaviour,
@@ -24,6 +31,7 @@ from tests.support.fake_openai import (
     FakeOpenAIServer,
     HttpError,
     MalformedJson,
+    RawStream,
     Reply,
     StreamCut,
     cite_first_evidence,
@@ -304,6 +312,147 @@ class TestOpenAIGenerator:
             await generator.generate(cheating, timeout_s=0.1)
 
         assert caught.value.failure is GenerationFailure.LLM_TIMEOUT
+
+
+def _chunk(choices: str, usage: str = "null") -> str:
+    """One chat.completion.chunk as JSON text, ``choices`` and ``usage`` as written."""
+    return (
+        '{"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m", '
+        f'"choices": {choices}, "usage": {usage}}}'
+    )
+
+
+class TestStreamedUsage:
+    """OpenAI reports token usage in a stream only when the request asks for it
+    (``stream_options.include_usage``), in a last chunk whose ``choices`` is empty."""
+
+    @pytest.mark.parametrize("incremental", [False, True], ids=["generate", "incrementally"])
+    async def test_a_streamed_answer_reports_its_token_usage(
+        self, fake_llm: FakeOpenAIServer, cheating: GenerationRequest, incremental: bool
+    ) -> None:
+        """Streamed requests used not to ask, so with SYNTHESIS_OPENAI_STREAM=true (and on
+        StreamAnswer) no answer reported its usage."""
+        fake_llm.script(Reply(cite_first_evidence, model="fake-legal-7b-2026-01-15"))
+        # generate_incrementally (StreamAnswer's path) streams whatever settings.stream says.
+        gen = OpenAIGenerator(settings(fake_llm.base_url, stream=not incremental))
+        deltas: list[str] = []
+        try:
+            if incremental:
+                result = await gen.generate_incrementally(
+                    cheating, timeout_s=5.0, on_text=deltas.append
+                )
+            else:
+                result = await gen.generate(cheating, timeout_s=5.0)
+        finally:
+            await gen.aclose()
+
+        (sent,) = fake_llm.requests
+        assert sent.body["stream"] is True
+        assert sent.body["stream_options"] == {"include_usage": True}
+        # The fake counts a token a word.
+        prompt = sum(len(str(m["content"]).split()) for m in sent.messages)
+        completion = len(result.text.split())
+        assert result.usage == TokenUsage(prompt, completion, prompt + completion)
+        assert (result.finish_reason, result.model) == ("stop", "fake-legal-7b-2026-01-15")
+        assert result.text.endswith("liable to fine [IPC_420_0].")
+        assert not incremental or "".join(deltas).strip() == result.text
+
+    async def test_with_stream_usage_off_no_usage_is_asked_for(
+        self, fake_llm: FakeOpenAIServer, cheating: GenerationRequest
+    ) -> None:
+        """SYNTHESIS_OPENAI_STREAM_USAGE=false, for servers that answer the field with 400."""
+        fake_llm.script(Reply(cite_first_evidence))
+        gen = OpenAIGenerator(settings(fake_llm.base_url, stream=True, stream_usage=False))
+        try:
+            result = await gen.generate(cheating, timeout_s=5.0)
+        finally:
+            await gen.aclose()
+
+        (sent,) = fake_llm.requests
+        assert sent.body["stream"] is True and "stream_options" not in sent.body
+        assert result.text.endswith("liable to fine [IPC_420_0].")
+        assert result.usage is None
+
+    async def test_a_server_that_ignores_the_request_for_usage_still_answers(
+        self, fake_llm: FakeOpenAIServer, cheating: GenerationRequest
+    ) -> None:
+        fake_llm.script(Reply(cite_first_evidence, with_usage=False))
+        gen = OpenAIGenerator(settings(fake_llm.base_url, stream=True))
+        try:
+            result = await gen.generate(cheating, timeout_s=5.0)
+        finally:
+            await gen.aclose()
+
+        assert fake_llm.requests[0].body["stream_options"] == {"include_usage": True}
+        assert result.text.endswith("liable to fine [IPC_420_0].")
+        assert result.usage is None
+
+    @pytest.mark.parametrize(
+        "usage",
+        [
+            '{"prompt_tokens": null, "completion_tokens": null, "total_tokens": null}',
+            '{"prompt_tokens": 3000000000, "completion_tokens": 5, "total_tokens": 3000000005}',
+            '{"prompt_tokens": -1, "completion_tokens": 5, "total_tokens": 4}',
+            '"lots"',
+        ],
+    )
+    async def test_a_usage_chunk_that_is_not_counts_still_delivers_the_answer(
+        self,
+        fake_llm: FakeOpenAIServer,
+        cheating: GenerationRequest,
+        caplog: pytest.LogCaptureFixture,
+        usage: str,
+    ) -> None:
+        delta = '[{"index": 0, "delta": {"content": "%s"}, "finish_reason": %s}]'
+        fake_llm.script(
+            RawStream(
+                (
+                    _chunk(delta % ("Whoever cheats ", "null")),
+                    _chunk(delta % ("[IPC_420_0].", '"stop"')),
+                    _chunk("[]", usage),
+                )
+            )
+        )
+        gen = OpenAIGenerator(settings(fake_llm.base_url, stream=True))
+        try:
+            with caplog.at_level(logging.WARNING, logger="services.synthesis.openai_generator"):
+                result = await gen.generate(cheating, timeout_s=5.0)
+        finally:
+            await gen.aclose()
+
+        assert (result.text, result.finish_reason) == ("Whoever cheats [IPC_420_0].", "stop")
+        assert result.usage is None
+        assert any("token usage dropped" in r.getMessage() for r in caplog.records)
+
+    def test_the_fake_endpoint_sends_usage_as_openai_does(self, fake_llm: FakeOpenAIServer) -> None:
+        """What the tests above rely on: every chunk has a null usage and one more chunk, with
+        no choices, reports it after the finish reason; none of it unless asked."""
+        fake_llm.script(Reply("Whoever cheats [IPC_420_0]."))
+        request = {"model": MODEL, "messages": [{"role": "user", "content": "two words"}]}
+
+        def chunks(**extra: object) -> list[dict[str, Any]]:
+            body = json.dumps({**request, "stream": True, **extra}).encode()
+            sent = urllib.request.Request(
+                f"{fake_llm.base_url}/chat/completions",
+                data=body,
+                headers={"Content-Type": "application/json"},
+            )
+            with urllib.request.urlopen(sent, timeout=5) as answer:
+                lines = [
+                    line.removeprefix("data: ") for line in answer.read().decode().split("\n\n")
+                ]
+            events = [line for line in lines if line]
+            assert events[-1] == "[DONE]"
+            return [json.loads(event) for event in events[:-1]]
+
+        *text, finished, last = chunks(stream_options={"include_usage": True})
+        assert all(c["usage"] is None for c in [*text, finished])
+        assert [c["choices"][0]["finish_reason"] for c in [*text, finished]][-2:] == [None, "stop"]
+        assert last["choices"] == []
+        assert last["usage"] == {"prompt_tokens": 2, "completion_tokens": 3, "total_tokens": 5}
+
+        plain = chunks()
+        assert plain and all("usage" not in c and c["choices"] for c in plain)
 
 
 _WARM_UP_PROBE = textwrap.dedent(
