@@ -8,7 +8,7 @@ import inspect
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from typing import Any, cast
 
 import grpc
@@ -33,12 +33,37 @@ def _incoming_request_id(context: aio.ServicerContext[Any, Any]) -> str:
     return uuid.uuid4().hex
 
 
+# Health checks (a kubelet probes every few seconds) are answered as the library writes them:
+# no access-log line, no RPC metrics, no span (tracing.server_interceptors), so that they neither
+# flood the logs nor set a floor of fast OK calls under every request-rate graph.
+HEALTH_PREFIX = "/grpc.health.v1.Health/"
+
+
+def _always() -> bool:
+    return True
+
+
 class ServiceInterceptor(aio.ServerInterceptor):
     """Wraps every unary-unary handler, and every unary-stream handler written as an async
-    generator (StreamAnswer), of this server."""
+    generator (StreamAnswer), of this server; health checks pass through untouched.
 
-    def __init__(self, service: str) -> None:
+    ``ready`` says whether the server has finished warming up. Until it has, a call to any
+    method of ``gated`` (the service's own APIs, never health or reflection) is refused
+    UNAVAILABLE / NOT_READY, so that nothing answers before its models and data are loaded: a
+    validator without its entailment model would judge on words alone, a synthesis service
+    without its answerability model on keywords alone. A load balancer that routes by health
+    never sends such calls; a client connected straight to a restarted pod can."""
+
+    def __init__(
+        self,
+        service: str,
+        *,
+        ready: Callable[[], bool] = _always,
+        gated: Collection[str] = (),
+    ) -> None:
         self.service = service
+        self._ready = ready
+        self._gated = frozenset(gated)
 
     async def intercept_service(
         self,
@@ -48,10 +73,21 @@ class ServiceInterceptor(aio.ServerInterceptor):
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler[Any, Any] | None:
         handler = await continuation(handler_call_details)
-        if handler is None:
+        full_method = handler_call_details.method
+        if handler is None or full_method.startswith(HEALTH_PREFIX):
             return handler
-        method = handler_call_details.method.rsplit("/", 1)[-1]
+        method = full_method.rsplit("/", 1)[-1]
         service = self.service
+        gated = full_method.split("/")[1] in self._gated if full_method.count("/") == 2 else False
+        ready = self._ready
+
+        def check_ready() -> None:
+            if gated and not ready():
+                raise errors.NotReadyError(
+                    f"the {service} service is still warming up (loading its models and data) "
+                    "and answers nothing until it is ready; retry shortly"
+                )
+
         # An aio server hands its handlers aio contexts; the sync-typed stub signature says otherwise.
         if handler.unary_unary is not None:
             inner = cast(
@@ -62,6 +98,7 @@ class ServiceInterceptor(aio.ServerInterceptor):
 
             async def unary(raw: Any, context: aio.ServicerContext[Any, Any]) -> Any:
                 async with _rpc(service, method, context):
+                    check_ready()
                     return await inner(parse_unary(raw), context)
                 raise AssertionError("unreachable: _rpc aborts or re-raises")  # pragma: no cover
 
@@ -83,6 +120,7 @@ class ServiceInterceptor(aio.ServerInterceptor):
                 raw: Any, context: aio.ServicerContext[Any, Any]
             ) -> AsyncIterator[Any]:
                 async with _rpc(service, method, context):
+                    check_ready()
                     async for response in produce(parse_stream(raw), context):
                         yield response
 
@@ -90,6 +128,29 @@ class ServiceInterceptor(aio.ServerInterceptor):
                 stream, request_deserializer=None, response_serializer=handler.response_serializer
             )
         return handler
+
+
+# A caller's mistake is routine (INFO); trouble on this side or downstream (a dependency or model
+# that failed, an index that does not add up) is an ERROR, so that an outage stands out from a
+# client's typo in the logs; the rest (not ready yet, the caller's own deadline) a WARNING.
+_CALLER_ERRORS: tuple[type[errors.GroundedError], ...] = (
+    errors.InvalidInputError,
+    errors.NotFoundError,
+)
+_SERVER_ERRORS: tuple[type[errors.GroundedError], ...] = (
+    errors.DependencyError,
+    errors.ModelUnavailableError,
+    errors.IndexIntegrityError,
+    errors.CorpusFormatError,
+)
+
+
+def _level_for(exc: errors.GroundedError, code: grpc.StatusCode) -> int:
+    if isinstance(exc, _CALLER_ERRORS):
+        return logging.INFO
+    if isinstance(exc, _SERVER_ERRORS) or code == grpc.StatusCode.INTERNAL:
+        return logging.ERROR
+    return logging.WARNING
 
 
 def _parser(deserialize: Callable[[bytes], Any] | None) -> Callable[[Any], Any]:
@@ -132,8 +193,8 @@ async def _rpc(
         yield
     except errors.GroundedError as exc:
         code = status.code_for(exc)
-        log = logger.warning if code != grpc.StatusCode.INTERNAL else logger.error
-        log(
+        logger.log(
+            _level_for(exc, code),
             "request failed",
             extra={"method": method, "code": code.name, "reason": exc.reason, "error": exc.message},
         )

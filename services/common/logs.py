@@ -63,5 +63,14 @@ def configure_logging(service: str, level: str = "INFO") -> None:
     root.addHandler(handler)
     root.setLevel(level)
     # Third-party libraries are chatty at INFO (model loading, HTTP); keep their warnings only.
-    for noisy in ("httpx", "httpx2", "openai", "sentence_transformers", "urllib3", "faiss"):
+    # bm25s sets its own logger to DEBUG on import, so it logs index building whatever the level.
+    for noisy in (
+        "bm25s",
+        "httpx",
+        "httpx2",
+        "openai",
+        "sentence_transformers",
+        "urllib3",
+        "faiss",
+    ):
         logging.getLogger(noisy).setLevel(logging.WARNING)

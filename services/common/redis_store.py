@@ -167,7 +167,7 @@ class RedisStore:
             self._probing = False
             if self._outage_started is None:
                 return
-            logger.warning(
+            logger.info(  # the outage's start was the warning
                 "redis %s available again after %.1fs (%d lookups and writes bypassed)",
                 self.label,
                 time.monotonic() - self._outage_started,

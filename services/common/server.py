@@ -66,10 +66,13 @@ class GrpcService:
                     int(settings.max_connection_age_grace_s * 1000),
                 ),
             ]
+        # Set once warm-up has finished (mark_serving); until then the service's own methods
+        # answer UNAVAILABLE (ServiceInterceptor). It stays set through a later NOT_SERVING
+        # (a model that failed, the drain), which the servicers answer for themselves.
+        self.warm = False
+        gate = ServiceInterceptor(label, ready=lambda: self.warm, gated=self.service_names)
         # The tracing interceptor runs first, so its span is current in the handler (and its logs).
-        self.server = aio.server(
-            interceptors=[*server_interceptors(), ServiceInterceptor(label)], options=options
-        )
+        self.server = aio.server(interceptors=[*server_interceptors(), gate], options=options)
         self.health = _HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(
@@ -107,6 +110,7 @@ class GrpcService:
             await self.health.set(name, NOT_SERVING)
 
     async def mark_serving(self) -> None:
+        self.warm = True
         for name in ("", *self.service_names):
             await self.health.set(name, SERVING)
         logger.info("serving", extra={"services": list(self.service_names)})

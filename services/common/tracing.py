@@ -86,8 +86,10 @@ def server_interceptors() -> list[Any]:
     if not tracing_active():
         return []
     from opentelemetry.instrumentation.grpc import aio_server_interceptor
+    from opentelemetry.instrumentation.grpc.filters import health_check, negate
 
-    return [aio_server_interceptor()]  # type: ignore[no-untyped-call]
+    # No span for a health check (a probe every few seconds would be most of the traces).
+    return [aio_server_interceptor(filter_=negate(health_check()))]  # type: ignore[no-untyped-call]
 
 
 def client_interceptors() -> list[Any]:

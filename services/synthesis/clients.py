@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,6 +33,8 @@ from services.common.validation import ValidationReport
 from services.common.validation_proto import report_from_proto
 from services.synthesis.pipeline import RetrievedEvidence
 
+logger = logging.getLogger(__name__)
+
 # The idempotent calls the channels retry on UNAVAILABLE (server.py, ChannelPolicy).
 RETRIEVE_METHOD = (
     rpb.DESCRIPTOR.services_by_name["RetrievalService"].full_name + "/RetrievePassages"
@@ -46,10 +50,19 @@ VALIDATE_METHOD = vpb.DESCRIPTOR.services_by_name["ValidatorService"].full_name 
 _TIMEOUT_CODES = {grpc.StatusCode.DEADLINE_EXCEEDED}
 
 
+# A peer address in grpc-core's own error text ("last error: UNKNOWN: ipv4:10.1.2.3:50053:
+# Failed to connect ..."): a pod's IP and port, which the caller has no use for.
+_PEER_ADDRESS = re.compile(r"\b(?:ipv4|ipv6|unix|unix-abstract|vsock):\S*?(?=:?\s|:?$|,)")
+
+
 def _dependency_error(name: str, err: aio.AioRpcError) -> Exception:
     if err.code() in _TIMEOUT_CODES:
         return DependencyTimeoutError(name, "did not answer in time")
-    return DependencyUnavailableError(name, f"{err.code().name}: {err.details() or ''}".strip())
+    details = err.details() or ""
+    said = _PEER_ADDRESS.sub("<address>", details)
+    if said != details:  # the address stays in this service's log, for its operator
+        logger.info("%s call failed: %s: %s", name, err.code().name, details)
+    return DependencyUnavailableError(name, f"{err.code().name}: {said}".strip())
 
 
 class GrpcRetriever:

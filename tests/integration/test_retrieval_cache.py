@@ -104,7 +104,7 @@ class TestRedisCache:
         redis: RedisServer,
         caplog: pytest.LogCaptureFixture,
     ) -> None:
-        caplog.set_level(logging.WARNING, logger="services.common.redis_store")
+        caplog.set_level(logging.INFO, logger="services.common.redis_store")
         query = "Define dishonestly"
         assert not (await retrieve(stub, query)).cache_hit
         assert (await retrieve(stub, query)).cache_hit

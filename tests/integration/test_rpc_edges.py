@@ -15,12 +15,18 @@ from grounded.synthesis.v1 import synthesis_service_pb2 as spb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from services.common import errors
+from services.common.config import EnvReader, ServerSettings
 from services.common.interceptors import ServiceInterceptor
+from services.common.metrics import RPC_REQUESTS
+from services.common.server import GrpcService
 from tests.integration.conftest import Stack
+from tests.support.grpc_helpers import error_reason
 
 pytestmark = pytest.mark.integration
 
 QUESTION = "What is the punishment for theft?"
+SYNTHESIS = spb.DESCRIPTOR.services_by_name["SynthesisService"].full_name
 
 
 @pytest.mark.parametrize("after", [1, 2], ids=["after-the-evidence", "after-a-sentence"])
@@ -72,18 +78,25 @@ async def test_health_list_names_every_service_with_its_status(stack: Stack, ser
     }
 
 
-async def _health_call_through_our_interceptor(
-    servicer: health_pb2_grpc.HealthServicer, method: str, request: object
+async def _call_through_our_interceptor(
+    servicer: spb_grpc.SynthesisServiceServicer,
+    *,
+    ready: bool = True,
 ) -> grpc.aio.AioRpcError:
-    """Serve ``servicer`` on a bare server with our interceptor; the error ``method`` raises."""
-    server = grpc.aio.server(interceptors=[ServiceInterceptor("test")])
-    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+    """Serve ``servicer`` on a bare server with our interceptor; the error SynthesizeAnswer
+    raises."""
+    server = grpc.aio.server(
+        interceptors=[ServiceInterceptor("test", ready=lambda: ready, gated=[SYNTHESIS])]
+    )
+    spb_grpc.add_SynthesisServiceServicer_to_server(servicer, server)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             with pytest.raises(grpc.aio.AioRpcError) as caught:
-                await getattr(health_pb2_grpc.HealthStub(channel), method)(request, timeout=10)
+                await spb_grpc.SynthesisServiceStub(channel).SynthesizeAnswer(
+                    spb.SynthesizeAnswerRequest(question=QUESTION), timeout=10
+                )
     finally:
         await server.stop(None)
     return caught.value
@@ -93,22 +106,115 @@ async def test_a_method_a_servicer_leaves_unimplemented_is_unimplemented() -> No
     """A generated servicer's default raises NotImplementedError: through our interceptor that
     is UNIMPLEMENTED, as gRPC says for an unknown method, not INTERNAL."""
     # The generated base class: every method raises NotImplementedError.
-    error = await _health_call_through_our_interceptor(
-        health_pb2_grpc.HealthServicer(), "List", health_pb2.HealthListRequest()
-    )
+    error = await _call_through_our_interceptor(spb_grpc.SynthesisServiceServicer())
     assert error.code() == grpc.StatusCode.UNIMPLEMENTED
-    assert error.details() == "List is not implemented by this server"
+    assert error.details() == "SynthesizeAnswer is not implemented by this server"
+
+
+class _Broken(spb_grpc.SynthesisServiceServicer):
+    async def SynthesizeAnswer(self, request: object, context: object) -> object:
+        raise NotImplementedError("reconstruct_all is not available for this index")
 
 
 async def test_a_not_implemented_error_from_deeper_down_is_internal() -> None:
     """Only a generated default (which sets UNIMPLEMENTED first) is UNIMPLEMENTED; the same
     exception raised by the code a handler calls is a bug: INTERNAL, logged with its traceback."""
-
-    class Broken(health_pb2_grpc.HealthServicer):
-        async def Check(self, request: object, context: object) -> object:
-            raise NotImplementedError("reconstruct_all is not available for this index")
-
-    error = await _health_call_through_our_interceptor(
-        Broken(), "Check", health_pb2.HealthCheckRequest()
-    )
+    error = await _call_through_our_interceptor(_Broken())
     assert error.code() == grpc.StatusCode.INTERNAL
+
+
+async def test_a_server_still_warming_up_answers_unavailable_not_ready() -> None:
+    """Until warm-up has finished, a service's own methods answer UNAVAILABLE / NOT_READY
+    before the servicer runs (a validator without its model would judge on words alone)."""
+    error = await _call_through_our_interceptor(_Broken(), ready=False)
+    assert error.code() == grpc.StatusCode.UNAVAILABLE
+    assert "still warming up" in (error.details() or "")
+    assert error_reason(error) == "NOT_READY"
+    # Once warm, the same call reaches the servicer (here: its bug, INTERNAL).
+    assert (await _call_through_our_interceptor(_Broken(), ready=True)).code() == (
+        grpc.StatusCode.INTERNAL
+    )
+
+
+async def test_health_checks_pass_through_unlogged_and_uncounted(
+    stack: Stack, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A kubelet probes every few seconds: health checks get no access-log line and no RPC
+    metrics (they would flood the logs and set a floor under every request-rate graph)."""
+    counted = RPC_REQUESTS.labels("validator", "Check", "OK")
+    before = counted._value.get()
+    with caplog.at_level(logging.DEBUG):
+        async with grpc.aio.insecure_channel(stack.validator) as channel:
+            for _ in range(3):
+                reply = await health_pb2_grpc.HealthStub(channel).Check(
+                    health_pb2.HealthCheckRequest(), timeout=10
+                )
+                assert reply.status == health_pb2.HealthCheckResponse.SERVING
+    assert [r for r in caplog.records if getattr(r, "method", "") == "Check"] == []
+    assert counted._value.get() == before
+
+
+async def test_a_service_answers_only_once_warm() -> None:
+    """GrpcService, as every service runs it: bound and NOT_SERVING during warm-up, its own
+    methods UNAVAILABLE / NOT_READY until mark_serving, then served."""
+    settings = ServerSettings.from_env(
+        EnvReader("TEST_", {"TEST_PORT": "0"}), default_port=0, default_metrics_port=-1
+    )
+    service = GrpcService(label="synthesis", service_names=[SYNTHESIS], settings=settings)
+    port = await service.start(
+        lambda server: spb_grpc.add_SynthesisServiceServicer_to_server(_Broken(), server)
+    )
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = spb_grpc.SynthesisServiceStub(channel)
+            health = health_pb2_grpc.HealthStub(channel)
+            request = spb.SynthesizeAnswerRequest(question=QUESTION)
+            check = health_pb2.HealthCheckRequest(service=SYNTHESIS)
+            assert (await health.Check(check, timeout=10)).status == (
+                health_pb2.HealthCheckResponse.NOT_SERVING
+            )
+            with pytest.raises(grpc.aio.AioRpcError) as cold:
+                await stub.SynthesizeAnswer(request, timeout=10)
+            assert error_reason(cold.value) == "NOT_READY"
+            await service.mark_serving()
+            assert (await health.Check(check, timeout=10)).status == (
+                health_pb2.HealthCheckResponse.SERVING
+            )
+            with pytest.raises(grpc.aio.AioRpcError) as warm:
+                await stub.SynthesizeAnswer(request, timeout=10)
+            assert warm.value.code() == grpc.StatusCode.INTERNAL  # the servicer ran
+    finally:
+        await service.stop(0)
+
+
+class _Failing(spb_grpc.SynthesisServiceServicer):
+    def __init__(self, error: errors.GroundedError) -> None:
+        self.error = error
+
+    async def SynthesizeAnswer(self, request: object, context: object) -> object:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ("error", "level"),
+    [
+        (errors.InvalidInputError([errors.FieldViolation("question", "empty")]), logging.INFO),
+        (
+            errors.NotFoundError("no IPC_9999", resource_type="document", resource_name="IPC_9999"),
+            logging.INFO,
+        ),
+        (errors.NotReadyError("warming up"), logging.WARNING),
+        (errors.DependencyUnavailableError("validator", "UNAVAILABLE"), logging.ERROR),
+        (errors.ModelUnavailableError("model failed"), logging.ERROR),
+    ],
+    ids=["invalid-input", "not-found", "not-ready", "dependency", "model"],
+)
+async def test_a_failed_call_is_logged_at_the_level_of_whose_fault_it_is(
+    caplog: pytest.LogCaptureFixture, error: errors.GroundedError, level: int
+) -> None:
+    """A caller's mistake is routine (INFO); a dependency or model that failed is an ERROR, so
+    that an outage stands out in the logs from a client's typo."""
+    with caplog.at_level(logging.DEBUG):
+        await _call_through_our_interceptor(_Failing(error))
+    (line,) = [r for r in caplog.records if r.getMessage() == "request failed"]
+    assert line.levelno == level, (line.levelname, error.reason)

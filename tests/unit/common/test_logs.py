@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import logging
 
-from services.common.logs import JsonFormatter, request_id_var
+import bm25s  # noqa: F401 - imported for its side effect: it sets its logger to DEBUG
+
+from services.common.logs import JsonFormatter, configure_logging, request_id_var
 
 
 class TestJsonFormatter:
@@ -38,3 +40,17 @@ class TestTraceIds:
         assert inside["trace_id"] == format(context.trace_id, "032x")
         assert inside["span_id"] == format(context.span_id, "016x")
         assert "trace_id" not in outside
+
+
+def test_chatty_libraries_log_warnings_only() -> None:
+    """bm25s sets its own logger to DEBUG on import, so its "Building index from tokens" lines
+    reached a service's INFO log; configure_logging keeps its warnings only."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        configure_logging("retrieval", "INFO")
+        assert not logging.getLogger("bm25s").isEnabledFor(logging.INFO)
+        assert logging.getLogger("bm25s").isEnabledFor(logging.WARNING)
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
