@@ -1059,11 +1059,18 @@ class ResultBuilder:
         reason: str,
         report: ValidationReport | None = None,
     ) -> SynthesisResult:
-        logger.info("refused: status=%s code=%s reason=%s", status.value, code, reason)
+        # Fields named as the response names them, so logs filter on them as clients do.
+        logger.info(
+            "refused",
+            extra={"status": status.value, "refusal_code": code, "refusal_reason": reason},
+        )
         return self._result(status, REFUSAL, code, reason, report, ())
 
     def answered(self, text: str, report: ValidationReport) -> SynthesisResult:
-        logger.info("answered: %d cited ids", len(report.cited_ids))
+        logger.info(
+            "answered",
+            extra={"status": SynthesisStatus.ANSWERED.value, "cited_ids": len(report.cited_ids)},
+        )
         citations = build_citations(report, self.evidence)
         result = self._result(SynthesisStatus.ANSWERED, text, "", "", report, citations)
         # A comparison's passages come from one section per compared term: how they relate is

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import re
 import time
 from collections.abc import Mapping
@@ -282,12 +283,21 @@ class TestRefusals:
         assert validator.calls == []  # never sent
 
     async def test_generation_failure_is_refused_with_its_reason(
-        self, ipc: Mapping[str, Chunk]
+        self, ipc: Mapping[str, Chunk], caplog: pytest.LogCaptureFixture
     ) -> None:
         error = GenerationError(GenerationFailure.LLM_HTTP_ERROR, "HTTP 500: boom")
         synth = pipeline(FakeRetriever(scored(ipc, *CHEATING_IDS)), ScriptedGenerator(error=error))
 
-        result = await synth.answer(SynthesisRequest(CHEATING))
+        with caplog.at_level(logging.INFO, logger="services.synthesis.pipeline"):
+            result = await synth.answer(SynthesisRequest(CHEATING))
+
+        # The refusal's log line carries its fields as the response names them (filterable).
+        (line,) = [r for r in caplog.records if r.getMessage() == "refused"]
+        assert (line.status, line.refusal_code, line.refusal_reason) == (  # type: ignore[attr-defined]
+            "REFUSED_GENERATION_FAILED",
+            "LLM_HTTP_ERROR",
+            "HTTP 500: boom",
+        )
 
         assert_refused(result.answer)
         assert result.status is SynthesisStatus.REFUSED_GENERATION_FAILED
