@@ -40,6 +40,13 @@ class ChannelPolicy:
     exponential backoff from ``initial_backoff_s`` to ``max_backoff_s``; every attempt stays
     inside the call's deadline. ``max_reconnect_backoff_s`` caps gRPC's reconnect backoff
     (default 120 s), so a dependency that comes back is dialled again within that time.
+
+    ``health_service`` (a full service name) turns on gRPC's client-side health checking: the
+    channel watches each address's ``grpc.health.v1.Health`` status for that name and
+    round-robins over the SERVING ones only. A pod still warming up, draining (lame duck) or
+    whose model failed is then skipped at once, also when the client reaches it by address
+    (a headless Service lists a pod restarted in place under the same IP). A server without
+    the health service counts as healthy (gRFC A17).
     """
 
     load_balancing: str = "round_robin"
@@ -48,10 +55,13 @@ class ChannelPolicy:
     initial_backoff_s: float = 0.1
     max_backoff_s: float = 1.0
     max_reconnect_backoff_s: float = 1.0
+    health_service: str = ""
 
     def service_config(self) -> str:
         """The service config JSON for ``grpc.service_config``."""
         config: dict[str, object] = {"loadBalancingConfig": [{self.load_balancing: {}}]}
+        if self.health_service:
+            config["healthCheckConfig"] = {"serviceName": self.health_service}
         if self.retry_methods and self.max_attempts > 1:
             config["methodConfig"] = [
                 {

@@ -35,15 +35,14 @@ from services.synthesis.pipeline import RetrievedEvidence
 
 logger = logging.getLogger(__name__)
 
-# The idempotent calls the channels retry on UNAVAILABLE (server.py, ChannelPolicy).
-RETRIEVE_METHOD = (
-    rpb.DESCRIPTOR.services_by_name["RetrievalService"].full_name + "/RetrievePassages"
-)
-GET_DOCUMENT_METHOD = rpb.DESCRIPTOR.services_by_name["RetrievalService"].full_name + "/GetDocument"
-LIST_DOCUMENTS_METHOD = (
-    rpb.DESCRIPTOR.services_by_name["RetrievalService"].full_name + "/ListDocuments"
-)
-VALIDATE_METHOD = vpb.DESCRIPTOR.services_by_name["ValidatorService"].full_name + "/ValidateAnswer"
+# The dependencies' service names (their health status names too, ChannelPolicy) and the
+# idempotent calls the channels retry on UNAVAILABLE (server.py, ChannelPolicy).
+RETRIEVAL_SERVICE = rpb.DESCRIPTOR.services_by_name["RetrievalService"].full_name
+VALIDATOR_SERVICE = vpb.DESCRIPTOR.services_by_name["ValidatorService"].full_name
+RETRIEVE_METHOD = RETRIEVAL_SERVICE + "/RetrievePassages"
+GET_DOCUMENT_METHOD = RETRIEVAL_SERVICE + "/GetDocument"
+LIST_DOCUMENTS_METHOD = RETRIEVAL_SERVICE + "/ListDocuments"
+VALIDATE_METHOD = VALIDATOR_SERVICE + "/ValidateAnswer"
 
 # Codes that mean "the dependency failed", as opposed to a bug in our request (INVALID_ARGUMENT
 # from retrieval, e.g. an unknown act filter, is the caller's problem and is passed on as such).

@@ -21,8 +21,10 @@ from services.synthesis.answerability_onnx import options_from_manifest
 from services.synthesis.clients import (
     GET_DOCUMENT_METHOD,
     LIST_DOCUMENTS_METHOD,
+    RETRIEVAL_SERVICE,
     RETRIEVE_METHOD,
     VALIDATE_METHOD,
+    VALIDATOR_SERVICE,
     GrpcRetriever,
     GrpcValidator,
 )
@@ -56,25 +58,28 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
     service = GrpcService(label="synthesis", service_names=[SERVICE_NAME], settings=config.server)
     tls = config.client_tls if config.client_tls.ca_file else None
 
-    def policy(*methods: str) -> ChannelPolicy:
+    def policy(service: str, *methods: str) -> ChannelPolicy:
         return ChannelPolicy(
             load_balancing=config.load_balancing,
             retry_methods=methods,
             max_attempts=config.retry_attempts,
             max_reconnect_backoff_s=config.reconnect_backoff_max_s,
+            health_service=service,
         )
 
     retrieval_channel = open_channel(
         config.retrieval_addr,
         tls=tls,
         max_message_bytes=config.server.max_message_bytes,
-        policy=policy(RETRIEVE_METHOD, GET_DOCUMENT_METHOD, LIST_DOCUMENTS_METHOD),
+        policy=policy(
+            RETRIEVAL_SERVICE, RETRIEVE_METHOD, GET_DOCUMENT_METHOD, LIST_DOCUMENTS_METHOD
+        ),
     )
     validator_channel = open_channel(
         config.validator_addr,
         tls=tls,
         max_message_bytes=config.server.max_message_bytes,
-        policy=policy(VALIDATE_METHOD),
+        policy=policy(VALIDATOR_SERVICE, VALIDATE_METHOD),
     )
     settings = PipelineSettings(
         retrieval_timeout_s=config.retrieval_timeout_s,

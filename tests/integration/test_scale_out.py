@@ -13,15 +13,19 @@ import grpc
 import pytest
 from grounded.synthesis.v1 import synthesis_service_pb2 as spb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
+from grounded.validator.v1 import validator_service_pb2 as vpb
+from grounded.validator.v1 import validator_service_pb2_grpc as vpb_grpc
 
 from services.common.channels import ChannelPolicy, open_channel
+from services.common.config import EnvReader, ServerSettings
 from services.common.evidence import Chunk
-from services.common.server import ServiceApp
+from services.common.server import GrpcService, ServiceApp
 from services.common.validation import Verdict
 from services.synthesis import server as synthesis_server
 from services.synthesis.clients import (
     RETRIEVE_METHOD,
     VALIDATE_METHOD,
+    VALIDATOR_SERVICE,
     GrpcRetriever,
     GrpcValidator,
 )
@@ -214,3 +218,57 @@ class TestConnectionAge:
 
         assert len(verdicts) >= 20
         assert set(verdicts) == {Verdict.GROUNDED}
+
+
+class _Counting(vpb_grpc.ValidatorServiceServicer):
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def ValidateAnswer(self, request: object, context: object) -> vpb.ValidateAnswerResponse:
+        self.calls += 1
+        return vpb.ValidateAnswerResponse()
+
+
+class TestHealthChecking:
+    @pytest.mark.parametrize("checked", [True, False], ids=["health-checked", "unchecked"])
+    async def test_calls_skip_a_replica_that_is_not_serving(self, checked: bool) -> None:
+        """Two validators behind one target; one reports NOT_SERVING (its model failed, or it
+        is draining) though it still answers. A channel that checks health (as synthesis's
+        do) sends it nothing; without the check round_robin sends it half the calls."""
+        settings = ServerSettings.from_env(
+            EnvReader("T_", {"T_PORT": "0"}), default_port=0, default_metrics_port=-1
+        )
+        servicers = [_Counting(), _Counting()]
+        services = [
+            GrpcService(label="validator", service_names=[VALIDATOR_SERVICE], settings=settings)
+            for _ in servicers
+        ]
+        ports = []
+        for service, servicer in zip(services, servicers, strict=True):
+            ports.append(
+                await service.start(
+                    lambda server, s=servicer: vpb_grpc.add_ValidatorServiceServicer_to_server(
+                        s, server
+                    )
+                )
+            )
+            await service.mark_serving()
+        await services[1].mark_not_serving()
+        policy = ChannelPolicy(
+            retry_methods=(VALIDATE_METHOD,),
+            health_service=VALIDATOR_SERVICE if checked else "",
+        )
+        channel = open_channel(f"ipv4:127.0.0.1:{ports[0]},127.0.0.1:{ports[1]}", policy=policy)
+        try:
+            stub = vpb_grpc.ValidatorServiceStub(channel)
+            for _ in range(20):
+                await stub.ValidateAnswer(vpb.ValidateAnswerRequest(), timeout=5)
+        finally:
+            await channel.close()
+            for service in services:
+                await service.stop(0)
+        served = [s.calls for s in servicers]
+        if checked:
+            assert served == [20, 0], served
+        else:
+            assert min(served) >= 5, served

@@ -39,6 +39,13 @@ class TestChannelPolicy:
 
         assert config == {"loadBalancingConfig": [{"pick_first": {}}]}
 
+    def test_a_health_service_turns_on_client_side_health_checking(self) -> None:
+        name = "grounded.validator.v1.ValidatorService"
+        config = json.loads(ChannelPolicy(health_service=name).service_config())
+
+        assert config["healthCheckConfig"] == {"serviceName": name}
+        assert "healthCheckConfig" not in json.loads(ChannelPolicy().service_config())
+
     def test_an_unknown_policy_is_refused(self) -> None:
         with pytest.raises(ValueError, match="load_balancing"):
             ChannelPolicy(load_balancing="random")
