@@ -216,6 +216,8 @@ class ValidationReport:
     tiers: tuple[Tier, ...] = ()
     entailment_model: str = ""
     judge_model: str = ""
+    # Why the verdict, in words, for a person reading the response ("" when grounded).
+    detail: str = ""
 
     @property
     def accepted(self) -> bool:

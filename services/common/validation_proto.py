@@ -94,6 +94,7 @@ def report_to_proto(report: r.ValidationReport) -> tpb.ValidationReport:
         tiers=[_TIER[t] for t in report.tiers],
         entailment_model=report.entailment_model,
         judge_model=report.judge_model,
+        detail=report.detail,
     )
 
 
@@ -195,4 +196,5 @@ def report_from_proto(response: tpb.ValidationReport) -> r.ValidationReport:
         tiers=tuple(TIER_FROM_PROTO[t] for t in response.tiers if t in TIER_FROM_PROTO),
         entailment_model=response.entailment_model,
         judge_model=response.judge_model,
+        detail=response.detail,
     )

@@ -947,7 +947,8 @@ def verdict(base: ResultBuilder, text: str, report: ValidationReport) -> Synthes
     return base.refuse(
         SynthesisStatus.REFUSED_VALIDATION_FAILED,
         "VALIDATION_FAILED",
-        f"the draft failed validation: {report.reason.value}",
+        f"the draft failed validation: {report.reason.value}"
+        + (f": {report.detail}" if report.detail else ""),
         report,
     )
 

@@ -114,6 +114,8 @@ def render(report: ValidationReport) -> str:
         + (f" (model {report.entailment_model})" if report.entailment_model else "")
         + (f" (judge {report.judge_model})" if report.judge_model else ""),
     ]
+    if report.detail:
+        lines.insert(1, f"why: {report.detail}")
     for label, values in (
         ("invalid citations", report.invalid_citations),
         ("missing citations", report.missing_citations),

@@ -217,7 +217,12 @@ def validate(
     model_name = tier.model.name if tier is not None and run_model else ""
     if not answer.strip():
         return ValidationReport(
-            Verdict.NOT_GROUNDED, Reason.EMPTY_ANSWER, 0.0, tiers=tiers, entailment_model=model_name
+            Verdict.NOT_GROUNDED,
+            Reason.EMPTY_ANSWER,
+            0.0,
+            tiers=tiers,
+            entailment_model=model_name,
+            detail="the answer is empty",
         )
     if answer.strip() == REFUSAL:
         only = SentenceReport(
@@ -756,6 +761,7 @@ def _verdict(
     return ValidationReport(
         verdict=Verdict.NOT_GROUNDED if failing else Verdict.GROUNDED,
         reason=failing or Reason.SUPPORTED,
+        detail=_why(failing, reports, invalid, malformed) if failing else "",
         support_score=supported / len(judged) if judged else 0.0,
         cited_ids=cited,
         invalid_citations=invalid,
@@ -764,6 +770,55 @@ def _verdict(
         uncovered_sentences=uncovered,
         sentences=tuple(reports),
     )
+
+
+# How much of a sentence the answer-level detail quotes.
+_QUOTED_CHARS: Final = 60
+
+
+def _why(
+    failing: Reason,
+    reports: Sequence[SentenceReport],
+    invalid: tuple[str, ...],
+    malformed: tuple[MalformedCitation, ...],
+) -> str:
+    """The answer-level verdict in words: the first sentence that fails for ``failing``, quoted
+    with its own detail, or, where no sentence carries the reason, what the answer as a whole
+    lacks (a developer reading NO_CITATION on an answer whose only sentence is exempt had no
+    sentence to look at)."""
+    if failing is Reason.INVALID_CITATION:
+        return (
+            f"it cites ids that are not among the evidence: {_listed(invalid, 'invalid_citations')}"
+        )
+    if failing is Reason.MALFORMED_CITATION:
+        tokens = [m.token for m in malformed]
+        return f"citation marks that do not parse: {_listed(tokens, 'malformed_citations')}"
+    first = next(
+        (r for r in reports if r.reason is failing and r.verdict is not SentenceVerdict.EXEMPT),
+        None,
+    )
+    if first is not None:
+        text = " ".join(first.text.split())
+        if len(text) > _QUOTED_CHARS:
+            text = text[: _QUOTED_CHARS - 1].rstrip() + "…"
+        said = first.detail or failing.value
+        return f'sentence {first.index} ("{text}"): {said}'
+    exempt = sum(r.verdict is SentenceVerdict.EXEMPT for r in reports)
+    if failing is Reason.NO_CITATION:
+        return (
+            "the answer cites no evidence and states nothing that can be checked: every "
+            "sentence is a heading, a lead-in or a remark about the answer itself"
+            if exempt == len(reports)
+            else "the answer cites no evidence"
+        )
+    if failing is Reason.EMPTY_ANSWER:
+        return (
+            "the answer states nothing that can be checked: every sentence is a heading, a "
+            "lead-in or a remark about the answer itself"
+            if reports
+            else "the answer is empty"
+        )
+    return str(failing.value)
 
 
 def _unique(items: Iterable[str]) -> tuple[str, ...]:

@@ -58,6 +58,7 @@ class TestValidationContract:
             ),
             tiers=(r.Tier.CITATIONS, r.Tier.JUDGE),
             judge_model="checker",
+            detail='sentence 0 ("Theft is punished."): the judge found it unsupported',
         )
         wire = vpb.ValidateAnswerResponse.FromString(report_to_proto(report).SerializeToString())
         back = report_from_proto(tpb.ValidationReport.FromString(wire.SerializeToString()))

@@ -7,7 +7,7 @@ import dataclasses
 import logging
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -23,7 +23,7 @@ from services.common.intent import Intent
 from services.common.language.citations import resolve_positions
 from services.common.language.text import normalise_query
 from services.common.refusal import REFUSAL
-from services.common.validation import Reason, Verdict
+from services.common.validation import Reason, ValidationReport, Verdict
 from services.synthesis import convert
 from services.synthesis.extractive import ExtractiveGenerator
 from services.synthesis.generation import (
@@ -236,6 +236,24 @@ class TestRefusals:
         assert result.status is SynthesisStatus.REFUSED_INSUFFICIENT_EVIDENCE
         assert result.refusal_code == "GENERATOR_DECLINED"
         assert validator.calls == []
+
+    async def test_the_refusal_reason_carries_the_validators_words(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        why = 'sentence 0 ("Paris is the capital of France."): 0% of its words are cited'
+
+        class Explaining:
+            async def validate(
+                self, answer: str, evidence: Sequence[Chunk], *, timeout_s: float
+            ) -> ValidationReport:
+                return ValidationReport(Verdict.NOT_GROUNDED, Reason.LOW_COVERAGE, 0.0, detail=why)
+
+        generator = ScriptedGenerator("Paris is the capital of France [IPC_420_0].")
+        synth = pipeline(FakeRetriever(scored(ipc, *CHEATING_IDS)), generator, Explaining())
+
+        result = await synth.answer(SynthesisRequest(CHEATING))
+
+        assert result.refusal_reason == f"the draft failed validation: LOW_COVERAGE: {why}"
 
     @pytest.mark.parametrize(
         ("draft", "reason"),

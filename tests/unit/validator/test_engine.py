@@ -830,3 +830,50 @@ class TestSupportScore:
         assert report.support_score == pytest.approx(0.5)
         assert report.uncovered_sentences == (3, 4)
         assert report.verdict is Verdict.NOT_GROUNDED
+
+
+class TestAnswerDetail:
+    """The answer-level verdict in words, for a person reading the response."""
+
+    def test_a_grounded_answer_needs_no_explanation(self) -> None:
+        report = check(f"{THEFT} [IPC_379_0].")
+        assert report.verdict is Verdict.GROUNDED
+        assert report.detail == ""
+
+    def test_the_first_failing_sentence_is_quoted_with_its_own_detail(self) -> None:
+        report = check(f"{THEFT} [IPC_379_0]. Theft is punishable with death [IPC_379_0].")
+        assert report.verdict is Verdict.NOT_GROUNDED
+        failing = report.sentences[1]
+        assert report.detail == (
+            f'sentence 1 ("Theft is punishable with death [IPC_379_0]."): {failing.detail}'
+        )
+        assert failing.detail  # the sentence's own reason in words
+
+    def test_a_long_sentence_is_quoted_short(self) -> None:
+        report = check("Murder " * 30 + "is punishable with a fine of one rupee.")
+        assert report.verdict is Verdict.NOT_GROUNDED
+        quoted = report.detail.split('"')[1]
+        assert len(quoted) <= 60 and quoted.endswith("…")
+
+    @pytest.mark.parametrize(
+        "answer",
+        ["According to the provided documents:", "## Punishment"],
+        ids=["lead-in", "heading"],
+    )
+    def test_an_answer_of_remarks_only_says_it_states_nothing(self, answer: str) -> None:
+        """Its only sentence is exempt, so no sentence carried the NO_CITATION it failed for."""
+        report = check(answer)
+        assert (report.verdict, report.reason) == (Verdict.NOT_GROUNDED, Reason.NO_CITATION)
+        assert [s.verdict for s in report.sentences] == [SentenceVerdict.EXEMPT]
+        assert report.detail.startswith("the answer cites no evidence and states nothing")
+
+    def test_invalid_and_malformed_citations_are_named(self) -> None:
+        assert check(f"{THEFT} [IPC_9_0].").detail == (
+            "it cites ids that are not among the evidence: IPC_9_0"
+        )
+        assert check(f"{THEFT} [IPC_379_0").detail == (
+            "citation marks that do not parse: [IPC_379_0"
+        )
+
+    def test_an_empty_answer_says_so(self) -> None:
+        assert check("   ").detail == "the answer is empty"
