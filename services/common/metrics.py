@@ -3,10 +3,22 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 
-from prometheus_client import Counter, Histogram, start_http_server
+from prometheus_client import Counter, Gauge, Histogram, start_http_server
+
+from services import __version__
 
 logger = logging.getLogger(__name__)
+
+# Seconds, from half a millisecond to a minute. One SynthesizeAnswer may wait up to
+# SynthesisConfig.slowest_answer_s on its dependencies: 15 s with the default limits, 35 s with
+# the OpenAI generator (its 20 s timeout), so the buckets reach past it and its p99 can be read.
+# A StreamAnswer is not bounded by that; one longer than a minute counts only in +Inf.
+SECONDS_BUCKETS = (
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+    1, 2.5, 5, 10, 15, 20, 30, 45, 60,
+)  # fmt: skip
 
 RPC_REQUESTS = Counter(
     "grounded_rpc_requests_total",
@@ -17,7 +29,21 @@ RPC_LATENCY = Histogram(
     "grounded_rpc_latency_seconds",
     "RPC handling time.",
     ["service", "method"],
-    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+    buckets=SECONDS_BUCKETS,
+)
+STAGE_SECONDS = Histogram(
+    "grounded_stage_seconds",
+    "Time per pipeline stage of one request, as the response's stage timings report it: "
+    "retrieval's search stages, synthesis's steps. A fixed set of stage names per service.",
+    ["service", "stage"],
+    # Some stages (fusion, aggregation, sufficiency) take a tenth of a millisecond.
+    buckets=(0.0001, 0.00025, *SECONDS_BUCKETS),
+)
+BUILD_INFO = Gauge(
+    "grounded_build_info",
+    "1 for what a warmed-up process serves: package version, the shipped models it loaded "
+    "(names, comma-separated) and, for retrieval, the index version.",
+    ["service", "version", "models", "index_version"],
 )
 CACHE_EVENTS = Counter(
     "grounded_retrieval_cache_events_total",
@@ -56,8 +82,29 @@ def serve_metrics(port: int, host: str = "127.0.0.1") -> None:
         logger.warning("metrics endpoint not started", extra={"port": port, "error": str(exc)})
 
 
+_build_labels: dict[str, tuple[str, str, str, str]] = {}
+
+
+def set_build_info(service: str, *, models: Iterable[str] = (), index_version: str = "") -> None:
+    """Publish ``grounded_build_info`` for ``service`` once its warm-up has loaded what it serves.
+
+    ``models``: the names of the models loaded (their manifests' names), in the order given,
+    repeats dropped. A second call for the same service (a process warmed up again) replaces the
+    series rather than adding one, so one process never reports two builds of a service.
+    """
+    labels = (service, __version__, ",".join(dict.fromkeys(models)), index_version)
+    previous = _build_labels.get(service)
+    if previous is not None and previous != labels:
+        BUILD_INFO.remove(*previous)
+    _build_labels[service] = labels
+    BUILD_INFO.labels(*labels).set(1)
+
+
 # What a request found, so dashboards show quality drifting, not only latency (issue 15).
 _UNIT = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
+# A final retrieval score is within 0..1, plus SearchSettings.section_boost (1.0) for a chunk of
+# a provision the query names ("section 420"): such a search's best chunk scores 1..2.
+TOP_SCORE_BUCKETS = (*_UNIT, 1.1, 1.25, 1.5, 1.75, 1.9, 2.0, 2.5, 3.0)
 RETRIEVED_CHUNKS = Histogram(
     "grounded_retrieval_chunks",
     "Chunks returned per RetrievePassages call.",
@@ -71,8 +118,9 @@ RETRIEVAL_STAGES_SKIPPED = Counter(
 )
 RETRIEVAL_TOP_SCORE = Histogram(
     "grounded_retrieval_top_score",
-    "Final relevance score of the best chunk per RetrievePassages call (calls with results).",
-    buckets=_UNIT,
+    "Final relevance score of the best chunk per RetrievePassages call (calls with results); "
+    "above 1 when the query names a provision.",
+    buckets=TOP_SCORE_BUCKETS,
 )
 SUPPORT_SCORE = Histogram(
     "grounded_validator_support_score",

@@ -158,10 +158,14 @@ class CrossEncoderReranker:
         heuristic: HeuristicReranker | None = None,
         batch_size: int = 32,
         pair_text: Callable[[Chunk], str] | None = None,
+        model_name: str = "",
     ) -> None:
         if not 0.0 <= weight <= 1.0:
             raise ValueError(f"cross-encoder weight must be within 0..1, got {weight}")
         self._model = model
+        # Which model it runs (a shipped model's manifest name, or a directory's name), for
+        # grounded_build_info; ``name`` says only what kind of reranker this is.
+        self.model_name = model_name
         # What the model reads of a chunk: "title: text" for a general cross-encoder; a shipped
         # pair model's own manifest format (``passage_text``) for the answerability model.
         self._pair_text = pair_text or _pair_text
@@ -250,4 +254,6 @@ def load_cross_encoder(
         raise ValueError(
             f"{path}: expected a single-score cross-encoder, got {model.num_labels} labels"
         )
-    return CrossEncoderReranker(model, weight=weight, heuristic=heuristic)
+    return CrossEncoderReranker(
+        model, weight=weight, heuristic=heuristic, model_name=Path(path).name
+    )

@@ -47,6 +47,7 @@ from services.retrieval.limits import (
     MAX_TOP_K,
 )
 from services.retrieval.rerank import (
+    CrossEncoderReranker,
     HeuristicReranker,
     Reranker,
     RerankWeights,
@@ -438,6 +439,14 @@ class Searcher:
     @property
     def reranker_name(self) -> str:
         return self._reranker.name
+
+    @property
+    def model_names(self) -> tuple[str, ...]:
+        """The models it runs: the embedding model (the index manifest's ``model``), then the
+        rerank model when the reranker is a cross-encoder that names one."""
+        if isinstance(self._reranker, CrossEncoderReranker) and self._reranker.model_name:
+            return (self._encoder.name, self._reranker.model_name)
+        return (self._encoder.name,)
 
     def search(self, request: SearchRequest, *, deadline: float | None = None) -> SearchResult:
         """Run the pipeline for one request; a cache failure never fails the search.

@@ -12,6 +12,7 @@ from grounded.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc
 from services.common.answerability_model import load_scorer
 from services.common.config import InvalidSettingError
 from services.common.evidence import passage_text
+from services.common.metrics import set_build_info
 from services.common.server import GrpcService, ServiceApp, serve_main
 from services.retrieval.cache import RedisResultCache
 from services.retrieval.config import SERVICE_NAME, RetrievalConfig
@@ -62,6 +63,7 @@ def build_reranker(settings: SearchSettings) -> Reranker | None:
             heuristic=HeuristicReranker(settings.rerank_weights),
             # The model reads a chunk as it was trained to, as synthesis feeds it.
             pair_text=partial(passage_text, passage_format=scorer.passage_format),
+            model_name=scorer.name,
         )
     if settings.cross_encoder_path is None:
         return None
@@ -109,7 +111,11 @@ def create_app(config: RetrievalConfig) -> ServiceApp:
     servicer = RetrievalServicer(max_message_bytes=config.server.max_message_bytes)
 
     async def warm_up() -> None:
-        servicer.searcher = await asyncio.to_thread(build_searcher, config)
+        searcher = await asyncio.to_thread(build_searcher, config)
+        servicer.searcher = searcher
+        set_build_info(
+            "retrieval", models=searcher.model_names, index_version=searcher.index_version
+        )
 
     return ServiceApp(
         service,

@@ -16,6 +16,7 @@ from services.common.metrics import (
     RETRIEVAL_STAGES_SKIPPED,
     RETRIEVAL_TOP_SCORE,
     RETRIEVED_CHUNKS,
+    STAGE_SECONDS,
 )
 from services.retrieval import convert
 from services.retrieval.search import Searcher
@@ -67,6 +68,10 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
         top = [round(c.score, 4) for c in result.chunks[:3]]
         RETRIEVED_CHUNKS.observe(len(result.chunks))
         for timing in result.timings:
+            # Stage names are search.STAGES; a stage's time summed over the request, as the
+            # response reports it (a cache hit ran the cache stage only).
+            if timing.ran:
+                STAGE_SECONDS.labels("retrieval", timing.stage).observe(timing.duration_ms / 1000)
             if timing.skipped is not None:
                 RETRIEVAL_STAGES_SKIPPED.labels(timing.stage, timing.skipped.value).inc()
         if top:

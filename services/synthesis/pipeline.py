@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Protocol, TypeVar
+from typing import Final, Protocol, TypeVar
 
 from services.common.budget import bounded, budget
 from services.common.errors import (
@@ -37,6 +37,7 @@ from services.common.judge import Task
 from services.common.language.citations import resolve_positions
 from services.common.language.names import names_beyond_question
 from services.common.language.text import is_blank, normalise_query
+from services.common.metrics import STAGE_SECONDS
 from services.common.refusal import REFUSAL
 from services.common.tracing import annotate, stage_span
 from services.common.validation import ValidationReport, Verdict
@@ -430,11 +431,11 @@ class SynthesisPipeline:
             with stage_span("generation", generator=generator.name):
                 drafted = await self._generate(generator, prepared.generation, deadline, on_text)
         except GenerationError as error:
-            base.timings["generation"] = _ms_since(mark)
+            _stage_done(base.timings, "generation", mark)
             return base.refuse(
                 SynthesisStatus.REFUSED_GENERATION_FAILED, error.reason, error.message
             )
-        base.timings["generation"] = _ms_since(mark)
+        _stage_done(base.timings, "generation", mark)
         base.usage, base.model = drafted.usage, drafted.model
 
         written = drafted.text.strip()
@@ -483,7 +484,7 @@ class SynthesisPipeline:
                 settings.retrieval_timeout_s,
                 lambda timeout_s: self._retrieve_all(queries, request, pool, timeout_s),
             )
-        timings["retrieval"] = _ms_since(mark)
+        _stage_done(timings, "retrieval", mark)
         for stage, ms in results[0].timings_ms.items():
             timings[f"retrieval.{stage}"] = ms
         if settings.second_hop and len(results) == 1 and results[0].chunks:
@@ -512,7 +513,7 @@ class SynthesisPipeline:
                 self._settings.retrieval_timeout_s,
                 lambda timeout_s: self._retrieve_all((query,), request, pool, timeout_s),
             )
-        timings["retrieval.second_hop"] = _ms_since(mark)
+        _stage_done(timings, "retrieval.second_hop", mark)
         chunks = merge_hop(first.chunks, second.chunks, request.top_k)
         return replace(
             first,
@@ -562,7 +563,7 @@ class SynthesisPipeline:
                         analysis.focus, intent, evidence, options, key_terms=terms
                     )
             annotate(sufficient=decision.sufficient, failed=decision.failed_code)
-        timings["sufficiency"] = _ms_since(mark)
+        _stage_done(timings, "sufficiency", mark)
         return evidence, decision
 
     async def _check_answerability(
@@ -579,7 +580,10 @@ class SynthesisPipeline:
         if not check.enabled or analysis.comparison is not None:
             return decision
         if check.scorer is None:
-            raise ModelUnavailableError("the answerability model is not loaded yet")
+            # No manifest read yet, so no model name: the metadata names the role.
+            raise ModelUnavailableError(
+                "the answerability model is not loaded yet", metadata={"model": "answerability"}
+            )
         if not needs_scores(decision, check.options):
             return decision
         scorer, options = check.scorer, check.options
@@ -591,7 +595,9 @@ class SynthesisPipeline:
             # A claim is answerable when some evidence chunk entails it: the entailment model
             # scores it, against the statement thresholds (docs/SYNTHESIS.md, "Claims").
             if check.statement_scorer is None:
-                raise ModelUnavailableError("the entailment model is not loaded yet")
+                raise ModelUnavailableError(
+                    "the entailment model is not loaded yet", metadata={"model": "entailment"}
+                )
             scorer, options = check.statement_scorer, options.for_statements()
         mark = time.perf_counter()
         stated = StatementVerdict.NONE
@@ -611,16 +617,20 @@ class SynthesisPipeline:
                     scores = await asyncio.to_thread(
                         score_evidence, scorer, analysis.focus, evidence, analysis.parts
                     )
+            except ModelUnavailableError as exc:
+                # Which model failed, for the servicer's grounded_model_failures_total{model}.
+                exc.metadata.setdefault("model", scorer.name)
+                raise
             except TooLongForModelError as exc:
                 # The model cannot read this question whole: the keyword rules decide alone,
                 # and the response says so (the model itself is fine: no health change).
                 logger.info("answerability skipped: %s", exc.message)
                 annotate(effect=QUESTION_TOO_LONG)
-                timings["answerability"] = _ms_since(mark)
+                _stage_done(timings, "answerability", mark)
                 return replace(decision, answerability_effect=QUESTION_TOO_LONG)
             keyword, decision = decision, combine(decision, scores, options)
             annotate(best=scores.best, effect=decision.answerability_effect)
-        timings["answerability"] = _ms_since(mark)
+        _stage_done(timings, "answerability", mark)
         if stated is StatementVerdict.STATED and reading.stating is not None:
             stated = await self._confirm_stated(analysis.focus, reading.stating, deadline, timings)
         if stated is not StatementVerdict.NONE:
@@ -641,7 +651,7 @@ class SynthesisPipeline:
                 (verdict,) = await check.judge.judge(Task.ANSWERS, [item], timeout_s=remaining)
                 decision = judged(decision, item, verdict)
                 annotate(outcome=verdict.outcome.value)
-            timings["judge"] = _ms_since(mark)
+            _stage_done(timings, "judge", mark)
         return decision
 
     async def _confirm_stated(
@@ -664,7 +674,7 @@ class SynthesisPipeline:
             logger.warning("statement check skipped: %s", exc)
             return StatementVerdict.UNDECIDED
         finally:
-            timings["statement_check"] = _ms_since(mark)
+            _stage_done(timings, "statement_check", mark)
         grounded = report.verdict is Verdict.GROUNDED
         return StatementVerdict.STATED if grounded else StatementVerdict.UNDECIDED
 
@@ -701,13 +711,16 @@ class SynthesisPipeline:
         evidence: Sequence[ScoredChunk],
         deadline: float | None,
         timings: dict[str, float],
+        *,
+        stage: str = "validation",
     ) -> ValidationReport:
-        """Step 5: the validator's verdict on ``text`` (its errors propagate: fail closed)."""
+        """Step 5: the validator's verdict on ``text`` (its errors propagate: fail closed).
+        ``stage``: ``validation.sentence`` for a streamed sentence checked on its own."""
         mark = time.perf_counter()
         with stage_span("validation"):
             report = await self._ask_validator(text, [s.chunk for s in evidence], deadline)
             annotate(verdict=report.verdict.value, support_score=report.support_score)
-        timings["validation"] = _ms_since(mark)
+        _stage_done(timings, stage, mark)
         return report
 
     def _check(self, request: SynthesisRequest) -> Generator:
@@ -817,6 +830,30 @@ class SynthesisPipeline:
 
 def _ms_since(mark: float) -> float:
     return (time.perf_counter() - mark) * 1000.0
+
+
+# The steps synthesis times, each observed in grounded_stage_seconds{service="synthesis"} when it
+# ends and kept in the result's timings_ms (beside "total" and retrieval's own stages, copied as
+# "retrieval.<stage>", which retrieval observes itself). A fixed set: a bounded metric label.
+STAGES: Final = (
+    "retrieval",
+    "retrieval.second_hop",
+    "sufficiency",
+    "answerability",
+    "statement_check",
+    "judge",
+    "generation",
+    "validation",
+    "validation.sentence",
+)
+
+
+def _stage_done(timings: dict[str, float], stage: str, mark: float) -> None:
+    """``stage`` ran from ``mark`` until now: its time goes into ``timings`` and the metric."""
+    assert stage in STAGES, f"unknown stage {stage!r}"
+    ms = _ms_since(mark)
+    timings[stage] = ms
+    STAGE_SECONDS.labels("synthesis", stage).observe(ms / 1000.0)
 
 
 def promote_supporting(

@@ -11,6 +11,7 @@ from services.common.answerability_model import CONTRADICTION, ENTAILMENT, load_
 from services.common.channels import ChannelPolicy, open_channel
 from services.common.errors import ModelUnavailableError
 from services.common.judge_client import build_judge, judge_band
+from services.common.metrics import set_build_info
 from services.common.server import GrpcService, ServiceApp, serve_main
 from services.synthesis.answerability import (
     DEFAULT_JUDGE_BAND,
@@ -213,6 +214,8 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
         await load_answerability()
         if default_openai is not None:
             await default_openai.warm_up()
+        loaded = (answerability.scorer, answerability.statement_scorer)
+        set_build_info("synthesis", models=[m.name for m in loaded if m is not None])
         logger.info(
             "synthesis ready",
             extra={

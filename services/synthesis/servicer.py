@@ -140,10 +140,13 @@ class SynthesisServicer(pb_grpc.SynthesisServiceServicer):
         try:
             yield
         except ModelUnavailableError as exc:
-            # The answerability model stopped working: fail the call and take the pod out
-            # of rotation, never fall back to keyword rules without saying so.
-            MODEL_FAILURES.labels("answerability").inc()
-            logger.error("answerability model failed, not serving: %s", exc.message)
+            # The answerability or the statement (entailment) model stopped working: fail the
+            # call and take the pod out of rotation, never fall back to keyword rules without
+            # saying so. The pipeline names the model (its manifest name, or its role when it
+            # is not loaded yet).
+            model = exc.metadata.get("model", "unknown")
+            MODEL_FAILURES.labels(model).inc()
+            logger.error("model %s failed, not serving: %s", model, exc.message)
             if self._on_model_failure is not None:
                 await self._on_model_failure()
             raise

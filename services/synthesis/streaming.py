@@ -140,7 +140,9 @@ async def _incremental(
                     # a refusal among claims).
                     continue
                 resolved = resolve_positions(text, ids, texts)
-                report = await pipeline.validate(resolved, base.evidence, deadline, {})
+                report = await pipeline.validate(
+                    resolved, base.evidence, deadline, {}, stage="validation.sentence"
+                )
                 if not _passes(report):
                     drafting.cancel()
                     failed = next((s for s in report.sentences if s.verdict not in _PASSING), None)

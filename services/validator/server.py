@@ -9,6 +9,7 @@ from grounded.validator.v1 import validator_service_pb2_grpc as pb_grpc
 
 from services.common.errors import ModelUnavailableError
 from services.common.judge_client import build_judge, judge_band
+from services.common.metrics import set_build_info
 from services.common.server import GrpcService, ServiceApp, serve_main
 from services.validator.cascade import DEFAULT_BAND
 from services.validator.config import SERVICE_NAME, ValidatorConfig
@@ -44,6 +45,7 @@ def create_app(config: ValidatorConfig) -> ServiceApp:
             logger.warning(
                 "entailment tier switched off by VALIDATOR_ENTAILMENT; lexical tiers only"
             )
+            set_build_info("validator")
             return
         try:
             servicer.tier = await asyncio.to_thread(tier_from_config, config)
@@ -54,6 +56,7 @@ def create_app(config: ValidatorConfig) -> ServiceApp:
                 exc.message,
             )
             raise
+        set_build_info("validator", models=[servicer.tier.model.name])
 
     async def on_stop() -> None:
         if judge is not None:

@@ -1,4 +1,5 @@
-"""Tests for retrieval deployment config: the optional cross-encoder and the servicer deadline."""
+"""Tests for retrieval deployment config: the optional cross-encoder, the servicer deadline and
+the stage times the servicer observes."""
 
 from __future__ import annotations
 
@@ -14,7 +15,13 @@ from services.common.errors import DeadlineExceededError
 from services.retrieval import server
 from services.retrieval.config import RetrievalConfig
 from services.retrieval.embedding import set_torch_threads
-from services.retrieval.search import Searcher, SearchRequest, SearchResult, StageSwitches
+from services.retrieval.search import (
+    STAGES,
+    Searcher,
+    SearchRequest,
+    SearchResult,
+    StageSwitches,
+)
 from services.retrieval.servicer import MIN_REMAINING_S, RetrievalServicer
 from tests.unit.retrieval.search_fakes import HashingEncoder, make_artifacts, statute_chunks
 
@@ -147,6 +154,35 @@ class TestServicerDeadline:
         assert RetrievalConfig.from_env({}).rerank_deadline_margin_s == 0.005
         config = RetrievalConfig.from_env({"RETRIEVAL_RERANK_DEADLINE_MARGIN_S": "0.05"})
         assert server.search_settings(config).rerank_deadline_margin_s == 0.05
+
+
+class TestStageMetrics:
+    async def test_each_stage_that_ran_is_observed_once_with_its_time(self) -> None:
+        from prometheus_client import REGISTRY
+
+        def observed(stage: str) -> tuple[float, float]:
+            labels = {"service": "retrieval", "stage": stage}
+            count = REGISTRY.get_sample_value("grounded_stage_seconds_count", labels) or 0.0
+            total = REGISTRY.get_sample_value("grounded_stage_seconds_sum", labels) or 0.0
+            return count, total
+
+        servicer = RetrievalServicer()
+        servicer.searcher = RecordingSearcher()
+        before = {stage: observed(stage) for stage in STAGES}
+        request = pb.RetrievePassagesRequest(query="theft")
+        request.stages.rerank = True  # off by default; expansion stays off
+        context: Any = FakeContext(None)
+        response = await servicer.RetrievePassages(request, context)
+
+        ran = {t.stage: t.duration_ms for t in response.timings if t.ran}
+        assert set(ran) == {"dense", "lexical", "fusion", "rerank", "aggregation"}
+        for stage in STAGES:
+            count, total = observed(stage)
+            if stage in ran:
+                assert count == before[stage][0] + 1, stage
+                assert total - before[stage][1] == pytest.approx(ran[stage] / 1000, abs=1e-6)
+            else:  # a stage that did not run (cache: none configured) is not observed
+                assert (count, total) == before[stage], stage
 
 
 class TestThreadConfig:
