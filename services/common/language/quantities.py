@@ -225,7 +225,7 @@ def extract_quantities(
                 continue
             unit, k = _unit_after(text, toks, j)
             unit = unit or _currency_before(text, toks, i)
-            values = [float(v) for v in _parse_words(words)]
+            values = [_as_float(v) for v in _parse_words(words)]
             # A bare "one" is a pronoun far more often than a quantity ("one of the", "any one").
             if not (words == ["one"] and not unit):
                 for value in values:
@@ -552,6 +552,15 @@ def _parse_digits(text: str) -> list[float]:
     if text.count(".") > 1:
         return [float(part) for part in text.split(".") if part]
     return [float(text)]
+
+
+def _as_float(value: int) -> float:
+    """A spelled-out number as a float; one too large for a float ("hundred" said 160 times)
+    is infinite, a number no evidence holds, rather than an OverflowError."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
 
 
 def _parse_words(words: Sequence[str]) -> list[int]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from services.common.language.quantities import (
@@ -241,3 +243,21 @@ class TestShares:
     )
     def test_another_share_is_not_backed(self, claim: str, evidence: str) -> None:
         assert unbacked(claim, evidence)
+
+
+class TestHugeNumbers:
+    def test_a_number_too_large_for_a_float_is_infinite_not_an_error(self) -> None:
+        """ "hundred" said 160 times is 10**320: float() raised OverflowError, and the validator
+        answered INTERNAL (found by a security audit)."""
+        found = extract_quantities("Theft is punished with " + "one hundred " * 160 + "years.")
+        assert found and all(q.value == math.inf for q in found)
+
+    def test_such_an_answer_fails_the_number_rule(self) -> None:
+        from services.common.evidence import Chunk
+        from services.validator.engine import validate
+
+        evidence = [Chunk(semantic_id="X_0", doc_id="X", text="Theft is punished.")]
+        report = validate(
+            "Theft is punished with " + "one hundred " * 160 + "years [X_0].", evidence
+        )
+        assert report.reason.value == "NUMBER_MISMATCH"
