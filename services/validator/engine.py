@@ -501,9 +501,9 @@ def _judge(
                 f"(needs {threshold:.0%})"
             )
         if options.check_numbers:
-            number_problems = _number_problems(claim_text, claim, ids, analyses)
+            number_problems = _unique(_number_problems(claim_text, claim, ids, analyses))
             if number_problems:
-                problems[Reason.NUMBER_MISMATCH] = "; ".join(number_problems)
+                problems[Reason.NUMBER_MISMATCH] = _listed_problems(number_problems)
             foreign = links_not_in(as_written, (view.raw(i) for i in ids))
             if foreign:
                 problems[Reason.LINK_MISMATCH] = (
@@ -657,8 +657,24 @@ def _id_named_quantities(
     return named
 
 
+def _listed_problems(problems: Sequence[str]) -> str:
+    """A sentence's problems of one kind for its detail: the first few, and how many more."""
+    if len(problems) <= _DETAIL_ITEMS:
+        return "; ".join(problems)
+    rest = len(problems) - _DETAIL_ITEMS
+    return "; ".join(problems[:_DETAIL_ITEMS]) + f"; and {rest:,} more"
+
+
+# The most characters of a number's text a detail quotes ("1.1.1...." can be one number of
+# 64 KiB: quoted whole for each of its parts, a detail grew quadratic, 8 MB for 4 KB of text).
+_QUOTED_NUMBER_CHARS: Final = 40
+
+
 def _describe_number(claim_text: str, mismatch: Mismatch) -> str:
-    said = repr(claim_text[mismatch.quantity.start : mismatch.quantity.end])
+    text = claim_text[mismatch.quantity.start : mismatch.quantity.end]
+    if len(text) > _QUOTED_NUMBER_CHARS:
+        text = text[: _QUOTED_NUMBER_CHARS - 1] + "…"
+    said = repr(text)
     if mismatch.instead is None:
         return f"{said} is not in the cited evidence"
     return f"{said} does not match the cited evidence, which has {mismatch.instead.term} there"

@@ -103,6 +103,11 @@ def is_cue(tokens: Sequence[Token], i: int) -> bool:
     )
 
 
+# Stop words, punctuation and cues between a scope's terms: ample for any sentence read so far,
+# and a bound on the scan.
+_SCOPE_TOKENS_PER_TERM = 8
+
+
 def scopes(
     tokens: Sequence[Token], width: int = SCOPE_TERMS
 ) -> tuple[tuple[NegationScope, ...], frozenset[int]]:
@@ -128,7 +133,10 @@ def scopes(
         terms: list[str] = []
         clause = token.clause
         jumped = False
-        for j in range(i + 1, len(tokens)):
+        # A scope reads at most _SCOPE_TOKENS_PER_TERM tokens per term it may hold: a cue
+        # followed by no term (a 64 KiB answer of "no no no ...") once made every cue scan to
+        # the end of the text, quadratic: 27 s for one request.
+        for j in range(i + 1, min(len(tokens), i + 1 + width * _SCOPE_TOKENS_PER_TERM)):
             follower = tokens[j]
             if follower.clause != clause:
                 if terms or jumped:
