@@ -205,12 +205,16 @@ def validate(
     evidence: Sequence[EvidenceLike],
     options: ValidationOptions = ValidationOptions(),  # noqa: B008 - frozen, so sharing is safe
     tier: EntailmentTier | None = None,
+    *,
+    deadline: float | None = None,
 ) -> ValidationReport:
     """Check ``answer`` against ``evidence`` sentence by sentence.
 
     Never raises on odd text. With ``tier`` (and ``options.check_entailment``) the entailment
     model judges every sentence the cheap tiers let through; a model failure raises
-    ``ModelUnavailableError`` rather than letting the sentence pass unjudged.
+    ``ModelUnavailableError`` rather than letting the sentence pass unjudged, and a
+    ``deadline`` (``time.monotonic()``) that passes while the model still has sentences to
+    judge raises ``DeadlineExceededError``.
     """
     run_model = tier is not None and options.check_entailment
     tiers = _tiers(options, run_model)
@@ -252,7 +256,7 @@ def validate(
     reports = [r for r, _ in judged]
     pending = [p for _, p in judged if p is not None]
     if tier is not None and run_model and pending:
-        reports = _entail(reports, pending, view, options, tier)
+        reports = _entail(reports, pending, view, options, tier, deadline)
     reports = _refusal_among_claims(reports)
     reports = [_settled(r) for r in reports]
     return replace(_summarise(reports, citations), tiers=tiers, entailment_model=model_name)
@@ -321,6 +325,7 @@ def _entail(
     view: _Evidence,
     options: ValidationOptions,
     tier: EntailmentTier,
+    deadline: float | None,
 ) -> list[SentenceReport]:
     """Run the model on the pending sentences and fold its verdicts in."""
     defaults = tier.thresholds
@@ -337,7 +342,9 @@ def _entail(
         )
         for p in pending
     ]
-    judgements = entailment.judge(claims, tier.model, thresholds, split_sentences, lazy=tier.lazy)
+    judgements = entailment.judge(
+        claims, tier.model, thresholds, split_sentences, lazy=tier.lazy, deadline=deadline
+    )
     out = list(reports)
     for p, j in zip(pending, judgements, strict=True):
         out[p.index] = _fold(reports[p.index], p, j, thresholds)

@@ -25,11 +25,13 @@ from __future__ import annotations
 import enum
 import math
 import re
+import time
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol, cast
 
+from services.common.errors import DeadlineExceededError
 from services.common.language.text import tokenize
 from services.common.language.windows import token_windows
 from services.common.validation import EntailmentScores
@@ -180,9 +182,14 @@ def judge(
     split_sentences: SentenceSplitter,
     *,
     lazy: bool = True,
+    deadline: float | None = None,
 ) -> list[Judgement]:
     """Judge every claim, scoring its premises lazily (see the module's docstring); with
     ``lazy=False`` every pair is scored (the same outcomes, at the cost lazy scoring saves).
+
+    ``deadline`` (``time.monotonic()``): once it has passed, no further round runs and
+    ``DeadlineExceededError`` is raised, so a caller that has given up costs no more model time
+    (the answer is then not judged, never judged in part).
 
     The claims are scored in rounds: each round asks the model, in one call, for the next pair
     of every claim not yet settled (and all remaining pairs of a claim that lazy scoring could
@@ -206,6 +213,10 @@ def judge(
     while wanted:
         todo = list(dict.fromkeys(p for pairs in wanted.values() for p in pairs if p not in cache))
         if todo:
+            if deadline is not None and time.monotonic() > deadline:
+                raise DeadlineExceededError(
+                    f"the caller's deadline passed with {len(wanted)} sentence(s) not yet judged"
+                )
             cache.update(zip(todo, model.predict(todo), strict=True))
         for i, pairs in list(wanted.items()):
             _advance(i, runs[i], [cache[p] for p in pairs], wanted, tables)

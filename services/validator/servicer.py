@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -64,7 +65,13 @@ class ValidatorServicer(pb_grpc.ValidatorServiceServicer):
             if self.tier is None and request.ByteSize() <= self.inline_max_bytes:
                 report = validate(answer, evidence, options, None)
             else:
-                report = await asyncio.to_thread(validate, answer, evidence, options, self.tier)
+                # The model stops between rounds once the caller's deadline has passed: a
+                # caller that gave up costs no more model time.
+                left = context.time_remaining()
+                deadline = None if left is None else time.monotonic() + left
+                report = await asyncio.to_thread(
+                    validate, answer, evidence, options, self.tier, deadline=deadline
+                )
         except ModelUnavailableError as exc:
             MODEL_FAILURES.labels(self.tier.model.name if self.tier else "unknown").inc()
             logger.error("entailment model failed on a request, not serving: %s", exc.message)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from grounded.validator.v1 import validator_service_pb2_grpc as pb_grpc
 from grpc import aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from services.common.errors import ModelUnavailableError
+from services.common.errors import DeadlineExceededError, ModelUnavailableError
 from services.common.server import ServiceApp
 from services.validator import servicer as servicer_module
 from services.validator.config import DEFAULT_MODEL_DIR, SERVICE_NAME, ValidatorConfig
@@ -67,9 +68,9 @@ def offloaded(monkeypatch: pytest.MonkeyPatch) -> list[Callable[..., Any]]:
     calls: list[Callable[..., Any]] = []
     real = asyncio.to_thread
 
-    async def recording(func: Callable[..., Any], /, *args: Any) -> Any:
+    async def recording(func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         calls.append(func)
-        return await real(func, *args)
+        return await real(func, *args, **kwargs)
 
     monkeypatch.setattr(servicer_module.asyncio, "to_thread", recording)
     return calls
@@ -259,7 +260,7 @@ class TestEntailmentTierOverRpc:
     async def test_rpc_model_failure_is_unavailable_and_stops_serving(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        def broken(*_: Any) -> Any:
+        def broken(*_: Any, **__: Any) -> Any:
             raise ModelUnavailableError("the entailment model failed to run: out of memory")
 
         app = await _serve(1 << 20, VALIDATOR_ENTAILMENT="on")
@@ -274,3 +275,28 @@ class TestEntailmentTierOverRpc:
         assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
         assert error_reason(caught.value) == "MODEL_UNAVAILABLE"
         assert health.status == health_pb2.HealthCheckResponse.NOT_SERVING
+
+    async def test_rpc_hands_the_callers_deadline_to_the_model(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The model stops between rounds once the caller's deadline has passed (the engine's
+        tests show it): the handler passes that deadline on, and an expired one is
+        DEADLINE_EXCEEDED."""
+        seen: list[float | None] = []
+
+        def expired(*_: Any, deadline: float | None = None) -> Any:
+            seen.append(deadline)
+            raise DeadlineExceededError(
+                "the caller's deadline passed with 1 sentence(s) not yet judged"
+            )
+
+        app = await _serve(1 << 20, VALIDATOR_ENTAILMENT="on")
+        monkeypatch.setattr(servicer_module, "validate", expired)
+        started = time.monotonic()
+        async with aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+            with pytest.raises(aio.AioRpcError) as caught:
+                await pb_grpc.ValidatorServiceStub(channel).ValidateAnswer(_request(), timeout=7)
+        await app.stop(None)
+        (deadline,) = seen
+        assert deadline is not None and 5 < deadline - started <= 7.5
+        assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED

@@ -6,12 +6,13 @@ fake with a call log makes each decision rule visible and checks what the model 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pytest
 
-from services.common.errors import ModelUnavailableError
+from services.common.errors import DeadlineExceededError, ModelUnavailableError
 from services.common.language.sentences import split_sentences
 from services.common.validation import Reason, SentenceVerdict, Tier, ValidationOptions, Verdict
 from services.validator.engine import EntailmentTier, validate
@@ -419,3 +420,32 @@ class TestValidateWithTier:
             tier=tier(model),
         )
         assert report.sentences[0].verdict in (SentenceVerdict.EXEMPT, SentenceVerdict.UNSUPPORTED)
+
+
+class TestDeadline:
+    """A caller that has given up costs no more model time (a security audit: a 43 KB request
+    kept the validator's model busy 33 s after its caller left at 5 s)."""
+
+    def test_no_model_call_once_the_deadline_has_passed(self) -> None:
+        model = ScriptedModel({"punished": (0.9, 0.05, 0.05)})
+        claims = [Claim("Theft is punished.", (("a", "Theft is punished severely."),))]
+        with pytest.raises(DeadlineExceededError, match="1 sentence"):
+            judge(claims, model, THRESHOLDS, split_sentences, deadline=time.monotonic() - 1)
+        assert model.calls == []
+
+    def test_a_deadline_still_ahead_changes_nothing(self) -> None:
+        model = ScriptedModel({"punished": (0.9, 0.05, 0.05)})
+        claims = [Claim("Theft is punished.", (("a", "Theft is punished severely."),))]
+        (j,) = judge(claims, model, THRESHOLDS, split_sentences, deadline=time.monotonic() + 60)
+        assert j.outcome is Outcome.ENTAILED
+
+    def test_validate_passes_the_deadline_to_the_model(self) -> None:
+        model = ScriptedModel({"punished": (0.9, 0.05, 0.05)})
+        with pytest.raises(DeadlineExceededError):
+            validate(
+                "Theft is punishable, says the law [IPC_379_0].",
+                EVIDENCE,
+                tier=tier(model),
+                deadline=time.monotonic() - 1,
+            )
+        assert model.calls == []
