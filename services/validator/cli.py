@@ -16,6 +16,7 @@ from services.common.cli_errors import run_cli
 from services.common.config import SettingError
 from services.common.errors import InvalidInputError, ModelUnavailableError, Violations
 from services.common.judge_client import OpenAIJudge, build_judge, judge_band
+from services.common.language.markup import visible
 from services.common.validation import ValidationReport
 from services.validator import cascade
 from services.validator.config import ValidatorConfig
@@ -127,7 +128,7 @@ def render(report: ValidationReport) -> str:
         cited = ",".join(s.cited_ids) or "-"
         lines.append(
             f"  [{s.index}] {s.verdict.value:<11} {s.reason.value:<19} cov={s.coverage:.2f} "
-            f"cites={cited}  {_shorten(s.text)}"
+            f"cites={cited}  {_shorten(visible(s.text))}"
         )
         if s.entailment is not None:
             e = s.entailment

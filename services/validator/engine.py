@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Final
 
-from services.common.language import modality, negation
+from services.common.language import markup, modality, negation
 from services.common.language.citations import (
     Citation,
     EvidenceIndex,
@@ -81,6 +81,7 @@ _SENTENCE_PRIORITY = (
     Reason.NOT_ENTAILED,
 )
 _ANSWER_PRIORITY = (
+    Reason.UNSAFE_TEXT,
     Reason.CITATION_IN_REFUSAL,
     Reason.REFUSAL_IN_ANSWER,
     Reason.MALFORMED_CITATION,
@@ -249,8 +250,17 @@ def validate(
         while k + 1 < len(spans) and spans[k + 1][0] <= citation.start:
             k += 1
         owned[k].append(citation)
+    # What lies between sentences (spaces, and any control character str.split takes for one)
+    # is read with the sentence after it, the answer's tail with the last: nothing escapes the
+    # check for hidden text.
+    regions = [
+        (spans[i - 1][1] if i else 0, len(answer) if i == len(spans) - 1 else end)
+        for i, (_, end) in enumerate(spans)
+    ]
     judged = [
-        _judge(i, answer, span, owned[i], view, options, last=i == len(spans) - 1)
+        _judge(
+            i, answer, span, owned[i], view, options, last=i == len(spans) - 1, region=regions[i]
+        )
         for i, span in enumerate(spans)
     ]
     reports = [r for r, _ in judged]
@@ -425,8 +435,10 @@ def _judge(
     options: ValidationOptions,
     *,
     last: bool,
+    region: tuple[int, int] | None = None,
 ) -> tuple[SentenceReport, _Pending | None]:
-    """The cheap tiers' verdict on one sentence, and what the model still has to judge."""
+    """The cheap tiers' verdict on one sentence, and what the model still has to judge.
+    ``region``: the sentence with the gap before it, read for hidden text."""
     start, end = span
     text = answer[start:end]
     as_written = _claim_text(text, start, citations, line_start=_starts_line(answer, start))
@@ -448,6 +460,17 @@ def _judge(
             index, text, verdict, reason, cov, ids, invalid, missing_ids, spans, detail
         )
 
+    # First, and for every sentence (exempt ones too): markup a client renders or runs, and
+    # characters that reorder, hide or control what a reader sees (markup.py).
+    hidden = markup.unsafe(
+        answer[region[0] : region[1]] if region else text, (view.raw(i) for i in ids)
+    )
+    if hidden:
+        return report(
+            SentenceVerdict.UNSUPPORTED,
+            Reason.UNSAFE_TEXT,
+            detail="a reader would not see it as written: " + _listed(hidden, "sentences[].text"),
+        ), None
     if " ".join(claim_text.split()).casefold().rstrip(" .") == _REFUSAL_KEY:
         if citations:
             return report(
@@ -821,7 +844,7 @@ def _why(
         None,
     )
     if first is not None:
-        text = " ".join(first.text.split())
+        text = markup.visible(" ".join(first.text.split()))
         if len(text) > _QUOTED_CHARS:
             text = text[: _QUOTED_CHARS - 1].rstrip() + "…"
         said = first.detail or failing.value

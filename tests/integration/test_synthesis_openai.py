@@ -9,7 +9,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import grpc
@@ -209,6 +209,28 @@ class TestOpenAIAnswers:
         response = await _ask(openai_stack.synthesis)
 
         assert list(response.validation.invalid_citations) == ["IPC_302_0"]
+
+    @pytest.mark.parametrize(
+        "dress",
+        [
+            lambda answer: "<svg onload=alert()> " + answer,
+            lambda answer: answer.replace(" [", " ![](/collect?d=x) [", 1),
+            lambda answer: "\u202e" + answer,
+        ],
+        ids=["html", "relative-image", "override"],
+    )
+    async def test_an_answer_a_reader_would_not_see_as_written_is_refused(
+        self, openai_stack: Stack, llm: FakeOpenAIServer, dress: Callable[[str], str]
+    ) -> None:
+        """A security audit: a prompt-injected model dressed a supported answer in markup or a
+        bidi override, and synthesis delivered it byte for byte as GROUNDED."""
+        llm.script(Reply(lambda m: dress(honest(m))))
+
+        response = await _ask(openai_stack.synthesis)
+
+        assert_refused(response, spb.ANSWER_STATUS_REFUSED_VALIDATION_FAILED)
+        assert response.validation.reason == validation_pb2.VALIDATION_REASON_UNSAFE_TEXT
+        assert "UNSAFE_TEXT: " in response.refusal_reason
 
 
 class TestOpenAIFailures:

@@ -31,9 +31,24 @@ _SPLIT: Final = re.compile(
 )
 
 
+# A bare e-mail address, which Markdown renderers (GitHub's among them) turn into a mail link.
+_EMAIL: Final = re.compile(
+    r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)+"
+)
+
+
 def links(text: str) -> list[str]:
-    """The links in ``text``, in order, without the punctuation that follows them."""
-    return [m.group().rstrip(_TRAILING) for m in _LINK.finditer(text)]
+    """The links in ``text``, in order, without the punctuation that follows them; a bare
+    e-mail address (one no link holds) as the ``mailto:`` link a renderer makes of it."""
+    found = [(m.start(), m.end(), m.group().rstrip(_TRAILING)) for m in _LINK.finditer(text)]
+    if "@" in text:
+        found += [
+            (m.start(), m.end(), "mailto:" + m.group().rstrip(_TRAILING))
+            for m in _EMAIL.finditer(text)
+            if not any(start <= m.start() < end for start, end, _ in found)
+        ]
+        found.sort()
+    return [link for _, _, link in found]
 
 
 def _key(link: str) -> LinkKey:

