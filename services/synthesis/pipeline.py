@@ -76,7 +76,9 @@ from services.synthesis.generation import (
 from services.synthesis.limits import (
     DEFAULT_TOP_K,
     GENERATION_TIMEOUT_S,
+    MAX_PART_PASSAGES,
     MAX_QUESTION_CHARS,
+    MAX_QUESTION_PARTS,
     MAX_RETRIEVAL_QUERY_CHARS,
     MAX_TOP_K,
     RETRIEVAL_TIMEOUT_S,
@@ -175,6 +177,10 @@ class PipelineSettings:
     validation_timeout_s: float = VALIDATION_TIMEOUT_S
     max_top_k: int = MAX_TOP_K
     max_question_chars: int = MAX_QUESTION_CHARS
+    # A multi-part question's parts, and parts x top_k (limits.py): each part is retrieved and
+    # scored against every evidence passage, so both bound one request's work.
+    max_question_parts: int = MAX_QUESTION_PARTS
+    max_part_passages: int = MAX_PART_PASSAGES
     history_turns: int = 4
     sufficiency: SufficiencyOptions = field(default_factory=SufficiencyOptions)
     # Retrieval is asked for at least this many passages. The request's ``top_k`` best are the
@@ -384,6 +390,7 @@ class SynthesisPipeline:
         generator = self._check(request)
         timings: dict[str, float] = {}
         analysis = analyse_question(request.question, request.history, self._settings.history_turns)
+        self._check_parts(analysis, request.top_k)
 
         results = await self._retrieve(analysis, request, deadline, timings)
         evidence, decision = self._assess(analysis, results, request.top_k, timings)
@@ -750,6 +757,36 @@ class SynthesisPipeline:
         violations.check(name in self._generators, "generator", not_offered(name, self._generators))
         violations.raise_if_any()
         return self._generators[name]
+
+    def _check_parts(self, analysis: QuestionAnalysis, top_k: int) -> None:
+        """A multi-part question is retrieved once per part and each part is scored against
+        every evidence passage: at most ``max_question_parts`` parts, and parts x top_k at most
+        ``max_part_passages``. Beyond either the request is refused whole (InvalidInputError
+        naming the count and the limit), never answered for some of its parts."""
+        settings = self._settings
+        parts = len(analysis.parts)
+        if parts <= 1:
+            return
+        # A follow-up that names nothing itself is split with the question it follows up.
+        follow_up = analysis.focus != analysis.question
+        asked = "with the earlier question it follows up, asks" if follow_up else "asks"
+        violations = Violations()
+        if parts > settings.max_question_parts:
+            violations.add(
+                "question",
+                f"{asked} {parts} questions in one, more than the {settings.max_question_parts} "
+                "one request may ask (each is retrieved and checked on its own): ask them "
+                f"separately, at most {settings.max_question_parts} per request",
+            )
+        elif parts * top_k > settings.max_part_passages:
+            most = settings.max_part_passages // parts
+            violations.add(
+                "top_k",
+                f"must be at most {most} for a question of {parts} parts (got {top_k}): each "
+                "part is scored against every passage, and parts x top_k may be at most "
+                f"{settings.max_part_passages}; lower top_k or ask the parts separately",
+            )
+        violations.raise_if_any()
 
     async def _retrieve_all(
         self, queries: Sequence[str], request: SynthesisRequest, top_k: int, timeout_s: float

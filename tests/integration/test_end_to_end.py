@@ -33,6 +33,13 @@ async def _ask(stack: Stack, question: str, **kwargs: object) -> spb.SynthesizeA
         )
 
 
+def _parts(count: int) -> str:
+    """A question of ``count`` parts ("What is theft, and what is robbery, and ...?")."""
+    offences = ("theft", "robbery", "extortion", "cheating", "dacoity", "murder", "forgery")
+    offences += ("bribery", "kidnapping", "defamation")
+    return ", and ".join(f"what is {o}" for o in offences[:count]).capitalize() + "?"
+
+
 class TestSynthesizeAnswer:
     async def test_synthesize_section_420_cites_ipc_420(self, stack: Stack) -> None:
         response = await _ask(
@@ -102,6 +109,9 @@ class TestSynthesizeAnswer:
             ({"question": "theft " * 1000}, "question"),
             ({"question": "What is theft?", "top_k": -1}, "top_k"),
             ({"question": "What is theft?", "top_k": 101}, "top_k"),
+            # More parts than MAX_QUESTION_PARTS (8), or parts x top_k over 200.
+            ({"question": _parts(9)}, "question"),
+            ({"question": _parts(3), "top_k": 67}, "top_k"),
         ],
     )
     async def test_synthesize_bad_input_is_invalid_argument_with_field(

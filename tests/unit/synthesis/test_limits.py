@@ -28,6 +28,10 @@ class TestLimits:
             limits.MAX_TOP_K,
             limits.MAX_QUESTION_CHARS,
         )
+        assert (settings.max_question_parts, settings.max_part_passages) == (
+            limits.MAX_QUESTION_PARTS,
+            limits.MAX_PART_PASSAGES,
+        )
         assert SynthesisRequest("q").top_k == config.default_top_k == limits.DEFAULT_TOP_K
         assert settings.retrieval_timeout_s == config.retrieval_timeout_s
         assert settings.validation_timeout_s == config.validator_timeout_s
@@ -36,3 +40,10 @@ class TestLimits:
         text = PROTO.read_text()
         assert f"1 to {limits.MAX_QUESTION_CHARS:,} characters" in text
         assert f"The most evidence passages to retrieve, 1 to {limits.MAX_TOP_K}" in text
+        assert f"may ask at most {limits.MAX_QUESTION_PARTS} questions in one" in text
+        assert f"parts x top_k may be at most {limits.MAX_PART_PASSAGES}" in text
+
+    def test_a_question_of_the_most_parts_may_ask_for_some_evidence_each(self) -> None:
+        # parts x top_k never rules out the default top_k, nor any top_k for two parts.
+        assert limits.MAX_QUESTION_PARTS * limits.DEFAULT_TOP_K <= limits.MAX_PART_PASSAGES
+        assert 2 * limits.MAX_TOP_K <= limits.MAX_PART_PASSAGES

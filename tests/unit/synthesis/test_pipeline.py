@@ -32,6 +32,7 @@ from services.synthesis.generation import (
     GenerationRequest,
     Turn,
 )
+from services.synthesis.limits import MAX_PART_PASSAGES, MAX_QUESTION_PARTS, MAX_TOP_K
 from services.synthesis.openai_generator import OpenAIGenerator
 from services.synthesis.pipeline import (
     PipelineSettings,
@@ -40,6 +41,7 @@ from services.synthesis.pipeline import (
     SynthesisRequest,
     SynthesisStatus,
 )
+from services.synthesis.question import analyse_question
 from services.synthesis.sources import RelationKind
 from services.synthesis.sufficiency import Requirement
 from tests.support.fake_openai import (
@@ -967,6 +969,115 @@ class TestPartRetrieval:
         merged = [s.chunk.semantic_id for s in take_turns([first, second])]
         assert merged == ["IPC_379_0", "IPC_392_0", "IPC_380_0", "IPC_381_0"]
         assert take_turns([]) == []
+
+
+OFFENCES = ("theft", "robbery", "extortion", "cheating", "dacoity", "murder", "kidnapping")
+OFFENCES += ("forgery", "bribery", "defamation", "rioting", "trespass", "mischief", "bigamy")
+
+
+def many_parts(count: int, *, limit: int = 0) -> str:
+    """ "What is theft, and how is robbery punished, and ...": ``count`` parts, or as many as
+    fit ``limit`` characters."""
+    parts: list[str] = []
+    for n in range(count or 10_000):
+        offence = OFFENCES[n % len(OFFENCES)]
+        part = f"what is {offence}" if n % 2 == 0 else f"how is {offence} punished"
+        if limit and len(", and ".join([*parts, part])) + 1 > limit:
+            break
+        parts.append(part)
+    return ", and ".join(parts).capitalize() + "?"
+
+
+class TestPartLimits:
+    """A multi-part question is retrieved once per part and every part is scored against every
+    evidence passage: at most MAX_QUESTION_PARTS parts, and parts x top_k at most
+    MAX_PART_PASSAGES, or the request is INVALID_ARGUMENT before any retrieval (never answered
+    for some of its parts)."""
+
+    async def test_the_audits_question_of_dozens_of_parts_is_invalid_before_retrieval(
+        self,
+    ) -> None:
+        question = many_parts(0, limit=1977)  # 77 parts; the audit's had 85
+        parts = len(analyse_question(question).parts)
+        retriever = FakeRetriever()
+
+        with pytest.raises(InvalidInputError) as caught:
+            await pipeline(retriever, ScriptedGenerator()).answer(
+                SynthesisRequest(question, top_k=100)
+            )
+
+        (violation,) = caught.value.violations
+        assert violation.field == "question"
+        assert violation.description == (
+            f"asks {parts} questions in one, more than the {MAX_QUESTION_PARTS} one request may "
+            "ask (each is retrieved and checked on its own): ask them separately, at most "
+            f"{MAX_QUESTION_PARTS} per request"
+        )
+        assert parts == 77 and retriever.calls == []
+
+    async def test_the_most_parts_are_answered_and_one_more_is_invalid(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        retriever = FakeRetriever(scored(ipc, "IPC_378_0", "IPC_390_0"))
+        synth = pipeline(retriever, ExtractiveGenerator())
+        most = many_parts(MAX_QUESTION_PARTS)
+        assert len(analyse_question(most).parts) == MAX_QUESTION_PARTS
+
+        await synth.answer(SynthesisRequest(most))
+        assert len(retriever.calls) == 1 + MAX_QUESTION_PARTS
+
+        with pytest.raises(InvalidInputError) as caught:
+            await synth.answer(SynthesisRequest(many_parts(MAX_QUESTION_PARTS + 1)))
+        assert [v.field for v in caught.value.violations] == ["question"]
+        assert f"asks {MAX_QUESTION_PARTS + 1} questions" in caught.value.message
+        assert len(retriever.calls) == 1 + MAX_QUESTION_PARTS  # nothing more retrieved
+
+    @pytest.mark.parametrize(
+        ("parts", "top_k", "valid"),
+        [
+            (2, MAX_TOP_K, True),  # any top_k for two parts
+            (3, MAX_PART_PASSAGES // 3, True),
+            (3, MAX_PART_PASSAGES // 3 + 1, False),
+            (MAX_QUESTION_PARTS, MAX_PART_PASSAGES // MAX_QUESTION_PARTS, True),
+            (MAX_QUESTION_PARTS, MAX_PART_PASSAGES // MAX_QUESTION_PARTS + 1, False),
+        ],
+    )
+    async def test_parts_times_top_k_is_bounded(
+        self, ipc: Mapping[str, Chunk], parts: int, top_k: int, valid: bool
+    ) -> None:
+        retriever = FakeRetriever(scored(ipc, "IPC_378_0", "IPC_390_0"))
+        request = SynthesisRequest(many_parts(parts), top_k=top_k)
+
+        if valid:
+            await pipeline(retriever, ExtractiveGenerator()).answer(request)
+            assert len(retriever.calls) == 1 + parts
+            return
+        with pytest.raises(InvalidInputError) as caught:
+            await pipeline(retriever, ExtractiveGenerator()).answer(request)
+        (violation,) = caught.value.violations
+        assert (violation.field, violation.description) == (
+            "top_k",
+            f"must be at most {MAX_PART_PASSAGES // parts} for a question of {parts} parts "
+            f"(got {top_k}): each part is scored against every passage, and parts x top_k may "
+            f"be at most {MAX_PART_PASSAGES}; lower top_k or ask the parts separately",
+        )
+        assert retriever.calls == []
+
+    async def test_a_follow_up_is_counted_with_the_question_it_follows_up(self) -> None:
+        # The question names nothing itself: it is read, and split, with the one before it.
+        earlier = many_parts(MAX_QUESTION_PARTS + 1)
+        history = (Turn("user", earlier), Turn("assistant", "..."))
+
+        with pytest.raises(InvalidInputError) as caught:
+            await pipeline(FakeRetriever(), ScriptedGenerator()).answer(
+                SynthesisRequest("and the punishment?", history=history)
+            )
+
+        (violation,) = caught.value.violations
+        assert violation.field == "question"
+        assert violation.description.startswith(
+            f"with the earlier question it follows up, asks {MAX_QUESTION_PARTS + 1} questions"
+        )
 
 
 class TestSecondHop:
