@@ -1,14 +1,18 @@
 """How long a call to a dependency may take: the caller's deadline and the stage's own limit.
 
 One definition for the pipeline's retrieval, validation and generation calls and for the
-servicer's GetDocument, so each reports a spent deadline the same way.
+servicer's GetDocument, so each reports a spent deadline the same way; and for work a request
+hands to a worker thread (the answerability model), which asyncio cannot cancel: ``in_thread``
+gives it a ``Stop`` to check between model calls.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from services.common.errors import DeadlineExceededError, DependencyTimeoutError
@@ -44,3 +48,33 @@ async def bounded(
         if deadline is not None and time.monotonic() >= deadline:
             raise DeadlineExceededError(f"deadline exceeded during {dependency}") from None
         raise DependencyTimeoutError(dependency, f"no answer within {seconds:.3f}s") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """When work in a worker thread must end: the caller's ``deadline`` (a ``time.monotonic()``
+    instant; None = none) has passed, or ``cancelled`` is set (the awaiting task was cancelled:
+    the caller went away, or its deadline ran out first on gRPC's clock). The work calls
+    ``check`` between its steps; a thread cannot be interrupted, so it stops at the next one."""
+
+    deadline: float | None = None
+    cancelled: threading.Event = field(default_factory=threading.Event)
+
+    def check(self, stage: str) -> None:
+        """Raise ``DeadlineExceededError`` if the work must end now."""
+        if self.cancelled.is_set():
+            raise DeadlineExceededError(f"{stage} stopped: the call was cancelled")
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise DeadlineExceededError(f"deadline exceeded during {stage}")
+
+
+async def in_thread(deadline: float | None, work: Callable[[Stop], _T]) -> _T:
+    """``work(stop)`` in a worker thread (``asyncio.to_thread``). Cancelling the awaiting task
+    cannot stop a running thread, so ``stop.cancelled`` is set then and ``work``, checking
+    ``stop`` between its steps, ends at its next check rather than running to completion for
+    nobody; past ``deadline`` it ends with ``DeadlineExceededError`` by itself."""
+    stop = Stop(deadline)
+    try:
+        return await asyncio.to_thread(work, stop)
+    finally:
+        stop.cancelled.set()  # a no-op once the work is done

@@ -29,13 +29,16 @@ Pure: the scorer is a protocol; ``answerability_onnx`` adapts the shipped ONNX m
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Protocol, TypeVar
 
+from services.common.budget import Stop
 from services.common.evidence import ScoredChunk, passage_text
 from services.common.judge import Band, Item, Judge, Outcome, Verdict
 from services.synthesis.sufficiency import Requirement, SufficiencyDecision
+
+_Row = TypeVar("_Row")
 
 
 class AnswerabilityScorer(Protocol):
@@ -198,21 +201,48 @@ def needs_scores(decision: SufficiencyDecision, options: AnswerabilityOptions) -
     return True
 
 
+# Passages per model call. The request's deadline and cancellation are checked between calls
+# (``Stop``), so a request whose caller has gone costs at most one call's time more: 8 passages,
+# about 50 ms on one thread (every pair runs alone, so slicing changes no score).
+SCORE_SLICE = 8
+
+
+def _sliced(
+    score: Callable[[str, Sequence[str]], list[_Row]],
+    question: str,
+    texts: Sequence[str],
+    stop: Stop | None,
+) -> list[_Row]:
+    """``score(question, texts)``, ``SCORE_SLICE`` passages a call, checking ``stop`` before
+    each call (``DeadlineExceededError`` once the deadline has passed or the call was
+    cancelled)."""
+    rows: list[_Row] = []
+    for start in range(0, len(texts), SCORE_SLICE):
+        if stop is not None:
+            stop.check("answerability")
+        rows.extend(score(question, texts[start : start + SCORE_SLICE]))
+    return rows
+
+
 def score_evidence(
     scorer: AnswerabilityScorer,
     question: str,
     evidence: Sequence[ScoredChunk],
     parts: Sequence[str] = (),
+    *,
+    stop: Stop | None = None,
 ) -> AnswerabilityScores:
     """Score every evidence chunk against the question, or against each of its ``parts`` when
-    there are two or more (``question.question_parts``)."""
+    there are two or more (``question.question_parts``). With ``stop``, the scoring ends with
+    ``DeadlineExceededError`` between model calls once the request's deadline has passed or
+    the request was cancelled (it runs in a worker thread, which nothing else can stop)."""
     ids = [s.chunk.semantic_id for s in evidence]
     texts = [passage_text(s.chunk, scorer.passage_format) for s in evidence]
     asked = list(parts) if len(parts) > 1 else [question]
     by_id: dict[str, float] = {}
     part_best: list[float] = []
     for part in asked:
-        values = scorer.score(part, texts) if evidence else []
+        values = _sliced(scorer.score, part, texts, stop)
         part_best.append(max(values, default=0.0))
         for semantic_id, value in zip(ids, values, strict=True):
             by_id[semantic_id] = max(value, by_id.get(semantic_id, 0.0))
@@ -230,14 +260,20 @@ class StatementReading:
 
 
 def score_statement(
-    scorer: StatementScorer, claim: str, evidence: Sequence[ScoredChunk], stated_at: float
+    scorer: StatementScorer,
+    claim: str,
+    evidence: Sequence[ScoredChunk],
+    stated_at: float,
+    *,
+    stop: Stop | None = None,
 ) -> StatementReading:
-    """Score every evidence chunk against a claim (as ``score_evidence`` does, from one model
-    call) and read the model's verdict: STATED when the best P(entailment) reaches
-    ``stated_at`` and is above every chunk's P(contradiction), UNDECIDED otherwise."""
+    """Score every evidence chunk against a claim (as ``score_evidence`` does, the score and
+    the verdict from the same model calls, and stopping as it does) and read the model's
+    verdict: STATED when the best P(entailment) reaches ``stated_at`` and is above every
+    chunk's P(contradiction), UNDECIDED otherwise."""
     ids = [s.chunk.semantic_id for s in evidence]
     texts = [passage_text(s.chunk, scorer.passage_format) for s in evidence]
-    rows = scorer.label_scores(claim, texts) if evidence else []
+    rows = _sliced(scorer.label_scores, claim, texts, stop)
     by_id = {i: score for i, (score, _, _) in zip(ids, rows, strict=True)}
     scores = AnswerabilityScores(scorer.name, by_id)
     if not rows:

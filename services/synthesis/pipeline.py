@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field, replace
 from typing import Final, Protocol, TypeVar
 
-from services.common.budget import bounded, budget
+from services.common.budget import bounded, budget, in_thread
 from services.common.errors import (
     DeadlineExceededError,
     DependencyTimeoutError,
@@ -612,17 +612,27 @@ class SynthesisPipeline:
             try:
                 if by_entailment and len(analysis.parts) <= 1:  # one claim: its verdict too
                     assert check.statement_scorer is not None
-                    reading = await asyncio.to_thread(
-                        score_statement,
-                        check.statement_scorer,
-                        analysis.focus,
-                        evidence,
-                        options.rescue_at,  # the statement rescue threshold: "surely states it"
+                    entails = check.statement_scorer
+                    # In a worker thread, which stops between model calls once the deadline
+                    # has passed or this call was cancelled: no model time for a caller gone.
+                    reading = await in_thread(
+                        deadline,
+                        lambda stop: score_statement(
+                            entails,
+                            analysis.focus,
+                            evidence,
+                            options.rescue_at,  # the statement rescue threshold: "surely states it"
+                            stop=stop,
+                        ),
                     )
                     scores, stated = reading.scores, reading.verdict
                 else:
-                    scores = await asyncio.to_thread(
-                        score_evidence, scorer, analysis.focus, evidence, analysis.parts
+                    answers = scorer
+                    scores = await in_thread(
+                        deadline,
+                        lambda stop: score_evidence(
+                            answers, analysis.focus, evidence, analysis.parts, stop=stop
+                        ),
                     )
             except ModelUnavailableError as exc:
                 # Which model failed, for the servicer's grounded_model_failures_total{model}.

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
 from grounded.synthesis.v1 import synthesis_service_pb2 as pb
 
+from services.common.budget import Stop
 from services.common.errors import (
+    DeadlineExceededError,
     DependencyUnavailableError,
     ModelUnavailableError,
     TooLongForModelError,
@@ -22,6 +27,7 @@ from services.common.validation import ValidationReport
 from services.synthesis import convert
 from services.synthesis.answerability import (
     QUESTION_TOO_LONG,
+    SCORE_SLICE,
     AnswerabilityCheck,
     AnswerabilityMode,
     AnswerabilityOptions,
@@ -33,6 +39,7 @@ from services.synthesis.answerability import (
     needs_judge,
     needs_scores,
     score_evidence,
+    score_statement,
 )
 from services.synthesis.extractive import ExtractiveGenerator
 from services.synthesis.pipeline import (
@@ -718,3 +725,109 @@ class TestExtractiveWeightSetting:
         assert str(info.value) == (
             f"SYNTHESIS_EXTRACTIVE_ANSWERABILITY_WEIGHT={raw!r}: expected a number from 0 to 1"
         )
+
+
+@dataclass
+class SlowScorer(TableScorer):
+    """A scorer whose every call takes ``seconds`` of (thread) time, as the model's do; ``on_call``
+    runs at each call's start."""
+
+    seconds: float = 0.0
+    on_call: Callable[[], None] | None = None
+
+    def score(self, question: str, passages: Sequence[str]) -> list[float]:
+        if self.on_call is not None:
+            self.on_call()
+        time.sleep(self.seconds)
+        return super().score(question, passages)
+
+
+class TestScoringStopsForACallerGone:
+    """The model runs in a worker thread, which asyncio cannot cancel: it stops between model
+    calls once the request's deadline has passed or the request was cancelled, so no model time
+    is spent for a caller that has gone (the audit: a 3 s deadline, then 35.7 s more CPU)."""
+
+    PASSAGES = 20  # three model calls a part
+
+    def evidence(self, ipc: Mapping[str, Chunk]) -> tuple[Any, ...]:
+        return scored(ipc, *list(ipc)[: self.PASSAGES])
+
+    def test_each_model_call_scores_a_slice_and_the_scores_are_the_same(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        scorer = TableScorer({"theft": 0.9})
+
+        scores = score_evidence(scorer, "What is theft?", self.evidence(ipc), stop=Stop())
+
+        assert [len(p) for _, p in scorer.calls] == [SCORE_SLICE, SCORE_SLICE, 4]
+        whole = TableScorer({"theft": 0.9}).score("What is theft?", [c.text for c in ipc.values()])
+        assert list(scores.by_id.values()) == whole[: self.PASSAGES]
+
+    def test_past_the_deadline_no_model_call_is_made(self, ipc: Mapping[str, Chunk]) -> None:
+        scorer = TableScorer({})
+
+        with pytest.raises(DeadlineExceededError):
+            score_evidence(
+                scorer, "What is theft?", self.evidence(ipc), stop=Stop(time.monotonic() - 0.001)
+            )
+
+        assert scorer.calls == []
+
+    @pytest.mark.parametrize("statement", [False, True], ids=["question", "statement"])
+    def test_once_cancelled_the_next_model_call_is_not_made(
+        self, ipc: Mapping[str, Chunk], statement: bool
+    ) -> None:
+        stop = Stop()
+        scorer = SlowScorer({}, on_call=stop.cancelled.set)  # cancelled during the first call
+        parts = ("What is theft?", "What is robbery?")
+
+        with pytest.raises(DeadlineExceededError):
+            if statement:
+                score_statement(scorer, "Theft is a crime.", self.evidence(ipc), 0.9, stop=stop)
+            else:
+                score_evidence(scorer, "q", self.evidence(ipc), parts, stop=stop)
+
+        assert len(scorer.calls) == 1
+
+    async def test_the_pipeline_stops_scoring_at_the_deadline(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        # 8 parts x 20 passages = 24 calls of 20 ms: 0.48 s of model time, deadline at 0.1 s.
+        question = ", and ".join(f"what is {o}" for o in OFFENCES[:8]).capitalize() + "?"
+        retriever = FakeRetriever(self.evidence(ipc))
+        scorer = SlowScorer({}, seconds=0.02)
+        synth = _pipeline(retriever, scorer, "shadow")
+        started = time.monotonic()
+
+        with pytest.raises(DeadlineExceededError) as caught:
+            await synth.answer(
+                SynthesisRequest(question, top_k=self.PASSAGES), deadline=started + 0.1
+            )
+
+        assert "during answerability" in str(caught.value)
+        assert time.monotonic() - started < 0.3  # a call's time past the deadline, not 0.4 s
+        made = len(scorer.calls)
+        await asyncio.sleep(0.1)
+        assert len(scorer.calls) == made < 24  # the thread has stopped
+
+    async def test_a_cancelled_request_stops_scoring(self, ipc: Mapping[str, Chunk]) -> None:
+        question = ", and ".join(f"what is {o}" for o in OFFENCES[:8]).capitalize() + "?"
+        scoring = threading.Event()
+        scorer = SlowScorer({}, seconds=0.02, on_call=scoring.set)
+        synth = _pipeline(FakeRetriever(self.evidence(ipc)), scorer, "shadow")
+        task = asyncio.ensure_future(
+            synth.answer(SynthesisRequest(question, top_k=self.PASSAGES))  # no deadline
+        )
+        assert await asyncio.to_thread(scoring.wait, 10)
+
+        task.cancel()  # as gRPC cancels the handler when the caller goes away
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        made = len(scorer.calls)
+        await asyncio.sleep(0.15)
+
+        assert len(scorer.calls) <= made + 1  # at most the call under way when cancelled
+        assert len(scorer.calls) < 24
+
+
+OFFENCES = ("theft", "robbery", "extortion", "cheating", "dacoity", "murder", "forgery", "bribery")
