@@ -276,6 +276,13 @@ class TlsSettings:
 
 # gRPC client load-balancing policies a channel may use (services/common/channels.py).
 LOAD_BALANCING = ("round_robin", "pick_first")
+# Calls a server handles at once (``<SVC>_MAX_CONCURRENT_RPCS``; 0 = no limit): more are refused
+# RESOURCE_EXHAUSTED (reason OVERLOADED) before any work; health checks are never counted or
+# refused. This default is retrieval's and the validator's, which only synthesis calls: one
+# synthesis call sends up to 1 + MAX_QUESTION_PARTS (9) retrievals side by side, and more
+# synthesis replicas may run than theirs, so it leaves room for every synthesis replica at its
+# own limit (64; tests/unit/synthesis/test_limits.py keeps 64 x 9 within it).
+MAX_CONCURRENT_RPCS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,10 +301,17 @@ class ServerSettings:
     # re-resolve a headless Service and spread over replicas added since; 0 = never.
     max_connection_age_s: float = 0.0
     max_connection_age_grace_s: float = 30.0
+    # Calls handled at once, health checks aside; more are RESOURCE_EXHAUSTED. 0 = no limit.
+    max_concurrent_rpcs: int = MAX_CONCURRENT_RPCS
 
     @classmethod
     def from_env(
-        cls, env: EnvReader, *, default_port: int, default_metrics_port: int
+        cls,
+        env: EnvReader,
+        *,
+        default_port: int,
+        default_metrics_port: int,
+        default_max_concurrent_rpcs: int = MAX_CONCURRENT_RPCS,
     ) -> ServerSettings:
         global_env = EnvReader("", env._env)
         return cls(
@@ -320,6 +334,9 @@ class ServerSettings:
             ),
             max_connection_age_grace_s=env.float(
                 "MAX_CONNECTION_AGE_GRACE_S", 30.0, minimum=0.0, maximum=3600.0
+            ),
+            max_concurrent_rpcs=env.int(
+                "MAX_CONCURRENT_RPCS", default_max_concurrent_rpcs, minimum=0, maximum=1_000_000
             ),
         )
 

@@ -5,6 +5,7 @@
     ├── NotReadyError                NOT_READY              warm-up not finished
     ├── NotFoundError                NOT_FOUND              the named resource (a document) does not exist
     ├── MessageTooLargeError         MESSAGE_TOO_LARGE      a response would exceed the gRPC message limit
+    ├── OverloadedError              OVERLOADED             the server is at its limit of calls at once
     ├── IndexIntegrityError          INDEX_INTEGRITY        index / id map / manifest disagree
     ├── CorpusFormatError            CORPUS_FORMAT          a source file cannot be parsed
     ├── ModelUnavailableError        MODEL_UNAVAILABLE      a shipped model is missing, corrupt or fails
@@ -81,6 +82,14 @@ class MessageTooLargeError(GroundedError):
     sizes, rather than left to gRPC's own "larger than max" on either side."""
 
     reason = "MESSAGE_TOO_LARGE"
+
+
+class OverloadedError(GroundedError):
+    """The server is already handling as many calls as it may at once (``<SVC>_MAX_CONCURRENT_RPCS``):
+    refused before any work, so that a flood queues nowhere. Transient: the caller retries with
+    backoff (another replica may have room)."""
+
+    reason = "OVERLOADED"
 
 
 class IndexIntegrityError(GroundedError):

@@ -8,7 +8,7 @@ import inspect
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator
 from typing import Any, cast
 
 import grpc
@@ -52,7 +52,12 @@ class ServiceInterceptor(aio.ServerInterceptor):
     UNAVAILABLE / NOT_READY, so that nothing answers before its models and data are loaded: a
     validator without its entailment model would judge on words alone, a synthesis service
     without its answerability model on keywords alone. A load balancer that routes by health
-    never sends such calls; a client connected straight to a restarted pod can."""
+    never sends such calls; a client connected straight to a restarted pod can.
+
+    ``max_concurrent`` (0 = no limit) bounds the calls it wraps that run at once: one more is
+    refused RESOURCE_EXHAUSTED / OVERLOADED before its handler runs (logged and counted like any
+    failed call). Health checks are not wrapped, so a server busy at its limit still answers
+    its probes; ``setting`` names the limit in the refusal."""
 
     def __init__(
         self,
@@ -60,10 +65,31 @@ class ServiceInterceptor(aio.ServerInterceptor):
         *,
         ready: Callable[[], bool] = _always,
         gated: Collection[str] = (),
+        max_concurrent: int = 0,
+        setting: str = "",
     ) -> None:
         self.service = service
         self._ready = ready
         self._gated = frozenset(gated)
+        self._max_concurrent = max_concurrent
+        self._setting = setting or "the server's limit"
+        self.in_flight = 0  # calls of this server's own methods under way (one event loop)
+
+    @contextlib.contextmanager
+    def _slot(self) -> Iterator[None]:
+        """One call's place among those running, or OverloadedError when none is free."""
+        limit = self._max_concurrent
+        if limit and self.in_flight >= limit:
+            raise errors.OverloadedError(
+                f"the {self.service} server is already handling {limit} calls, as many as it "
+                f"takes at once ({self._setting}); retry with backoff",
+                metadata={"max_concurrent_rpcs": str(limit)},
+            )
+        self.in_flight += 1
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
 
     async def intercept_service(
         self,
@@ -99,7 +125,8 @@ class ServiceInterceptor(aio.ServerInterceptor):
             async def unary(raw: Any, context: aio.ServicerContext[Any, Any]) -> Any:
                 async with _rpc(service, method, context):
                     check_ready()
-                    return await inner(parse_unary(raw), context)
+                    with self._slot():
+                        return await inner(parse_unary(raw), context)
                 raise AssertionError("unreachable: _rpc aborts or re-raises")  # pragma: no cover
 
             # The request arrives as bytes and is parsed inside the call, so a malformed one is
@@ -121,8 +148,9 @@ class ServiceInterceptor(aio.ServerInterceptor):
             ) -> AsyncIterator[Any]:
                 async with _rpc(service, method, context):
                     check_ready()
-                    async for response in produce(parse_stream(raw), context):
-                        yield response
+                    with self._slot():
+                        async for response in produce(parse_stream(raw), context):
+                            yield response
 
             return grpc.unary_stream_rpc_method_handler(
                 stream, request_deserializer=None, response_serializer=handler.response_serializer

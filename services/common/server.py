@@ -70,7 +70,16 @@ class GrpcService:
         # answer UNAVAILABLE (ServiceInterceptor). It stays set through a later NOT_SERVING
         # (a model that failed, the drain), which the servicers answer for themselves.
         self.warm = False
-        gate = ServiceInterceptor(label, ready=lambda: self.warm, gated=self.service_names)
+        # The concurrency limit is the interceptor's, not aio.server(maximum_concurrent_rpcs=):
+        # gRPC's counts health checks too, so a server busy at its limit would fail the kubelet's
+        # liveness probe and be restarted with every call in flight lost.
+        gate = ServiceInterceptor(
+            label,
+            ready=lambda: self.warm,
+            gated=self.service_names,
+            max_concurrent=settings.max_concurrent_rpcs,
+            setting=f"{label.upper()}_MAX_CONCURRENT_RPCS",
+        )
         # The tracing interceptor runs first, so its span is current in the handler (and its logs).
         self.server = aio.server(interceptors=[*server_interceptors(), gate], options=options)
         self.health = _HealthServicer()

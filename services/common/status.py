@@ -18,6 +18,8 @@ STATUS_BY_ERROR: dict[type[errors.GroundedError], grpc.StatusCode] = {
     errors.NotReadyError: grpc.StatusCode.UNAVAILABLE,
     errors.NotFoundError: grpc.StatusCode.NOT_FOUND,
     errors.MessageTooLargeError: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    # What gRPC itself answers past a server's maximum_concurrent_rpcs.
+    errors.OverloadedError: grpc.StatusCode.RESOURCE_EXHAUSTED,
     errors.IndexIntegrityError: grpc.StatusCode.FAILED_PRECONDITION,
     errors.CorpusFormatError: grpc.StatusCode.FAILED_PRECONDITION,
     errors.ModelUnavailableError: grpc.StatusCode.UNAVAILABLE,

@@ -42,6 +42,10 @@ DEFAULT_STATEMENT_VETO_BELOW = 0.03
 DEFAULT_STATEMENT_RESCUE_AT = 0.9
 # A chunk contradicting a statement this surely decides it too (docs/SYNTHESIS.md, "Claims").
 DEFAULT_STATEMENT_CONTRADICTION_AT = 0.9
+# SynthesizeAnswer / StreamAnswer / document calls handled at once (SYNTHESIS_MAX_CONCURRENT_RPCS;
+# 0 = no limit), the front door's bound on work in flight: twice bench.load's highest
+# concurrency (32, docs/RELIABILITY.md "Load and soak"), which one replica serves without error.
+DEFAULT_MAX_CONCURRENT_RPCS = 64
 # OpenAI's own endpoint: the default of SYNTHESIS_OPENAI_BASE_URL.
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 
@@ -208,7 +212,12 @@ class SynthesisConfig:
                 "evidence answers a question; use the numbered prompt with an instruction model"
             )
         config = cls(
-            server=ServerSettings.from_env(env, default_port=50052, default_metrics_port=9092),
+            server=ServerSettings.from_env(
+                env,
+                default_port=50052,
+                default_metrics_port=9092,
+                default_max_concurrent_rpcs=DEFAULT_MAX_CONCURRENT_RPCS,
+            ),
             retrieval_addr=env.str("RETRIEVAL_ADDR", "127.0.0.1:50051"),
             validator_addr=env.str("VALIDATOR_ADDR", "127.0.0.1:50053"),
             retrieval_timeout_s=env.float(

@@ -16,6 +16,7 @@ import yaml  # type: ignore[import-untyped]
 
 from services.retrieval.config import RetrievalConfig
 from services.synthesis.config import SynthesisConfig
+from services.synthesis.limits import MAX_QUESTION_PARTS
 from services.validator.config import ValidatorConfig
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
@@ -503,6 +504,25 @@ class TestShutdown:
         off."""
         config = SynthesisConfig.from_env(rendered.environment("synthesis"))
         assert config.server.grace_s >= config.slowest_answer_s
+
+
+class TestConcurrencyLimits:
+    def test_retrieval_and_the_validator_take_what_synthesis_sends_at_its_limit(
+        self, rendered: Rendered
+    ) -> None:
+        """Synthesis, the front door, is bounded (*_MAX_CONCURRENT_RPCS; more calls are
+        RESOURCE_EXHAUSTED). Each of its calls sends up to 1 + MAX_QUESTION_PARTS retrievals
+        side by side and one validator call at a time: one replica of each must take what
+        synthesis sends at its limit (0 = no limit), or a busy front door fails its own calls."""
+        servers = {
+            app.name: CONFIGS[app.name](rendered.environment(app.name)).server  # type: ignore[attr-defined]
+            for app in APPS
+        }
+        front = servers["synthesis"].max_concurrent_rpcs
+        assert front > 0
+        for name, fan_out in (("retrieval", 1 + MAX_QUESTION_PARTS), ("validator", 1)):
+            limit = servers[name].max_concurrent_rpcs
+            assert limit == 0 or limit >= front * fan_out, (name, limit, front)
 
 
 class TestImages:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from services.common.config import (
+    MAX_CONCURRENT_RPCS,
     EnvReader,
     InvalidSettingError,
     MissingSettingError,
@@ -101,6 +102,23 @@ class TestServerSettings:
         )
         assert (settings.host, settings.port, settings.grace_s) == ("127.0.0.1", 50053, 10.0)
         assert settings.tls.enabled is False
+
+    def test_concurrent_calls_are_limited_unless_set_to_zero(self) -> None:
+        def read(environ: dict[str, str], **default: int) -> int:
+            settings = ServerSettings.from_env(
+                EnvReader("V_", environ), default_port=1, default_metrics_port=2, **default
+            )
+            return settings.max_concurrent_rpcs
+
+        assert read({}) == MAX_CONCURRENT_RPCS == 1024
+        assert read({}, default_max_concurrent_rpcs=64) == 64
+        assert read({"V_MAX_CONCURRENT_RPCS": "8"}, default_max_concurrent_rpcs=64) == 8
+        assert read({"V_MAX_CONCURRENT_RPCS": "0"}) == 0  # no limit
+        with pytest.raises(InvalidSettingError) as error:
+            read({"V_MAX_CONCURRENT_RPCS": "-1"})
+        assert str(error.value) == (
+            "V_MAX_CONCURRENT_RPCS='-1': expected an integer from 0 to 1000000"
+        )
 
     def test_log_level_is_read_without_regard_to_case(self) -> None:
         settings = ServerSettings.from_env(

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from services.common.config import MAX_CONCURRENT_RPCS
 from services.retrieval import limits as retrieval_limits
+from services.retrieval.config import RetrievalConfig
 from services.synthesis import limits
-from services.synthesis.config import SynthesisConfig
+from services.synthesis.config import DEFAULT_MAX_CONCURRENT_RPCS, SynthesisConfig
 from services.synthesis.pipeline import PipelineSettings, SynthesisRequest
 
 PROTO = Path(__file__).resolve().parents[3] / "protos/grounded/synthesis/v1/synthesis_service.proto"
@@ -42,6 +44,16 @@ class TestLimits:
         assert f"The most evidence passages to retrieve, 1 to {limits.MAX_TOP_K}" in text
         assert f"may ask at most {limits.MAX_QUESTION_PARTS} questions in one" in text
         assert f"parts x top_k may be at most {limits.MAX_PART_PASSAGES}" in text
+
+    def test_retrieval_takes_what_synthesis_sends_at_its_limit(self) -> None:
+        """Synthesis takes 64 calls at once; each sends up to 1 + MAX_QUESTION_PARTS retrievals
+        side by side and one validator call at a time. Retrieval and the validator take the
+        shared default, so synthesis at its own limit never meets theirs (one replica each)."""
+        synthesis = SynthesisConfig.from_env({}).server.max_concurrent_rpcs
+        retrieval = RetrievalConfig.from_env({}).server.max_concurrent_rpcs
+
+        assert synthesis == DEFAULT_MAX_CONCURRENT_RPCS == 64
+        assert retrieval == MAX_CONCURRENT_RPCS >= synthesis * (1 + limits.MAX_QUESTION_PARTS)
 
     def test_a_question_of_the_most_parts_may_ask_for_some_evidence_each(self) -> None:
         # parts x top_k never rules out the default top_k, nor any top_k for two parts.
