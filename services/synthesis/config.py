@@ -48,6 +48,10 @@ DEFAULT_STATEMENT_CONTRADICTION_AT = 0.9
 DEFAULT_MAX_CONCURRENT_RPCS = 64
 # OpenAI's own endpoint: the default of SYNTHESIS_OPENAI_BASE_URL.
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+# SYNTHESIS_OPENAI_ALLOWED_MODELS=* lets a request name any model the endpoint (and its key)
+# serves; unset, only SYNTHESIS_OPENAI_MODEL. A request's model name is at most this long.
+ANY_MODEL = "*"
+MAX_MODEL_NAME_CHARS = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +132,9 @@ class OpenAISettings:
     stream: bool
     # Streamed requests ask for token usage (stream_options); off for servers that reject it.
     stream_usage: bool
+    # Models a request may name besides ``model`` (SYNTHESIS_OPENAI_ALLOWED_MODELS, as written);
+    # None: any model (``*``). The default, (), offers the configured model alone.
+    allowed_models: tuple[str, ...] | None = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +250,7 @@ class SynthesisConfig:
                 seed=None if seed < 0 else seed,
                 stream=env.bool("OPENAI_STREAM", False),
                 stream_usage=env.bool("OPENAI_STREAM_USAGE", True),
+                allowed_models=_allowed_models(env),
             ),
             client_tls=TlsSettings.client_from_env(EnvReader("SYNTHESIS_CLIENT_", environ)),
             answerability=AnswerabilitySettings.from_env(env),
@@ -258,3 +266,21 @@ class SynthesisConfig:
         # Unset: drain as long as the slowest answer these limits allow (15 s with the default
         # limits), so a shutdown never cuts an answer off that would have been delivered.
         return replace(config, server=replace(config.server, grace_s=config.slowest_answer_s))
+
+
+def _allowed_models(env: EnvReader) -> tuple[str, ...] | None:
+    """SYNTHESIS_OPENAI_ALLOWED_MODELS: comma-separated model names a request may name besides
+    SYNTHESIS_OPENAI_MODEL (blank entries are skipped), or ``*`` alone for any model."""
+    name = "OPENAI_ALLOWED_MODELS"
+    raw = env.str(name, "")
+    names = tuple(dict.fromkeys(part.strip() for part in raw.split(",") if part.strip()))
+    if names == (ANY_MODEL,):
+        return None
+    expected = (
+        f"comma-separated model names (each printable, at most {MAX_MODEL_NAME_CHARS} "
+        f"characters), or {ANY_MODEL} alone for any model"
+    )
+    for model in names:
+        if model == ANY_MODEL or len(model) > MAX_MODEL_NAME_CHARS or not model.isprintable():
+            raise env.invalid(name, raw, expected)
+    return names

@@ -12,6 +12,7 @@ from services.common.errors import Violations, top_k_rule
 from services.common.language.text import is_blank, normalise_query
 from services.common.passages import INTENT_TO_PROTO, scored_to_proto, timings_to_proto
 from services.common.validation_proto import report_to_proto
+from services.synthesis.config import MAX_MODEL_NAME_CHARS
 from services.synthesis.generation import Turn
 from services.synthesis.limits import (
     MAX_HISTORY_TURNS,
@@ -25,7 +26,7 @@ from services.synthesis.pipeline import (
     SynthesisResult,
     SynthesisStatus,
 )
-from services.synthesis.routing import not_offered
+from services.synthesis.routing import ModelChoice, model_not_offered, not_offered
 from services.synthesis.sources import RelationKind
 from services.synthesis.streaming import EvidenceEvent, SentenceEvent, StreamEvent
 from services.synthesis.sufficiency import Requirement, SufficiencyDecision
@@ -55,6 +56,7 @@ def request_from_proto(
     default_top_k: int,
     default_generator: str | None = None,
     offered: Collection[str] | None = None,
+    models: ModelChoice | None = None,
 ) -> SynthesisRequest:
     """Validate every field at once (limits are documented in the proto), then convert.
 
@@ -64,7 +66,9 @@ def request_from_proto(
     ``default_generator`` is the server's configured generator; None skips that check (a
     caller without a server, such as a parser test, cannot know which generator would run).
     ``offered``: the generators the server offers, so that asking for another one is named
-    beside every other bad field (None skips that check).
+    beside every other bad field (None skips that check). ``models``: the models a request may
+    name (SYNTHESIS_OPENAI_ALLOWED_MODELS), checked the same way when the OpenAI generator
+    would run (None skips that check; the generator pool refuses such a model anyway).
     """
     violations = Violations()
     violations.check(not is_blank(request.question), "question", "must not be empty")
@@ -101,11 +105,14 @@ def request_from_proto(
             f"history[{i}].text",
             f"must be at most {MAX_TURN_CHARS} characters",
         )
-    violations.check(len(request.model) <= 200, "model", "must be at most 200 characters")
     violations.check(
-        not request.model or (request.model.isprintable() and not is_blank(request.model)),
+        len(request.model) <= MAX_MODEL_NAME_CHARS,
         "model",
-        "must be a model name: not blank, no control or invisible characters",
+        f"must be at most {MAX_MODEL_NAME_CHARS} characters",
+    )
+    readable = not request.model or (request.model.isprintable() and not is_blank(request.model))
+    violations.check(
+        readable, "model", "must be a model name: not blank, no control or invisible characters"
     )
     asked = GENERATOR_NAMES.get(request.generator)
     violations.check(
@@ -119,6 +126,12 @@ def request_from_proto(
         "model",
         f"applies only to the openai generator; the {generator} generator would run",
     )
+    # The name as the pool is asked for it (the servicer strips it); one already refused for
+    # its length or its characters is not named again.
+    model = request.model.strip()
+    named = readable and len(request.model) <= MAX_MODEL_NAME_CHARS
+    if models is not None and model and named and generator in ("openai", None):
+        violations.check(models.allows(model), "model", model_not_offered(model, models))
     violations.raise_if_any()
     return SynthesisRequest(
         question=request.question.strip(),

@@ -2,8 +2,14 @@
 
     SynthesizeAnswerRequest (generator, model)
         model "" or the configured one -> the configured generators
-        another model                  -> ("openai", model): built on first use, LRU-bounded;
+        an allowed model               -> ("openai", model): built on first use, LRU-bounded;
                                           an evicted one is closed once no request holds it
+        any other model                -> INVALID_ARGUMENT, a field violation on ``model``
+                                          naming the models offered (``model_not_offered``)
+
+Which models a request may name is the operator's choice (SYNTHESIS_OPENAI_ALLOWED_MODELS):
+by default only the configured one, since every model the API key can use (the most
+expensive, a fine-tuned one) would otherwise be the caller's to spend on.
 
 ``offered_generators`` is the selection a server makes from its configuration (extractive
 always, OpenAI when it is the default or an endpoint or key was configured, the configured
@@ -14,12 +20,14 @@ pool (``SynthesisPipeline.lease``).
 from __future__ import annotations
 
 import contextlib
+import difflib
 import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from services.common.errors import FieldViolation, InvalidInputError
 from services.synthesis.config import SynthesisConfig
 from services.synthesis.generation import Generator
 
@@ -28,6 +36,8 @@ logger = logging.getLogger(__name__)
 OPENAI = "openai"
 # Generators kept for caller-chosen models besides the configured one (LRU).
 MAX_MODEL_VARIANTS = 8
+# At most this many offered models are named in a refusal of another (the rest are counted).
+_MAX_MODELS_NAMED = 20
 
 
 class ModelGenerator(Generator, Protocol):
@@ -47,12 +57,30 @@ class ModelChoice:
     """The kind of generator a request may point at another model with.
 
     ``default_model`` is the configured generator's model: naming it (or none) uses that one.
-    ``build`` makes the generator of this kind for another model.
+    ``build`` makes the generator of this kind for another model. ``allowed`` are the other
+    models a request may name (SYNTHESIS_OPENAI_ALLOWED_MODELS); None: any model.
     """
 
     kind: str
     default_model: str
     build: Callable[[str], ModelGenerator]
+    allowed: tuple[str, ...] | None
+
+    def allows(self, model: str) -> bool:
+        """Whether a request may name ``model`` ("" = the configured one)."""
+        return (
+            not model
+            or model == self.default_model
+            or self.allowed is None
+            or model in self.allowed
+        )
+
+    @property
+    def offered(self) -> tuple[str, ...] | None:
+        """The models a request may name, the configured one first; None: any."""
+        if self.allowed is None:
+            return None
+        return tuple(dict.fromkeys((self.default_model, *self.allowed)))
 
 
 @dataclass(slots=True)
@@ -66,11 +94,12 @@ class _Variant:
 class GeneratorPool:
     """The generators requests may select by kind, and per-model ones built on demand.
 
-    ``configured`` are the server's generators, the first the default. Callers choose model
-    names freely, so at most ``capacity`` model generators are kept, least recently used first
-    out. An evicted one is closed as soon as no request holds it: closing it under an in-flight
-    request would turn that request into a refusal. Without ``models`` every model gets the
-    configured generators.
+    ``configured`` are the server's generators, the first the default. A request may name a
+    model ``models`` allows (any, with ``allowed`` None); another is InvalidInputError on
+    ``model``, and nothing is built for it. At most ``capacity`` model generators are kept,
+    least recently used first out. An evicted one is closed as soon as no request holds it:
+    closing it under an in-flight request would turn that request into a refusal. Without
+    ``models`` every model gets the configured generators.
     """
 
     def __init__(
@@ -101,6 +130,12 @@ class GeneratorPool:
         return self._configured
 
     @property
+    def model_choice(self) -> ModelChoice | None:
+        """Which models a request may name, and for which kind of generator (None: the model
+        is not a choice here)."""
+        return self._models
+
+    @property
     def models(self) -> tuple[str, ...]:
         """Model names with a live generator, least recently used first."""
         return tuple(self._variants)
@@ -113,6 +148,10 @@ class GeneratorPool:
         if not model or choice is None or model == choice.default_model:
             yield self._configured
             return
+        if not choice.allows(model):
+            # The request's parser says so first (convert.request_from_proto); this guards
+            # every other way in, so that a name not allowed never reaches the endpoint.
+            raise InvalidInputError([FieldViolation("model", model_not_offered(model, choice))])
         variant = self._variants.get(model)
         if variant is None:
             generator = choice.build(model)
@@ -166,6 +205,22 @@ def not_offered(name: str, offered: Iterable[str]) -> str:
     return f"unknown generator {name!r}; offered: {listed}"
 
 
+def model_not_offered(model: str, choice: ModelChoice) -> str:
+    """Why a request's ``model`` cannot run on this server: the models it offers (a close
+    one first, as "did you mean"), and the setting that would offer more."""
+    offered = choice.offered or ()
+    named = ", ".join(offered[:_MAX_MODELS_NAMED])
+    if len(offered) > _MAX_MODELS_NAMED:
+        named += f" and {len(offered) - _MAX_MODELS_NAMED} more"
+    same = [m for m in offered if m.casefold() == model.casefold()]
+    meant = same or difflib.get_close_matches(model, offered, n=1)
+    hint = f"; did you mean {meant[0]!r}?" if meant else ""
+    return (
+        f"model {model!r} is not offered by this server{hint} (offered: {named}); the operator "
+        "chooses the models callers may name: SYNTHESIS_OPENAI_ALLOWED_MODELS"
+    )
+
+
 def offered_generators(
     config: SynthesisConfig,
     *,
@@ -184,5 +239,5 @@ def offered_generators(
     configured: list[Generator] = (
         [default_openai, extractive] if config.generator == OPENAI else [extractive, default_openai]
     )
-    models = ModelChoice(OPENAI, config.openai.model, openai)
+    models = ModelChoice(OPENAI, config.openai.model, openai, config.openai.allowed_models)
     return GeneratorPool(configured, models=models, capacity=capacity), default_openai

@@ -34,7 +34,7 @@ from services.synthesis.extractive import ExtractiveGenerator, ExtractiveOptions
 from services.synthesis.limits import MAX_QUESTION_CHARS, MAX_TOP_K
 from services.synthesis.openai_generator import OpenAIGenerator, OpenAISettings
 from services.synthesis.pipeline import PipelineSettings, SynthesisPipeline
-from services.synthesis.routing import MAX_MODEL_VARIANTS, offered_generators
+from services.synthesis.routing import MAX_MODEL_VARIANTS, ModelChoice, offered_generators
 from services.synthesis.servicer import SynthesisServicer
 
 logger = logging.getLogger(__name__)
@@ -53,6 +53,15 @@ def _openai_settings(config: SynthesisConfig, model: str = "") -> OpenAISettings
         stream_usage=o.stream_usage,
         max_history_turns=config.history_turns,
     )
+
+
+def _offered_models(choice: ModelChoice | None) -> dict[str, object]:
+    """The ready line's ``models``: what requests may name (SYNTHESIS_OPENAI_ALLOWED_MODELS;
+    "*" for any), absent when the OpenAI generator is not offered."""
+    if choice is None:
+        return {}
+    offered = choice.offered
+    return {"models": ["*"] if offered is None else list(offered)}
 
 
 def create_app(config: SynthesisConfig) -> ServiceApp:
@@ -148,6 +157,7 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
         default_generator=config.generator,
         on_model_failure=service.mark_not_serving,
         offered_generators=pipeline.generator_names,
+        models=pool.model_choice,
     )
 
     async def load_answerability() -> None:
@@ -221,6 +231,7 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
             extra={
                 "generator": config.generator,
                 "generators": list(pipeline.generator_names),
+                **_offered_models(pool.model_choice),
                 "retrieval": config.retrieval_addr,
                 "validator": config.validator_addr,
             },

@@ -20,6 +20,7 @@ from services.common.errors import ModelUnavailableError
 from services.common.metrics import MODEL_FAILURES, REFUSALS
 from services.synthesis import convert
 from services.synthesis.pipeline import SynthesisPipeline, SynthesisRequest, SynthesisResult
+from services.synthesis.routing import ModelChoice
 from services.synthesis.streaming import FinishedEvent, stream_answer
 
 logger = logging.getLogger(__name__)
@@ -50,8 +51,9 @@ class DocumentSource(Protocol):
 
 class SynthesisServicer(pb_grpc.SynthesisServiceServicer):
     """``pipeline_for(model)`` leases the pipeline to use; ``default_generator`` is the server's;
-    ``documents`` serves GetDocument, each call bounded by ``documents_timeout_s`` and the
-    caller's deadline."""
+    ``models`` says which models a request may name (the pool's ``model_choice``), so that
+    another is named beside every other bad field; ``documents`` serves GetDocument, each call
+    bounded by ``documents_timeout_s`` and the caller's deadline."""
 
     def __init__(
         self,
@@ -63,9 +65,11 @@ class SynthesisServicer(pb_grpc.SynthesisServiceServicer):
         documents_timeout_s: float,
         on_model_failure: Callable[[], Awaitable[None]] | None = None,
         offered_generators: Collection[str] | None = None,
+        models: ModelChoice | None = None,
     ) -> None:
         self._pipeline_for = pipeline_for
         self._offered = offered_generators
+        self._models = models
         self._documents = documents
         self._documents_timeout_s = documents_timeout_s
         self._on_model_failure = on_model_failure
@@ -125,6 +129,7 @@ class SynthesisServicer(pb_grpc.SynthesisServiceServicer):
             default_top_k=self._default_top_k,
             default_generator=self._default_generator,
             offered=self._offered,
+            models=self._models,
         )
         return domain_request, _deadline(context)
 

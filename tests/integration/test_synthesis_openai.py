@@ -93,9 +93,15 @@ def _openai_env(llm: FakeOpenAIServer, **extra: str) -> dict[str, str]:
     }
 
 
+# The models openai_stack lets a request name besides MODEL (SYNTHESIS_OPENAI_ALLOWED_MODELS):
+# more than the server keeps generators for, so that TestModelSelection sees evictions.
+OTHER_MODELS = ("tiny-3b", *(f"model-{n}" for n in range(synthesis_server.MAX_MODEL_VARIANTS + 3)))
+
+
 @pytest.fixture(scope="module")
 async def openai_stack(planted_index: Path, llm: FakeOpenAIServer) -> AsyncIterator[Stack]:
-    running = await start_in_process(planted_index, settings=_openai_env(llm))
+    settings = _openai_env(llm, SYNTHESIS_OPENAI_ALLOWED_MODELS=",".join(OTHER_MODELS))
+    running = await start_in_process(planted_index, settings=settings)
     yield running
     await running.stop()
 
@@ -116,7 +122,8 @@ async def _second_synthesis(stack: Stack, llm: FakeOpenAIServer, **env: str) -> 
 
 @pytest.fixture(scope="module")
 async def streaming(openai_stack: Stack, llm: FakeOpenAIServer) -> AsyncIterator[str]:
-    """A second synthesis server on the same retrieval and validator, streaming from the LLM."""
+    """A second synthesis server on the same retrieval and validator, streaming from the LLM
+    (and, unlike openai_stack, with the default SYNTHESIS_OPENAI_ALLOWED_MODELS: MODEL alone)."""
     app = await _second_synthesis(openai_stack, llm, SYNTHESIS_OPENAI_STREAM="true")
     yield f"127.0.0.1:{app.port}"
     await app.stop(0)
@@ -370,12 +377,39 @@ class TestModelSelection:
     ) -> None:
         # More models than the server keeps pipelines for: evicted ones are rebuilt on demand.
         llm.script(Reply(honest))
-        models = [f"model-{n}" for n in range(synthesis_server.MAX_MODEL_VARIANTS + 3)]
+        models = [m for m in OTHER_MODELS if m.startswith("model-")]
+        assert len(models) > synthesis_server.MAX_MODEL_VARIANTS
 
         for model in [*models, models[0]]:
             response = await _ask(openai_stack.synthesis, model=model)
             assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
             assert llm.requests[-1].body["model"] == model
+
+    async def test_a_model_the_operator_did_not_allow_never_reaches_the_endpoint(
+        self, streaming: str, llm: FakeOpenAIServer
+    ) -> None:
+        """Found by a security audit: `"model": "o1-pro"` made the endpoint run o1-pro. With
+        the default SYNTHESIS_OPENAI_ALLOWED_MODELS a caller may name the configured model
+        only; anything else is INVALID_ARGUMENT naming what is offered, on both RPCs."""
+        llm.script(Reply(honest))
+        before = len(llm.requests)
+
+        refused: list[grpc.aio.AioRpcError] = []
+        for call in (_ask, _stream):
+            with pytest.raises(grpc.aio.AioRpcError) as info:
+                await call(streaming, model="o1-pro")
+            refused.append(info.value)
+        answered = await _ask(streaming, model=MODEL)
+
+        for error in refused:
+            assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+            described = field_violations(error)["model"]
+            assert described.startswith(
+                f"model 'o1-pro' is not offered by this server (offered: {MODEL}); "
+            )
+            assert "SYNTHESIS_OPENAI_ALLOWED_MODELS" in described
+        assert answered.status == spb.ANSWER_STATUS_ANSWERED, answered.refusal_reason
+        assert [r.body["model"] for r in llm.requests[before:]] == [MODEL]
 
     async def test_model_for_the_extractive_generator_is_invalid_argument(
         self, openai_stack: Stack, llm: FakeOpenAIServer

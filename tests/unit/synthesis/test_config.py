@@ -8,6 +8,7 @@ import logging
 
 import pytest
 
+from services.common.config import InvalidSettingError
 from services.synthesis import server as synthesis_server
 from services.synthesis.config import SynthesisConfig
 
@@ -95,3 +96,27 @@ class TestOpenAI:
         off = config(OPENAI_STREAM_USAGE="false")
         assert not off.openai.stream_usage
         assert not synthesis_server._openai_settings(off, "other-model").stream_usage
+
+
+class TestAllowedModels:
+    """SYNTHESIS_OPENAI_ALLOWED_MODELS: the models a request may name besides the configured
+    one (a security audit found any model the API key can use open to every caller)."""
+
+    def test_unset_offers_the_configured_model_alone(self) -> None:
+        assert config().openai.allowed_models == ()
+        assert config(OPENAI_ALLOWED_MODELS="  ").openai.allowed_models == ()
+
+    def test_names_are_read_as_written_trimmed_once_each(self) -> None:
+        read = config(OPENAI_ALLOWED_MODELS=" gpt-4o , ft:gpt-4o-mini:acme:legal:x1,,gpt-4o,")
+        assert read.openai.allowed_models == ("gpt-4o", "ft:gpt-4o-mini:acme:legal:x1")
+
+    def test_a_star_alone_allows_any_model(self) -> None:
+        assert config(OPENAI_ALLOWED_MODELS="*").openai.allowed_models is None
+        assert config(OPENAI_ALLOWED_MODELS=" * ").openai.allowed_models is None
+
+    @pytest.mark.parametrize(
+        "value", ["*,gpt-4o", "gpt-4o,*", "x" * 201, "gpt\x00-4o", "gpt-4o,\u200bmini"]
+    )
+    def test_a_bad_value_stops_start_up_naming_the_setting(self, value: str) -> None:
+        with pytest.raises(InvalidSettingError, match="SYNTHESIS_OPENAI_ALLOWED_MODELS="):
+            config(OPENAI_ALLOWED_MODELS=value)

@@ -21,6 +21,7 @@ from services.synthesis.pipeline import (
     SynthesisResult,
     SynthesisStatus,
 )
+from services.synthesis.routing import ModelChoice, ModelGenerator
 from services.synthesis.sources import RelationKind, SourceRelation
 from services.synthesis.sufficiency import Requirement
 from tests.unit.synthesis.fakes import (
@@ -299,6 +300,68 @@ class TestRequestFromProto:
         )
 
         assert parsed.question == "What is theft?"
+
+
+def _never_built(model: str) -> ModelGenerator:
+    raise AssertionError(f"parsing a request built a generator for {model!r}")
+
+
+# The configured model, and one more the operator allowed (SYNTHESIS_OPENAI_ALLOWED_MODELS).
+MODELS = ModelChoice("openai", "gpt-4o-mini", _never_built, ("gpt-4o",))
+
+
+class TestModelAllowed:
+    def test_a_model_not_allowed_is_named_beside_every_other_field(self) -> None:
+        """Found by a security audit: "o1-pro" reached the endpoint; now it is refused with
+        the models that are offered."""
+        request = pb.SynthesizeAnswerRequest(question="", model=" o1-pro ")
+
+        with pytest.raises(InvalidInputError) as info:
+            convert.request_from_proto(
+                request, default_top_k=5, default_generator="openai", models=MODELS
+            )
+
+        fields = {v.field: v.description for v in info.value.violations}
+        assert set(fields) == {"question", "model"}
+        assert fields["model"].startswith(
+            "model 'o1-pro' is not offered by this server (offered: gpt-4o-mini, gpt-4o); "
+        )
+
+    @pytest.mark.parametrize("model", ["", "gpt-4o-mini", "gpt-4o", "  gpt-4o "])
+    def test_the_configured_and_the_allowed_models_pass(self, model: str) -> None:
+        request = pb.SynthesizeAnswerRequest(
+            question="What is theft?", model=model, generator=pb.GENERATOR_KIND_OPENAI
+        )
+
+        parsed = convert.request_from_proto(
+            request, default_top_k=5, default_generator="extractive", models=MODELS
+        )
+
+        assert parsed.generator == "openai"
+
+    @pytest.mark.parametrize(
+        ("model", "said"),
+        [
+            # Refused once, for what is wrong with it, not also for not being offered.
+            ("o1-pro", "applies only to the openai generator"),
+            ("x" * 201, "must be at most 200 characters"),
+            ("gpt\x00mini", "not blank"),
+        ],
+    )
+    def test_a_model_refused_for_another_reason_is_not_named_twice(
+        self, model: str, said: str
+    ) -> None:
+        generator = pb.GENERATOR_KIND_EXTRACTIVE if model == "o1-pro" else pb.GENERATOR_KIND_OPENAI
+        request = pb.SynthesizeAnswerRequest(question="What is theft?", model=model)
+        request.generator = generator
+
+        with pytest.raises(InvalidInputError) as info:
+            convert.request_from_proto(
+                request, default_top_k=5, default_generator="openai", models=MODELS
+            )
+
+        (violation,) = info.value.violations
+        assert violation.field == "model" and said in violation.description
 
 
 class TestEnumMaps:

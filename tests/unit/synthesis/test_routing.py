@@ -1,15 +1,22 @@
 """GeneratorPool: per-model generators are LRU-bounded and evicted ones are closed once idle;
-one pipeline answers with the leased generators; which generators a configuration offers."""
+a model the operator did not allow is refused and never built; one pipeline answers with the
+leased generators; which generators a configuration offers."""
 
 from __future__ import annotations
 
 import pytest
 
+from services.common.errors import InvalidInputError
 from services.synthesis.config import SynthesisConfig
 from services.synthesis.extractive import ExtractiveGenerator
 from services.synthesis.generation import GenerationRequest, GenerationResult
 from services.synthesis.pipeline import SynthesisPipeline
-from services.synthesis.routing import GeneratorPool, ModelChoice, offered_generators
+from services.synthesis.routing import (
+    GeneratorPool,
+    ModelChoice,
+    model_not_offered,
+    offered_generators,
+)
 from tests.unit.synthesis.fakes import FakeRetriever, RuleValidator
 
 
@@ -51,9 +58,13 @@ class Factory:
 EXTRACTIVE = ExtractiveGenerator()
 
 
-def pool(capacity: int = 2) -> tuple[GeneratorPool, ModelFake, Factory]:
+def pool(
+    capacity: int = 2, allowed: tuple[str, ...] | None = None
+) -> tuple[GeneratorPool, ModelFake, Factory]:
+    """A pool whose configured model is "base"; ``allowed`` None lets a request name any model
+    (SYNTHESIS_OPENAI_ALLOWED_MODELS=*)."""
     configured, factory = ModelFake("base"), Factory()
-    choice = ModelChoice("openai", "base", factory)
+    choice = ModelChoice("openai", "base", factory, allowed)
     return (
         GeneratorPool([EXTRACTIVE, configured], models=choice, capacity=capacity),
         configured,
@@ -150,6 +161,84 @@ class TestGeneratorPool:
             GeneratorPool([])
 
 
+class TestAllowedModels:
+    """Found by a security audit: a caller could make the endpoint run any model the API key
+    can use ("o1-pro", a fine-tuned one); now the operator lists them."""
+
+    async def test_a_model_not_allowed_is_invalid_argument_and_never_built(self) -> None:
+        generators, _, factory = pool(allowed=("small-1b",))
+
+        with pytest.raises(InvalidInputError) as info:
+            async with generators.lease("o1-pro"):
+                pass
+
+        (violation,) = info.value.violations
+        assert violation.field == "model"
+        assert violation.description == (
+            "model 'o1-pro' is not offered by this server (offered: base, small-1b); the "
+            "operator chooses the models callers may name: SYNTHESIS_OPENAI_ALLOWED_MODELS"
+        )
+        assert factory.built == {} and generators.models == ()
+
+    @pytest.mark.parametrize("model", ["", "base", "small-1b"])
+    async def test_the_configured_and_the_listed_models_are_served(self, model: str) -> None:
+        generators, configured, factory = pool(allowed=("small-1b",))
+
+        async with generators.lease(model) as chosen:
+            assert chosen["openai"] is factory.built.get(model, configured)
+
+    async def test_without_a_list_only_the_configured_model_is_offered(self) -> None:
+        generators, configured, factory = pool(allowed=())
+
+        async with generators.lease("base") as chosen:
+            assert chosen["openai"] is configured
+        with pytest.raises(InvalidInputError, match=r"offered: base\)"):
+            async with generators.lease("base-2"):
+                pass
+        assert factory.built == {}
+
+    async def test_any_model_when_the_operator_allows_any(self) -> None:
+        generators, _, factory = pool(allowed=None)
+
+        async with generators.lease("o1-pro") as chosen:
+            assert chosen["openai"] is factory.built["o1-pro"]
+
+    @pytest.mark.parametrize(
+        ("asked", "meant"),
+        [
+            ("GPT-4o-mini", "gpt-4o-mini"),
+            ("gpt-4o-mni", "gpt-4o-mini"),
+            ("llama3.1:8B", "llama3.1:8b"),
+        ],
+    )
+    def test_a_near_miss_is_named_as_did_you_mean(self, asked: str, meant: str) -> None:
+        choice = ModelChoice("openai", "gpt-4o-mini", Factory(), ("llama3.1:8b", "o3-mini"))
+
+        said = model_not_offered(asked, choice)
+
+        assert f"did you mean {meant!r}?" in said
+        assert "(offered: gpt-4o-mini, llama3.1:8b, o3-mini)" in said
+
+    def test_no_guess_for_a_name_like_none_offered(self) -> None:
+        choice = ModelChoice("openai", "gpt-4o-mini", Factory(), ())
+
+        assert "did you mean" not in model_not_offered("o1-pro", choice)
+
+    def test_a_long_list_is_named_in_part(self) -> None:
+        many = tuple(f"m-{n}" for n in range(30))
+        choice = ModelChoice("openai", "base", Factory(), many)
+
+        said = model_not_offered("other", choice)
+
+        assert "(offered: base, m-0, m-1," in said and ", m-18 and 11 more)" in said
+        assert choice.offered == ("base", *many)
+
+    def test_the_configured_model_is_listed_once_and_first(self) -> None:
+        choice = ModelChoice("openai", "base", Factory(), ("x", "base"))
+
+        assert choice.offered == ("base", "x")
+
+
 class TestOnePipeline:
     async def test_lease_gives_the_models_generator_and_shares_everything_else(self) -> None:
         generators, configured, factory = pool()
@@ -200,13 +289,37 @@ class TestOfferedGenerators:
         ],
     )
     async def test_offered_openai_beside_the_default_extractive(self, env: dict[str, str]) -> None:
-        generators, default_openai, factory = self.built(config(**env))
+        generators, default_openai, factory = self.built(
+            config(**env, SYNTHESIS_OPENAI_ALLOWED_MODELS="tiny-3b")
+        )
 
         assert list(generators.configured) == ["extractive", "openai"]
         assert generators.default is EXTRACTIVE
         assert default_openai is factory.built[""]  # the configured model
         async with generators.lease("tiny-3b") as chosen:
             assert chosen["openai"] is factory.built["tiny-3b"]
+
+    async def test_by_default_a_caller_may_name_the_configured_model_only(self) -> None:
+        generators, default_openai, factory = self.built(
+            config(SYNTHESIS_GENERATOR="openai", SYNTHESIS_OPENAI_MODEL="gpt-4o-mini")
+        )
+
+        async with generators.lease("gpt-4o-mini") as chosen:
+            assert chosen["openai"] is default_openai
+        with pytest.raises(InvalidInputError) as info:
+            async with generators.lease("o1-pro"):
+                pass
+
+        assert "(offered: gpt-4o-mini)" in info.value.violations[0].description
+        assert list(factory.built) == [""]
+
+    async def test_a_star_lets_callers_name_any_model(self) -> None:
+        generators, _, factory = self.built(
+            config(SYNTHESIS_GENERATOR="openai", SYNTHESIS_OPENAI_ALLOWED_MODELS="*")
+        )
+
+        async with generators.lease("o1-pro") as chosen:
+            assert chosen["openai"] is factory.built["o1-pro"]
 
     async def test_offered_openai_as_the_default(self) -> None:
         generators, default_openai, factory = self.built(
