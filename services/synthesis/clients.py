@@ -52,13 +52,39 @@ _TIMEOUT_CODES = {grpc.StatusCode.DEADLINE_EXCEEDED}
 # A peer address in grpc-core's own error text ("last error: UNKNOWN: ipv4:10.1.2.3:50053:
 # Failed to connect ..."): a pod's IP and port, which the caller has no use for.
 _PEER_ADDRESS = re.compile(r"\b(?:ipv4|ipv6|unix|unix-abstract|vsock):\S*?(?=:?\s|:?$|,)")
+# The resolver's prefixes of a configured target: dns:///host:port, dns://server/host:port,
+# dns:host:port (grpc-core names the target without them: "errors resolving host:port: ...").
+_DNS_PREFIX = re.compile(r"^dns:(?://[^/]*/)?", re.IGNORECASE)
+_PORT = re.compile(r":\d*$")
 
 
-def _dependency_error(name: str, err: aio.AioRpcError) -> Exception:
+def _target_names(target: str) -> re.Pattern[str] | None:
+    """How grpc-core may write the configured ``target`` in its error text: as configured,
+    without its dns: prefix, or its host alone (with any port), each a whole word."""
+    if not target:
+        return None
+    rest = _DNS_PREFIX.sub("", target)
+    host = rest if rest.endswith("]") else _PORT.sub("", rest)
+    forms = {target, rest, host, host.strip("[]")} - {""}
+    alternatives = "|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True))
+    return re.compile(rf"(?<![\w.-])(?:{alternatives})(?::\d+)?(?![\w.-])", re.IGNORECASE)
+
+
+def _scrubbed(details: str, target: str) -> str:
+    """``details`` without peer addresses or the dependency's configured target, each written
+    ``<address>``; the cause words stay."""
+    said = _PEER_ADDRESS.sub("<address>", details)
+    names = _target_names(target)
+    return said if names is None else names.sub("<address>", said)
+
+
+def _dependency_error(name: str, err: aio.AioRpcError, target: str = "") -> Exception:
+    """``err`` as the dependency ``name`` failing; ``target``, its configured address
+    (SYNTHESIS_RETRIEVAL_ADDR, SYNTHESIS_VALIDATOR_ADDR), is not repeated to the caller."""
     if err.code() in _TIMEOUT_CODES:
         return DependencyTimeoutError(name, "did not answer in time")
     details = err.details() or ""
-    said = _PEER_ADDRESS.sub("<address>", details)
+    said = _scrubbed(details, target)
     if said != details:  # the address stays in this service's log, for its operator
         logger.info("%s call failed: %s: %s", name, err.code().name, details)
     return DependencyUnavailableError(name, f"{err.code().name}: {said}".strip())
@@ -68,12 +94,16 @@ class GrpcRetriever:
     """Calls RetrievalService/RetrievePassages.
 
     ``connect_wait_s``: how long a call may first wait for a channel that is reconnecting (a
-    restarted retrieval pod), at most half its time budget (``call_idempotent``).
+    restarted retrieval pod), at most half its time budget (``call_idempotent``). ``target``:
+    the channel's configured address, left out of the errors callers see.
     """
 
-    def __init__(self, channel: aio.Channel, *, connect_wait_s: float = 0.0) -> None:
+    def __init__(
+        self, channel: aio.Channel, *, connect_wait_s: float = 0.0, target: str = ""
+    ) -> None:
         self._channel = channel
         self._connect_wait_s = connect_wait_s
+        self._target = target
         self._stub = rpb_grpc.RetrievalServiceStub(channel)
 
     async def retrieve(
@@ -100,8 +130,8 @@ class GrpcRetriever:
             )
         except aio.AioRpcError as err:
             if err.code() == grpc.StatusCode.INVALID_ARGUMENT:
-                raise _caller_error(err) from None
-            raise _dependency_error("retrieval", err) from None
+                raise _caller_error(err, self._target) from None
+            raise _dependency_error("retrieval", err, self._target) from None
         return RetrievedEvidence(
             chunks=[scored_from_proto(p) for p in response.passages],
             intent=INTENT_FROM_PROTO.get(response.intent),
@@ -139,15 +169,19 @@ class GrpcRetriever:
                 connect_wait_s=self._connect_wait_s,
             )
         except aio.AioRpcError as err:
-            raise _document_error(err) from None
+            raise _document_error(err, self._target) from None
 
 
 class GrpcValidator:
-    """Calls ValidatorService/ValidateAnswer (``connect_wait_s`` as for GrpcRetriever)."""
+    """Calls ValidatorService/ValidateAnswer (``connect_wait_s`` and ``target`` as for
+    GrpcRetriever)."""
 
-    def __init__(self, channel: aio.Channel, *, connect_wait_s: float = 0.0) -> None:
+    def __init__(
+        self, channel: aio.Channel, *, connect_wait_s: float = 0.0, target: str = ""
+    ) -> None:
         self._channel = channel
         self._connect_wait_s = connect_wait_s
+        self._target = target
         self._stub = vpb_grpc.ValidatorServiceStub(channel)
 
     async def validate(
@@ -166,12 +200,12 @@ class GrpcValidator:
             )
         except aio.AioRpcError as err:
             # Any failure here, INVALID_ARGUMENT included, means no verdict: fail closed.
-            raise _dependency_error("validator", err) from None
+            raise _dependency_error("validator", err, self._target) from None
         # The response has ValidationReport's fields, so its bytes read as one.
         return report_from_proto(tpb.ValidationReport.FromString(response.SerializeToString()))
 
 
-def _caller_error(err: aio.AioRpcError) -> Exception:
+def _caller_error(err: aio.AioRpcError, target: str = "") -> Exception:
     """Retrieval's field violations (e.g. an unknown act filter) are the caller's bad input."""
     violations: list[FieldViolation] = []
     status = rpc_status.from_call(err)
@@ -180,23 +214,26 @@ def _caller_error(err: aio.AioRpcError) -> Exception:
         if detail.Unpack(bad):
             violations.extend(FieldViolation(v.field, v.description) for v in bad.field_violations)
     if not violations:
-        return DependencyUnavailableError("retrieval", f"rejected the request: {err.details()}")
+        said = _scrubbed(err.details() or "", target)
+        return DependencyUnavailableError("retrieval", f"rejected the request: {said}")
     return InvalidInputError(violations)
 
 
-def _document_error(err: aio.AioRpcError) -> Exception:
+def _document_error(err: aio.AioRpcError, target: str = "") -> Exception:
     """Retrieval's answer to a document call as ours: NOT_FOUND and field violations are the
-    caller's and pass on; anything else is retrieval failing."""
+    caller's and pass on; anything else is retrieval failing (``target`` as for
+    ``_dependency_error``)."""
     if err.code() == grpc.StatusCode.INVALID_ARGUMENT:
-        return _caller_error(err)
+        return _caller_error(err, target)
     if err.code() == grpc.StatusCode.NOT_FOUND:
         return _not_found(err)
     if err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
         # Retrieval's own refusal of a document too large to send, or this channel's receive
         # limit (SYNTHESIS_MAX_MESSAGE_BYTES) refusing one retrieval sent: the document's size,
         # not retrieval failing.
-        return MessageTooLargeError(f"retrieval: {err.details() or 'message too large'}")
-    return _dependency_error("retrieval", err)
+        said = _scrubbed(err.details() or "", target)
+        return MessageTooLargeError(f"retrieval: {said or 'message too large'}")
+    return _dependency_error("retrieval", err, target)
 
 
 def _not_found(err: aio.AioRpcError) -> NotFoundError:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import http
+import json
 import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, urlsplit, urlunsplit
 
 import anyio.lowlevel
 import openai
@@ -28,6 +30,8 @@ from services.synthesis.prompt import Prompt, build_prompt
 logger = logging.getLogger(__name__)
 
 _MAX_ERROR_DETAIL = 200
+# What the server log keeps of a failure the caller sees briefly (an endpoint's error body).
+_MAX_LOGGED_DETAIL = 2_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,14 +67,19 @@ class OpenAIGenerator:
 
     Every failure becomes ``GenerationError`` with a reason code and a message that never
     contains the API key (messages are redacted and the library exception is not chained,
-    because its request object carries the ``Authorization`` header).
+    because its request object carries the ``Authorization`` header). The message reaches the
+    caller (``refusal_reason``), so it names neither the endpoint (host, port, credentials in
+    the URL's userinfo or query string) nor what the endpoint said beyond its status and error
+    code; the server log has those, with the credentials redacted.
     """
 
     def __init__(
         self, settings: OpenAISettings, *, client: openai.AsyncOpenAI | None = None
     ) -> None:
         self._settings = settings
-        self._secret = settings.api_key
+        self._secrets = _url_secrets(settings.base_url, settings.api_key)
+        self._endpoint = _display_url(settings.base_url)
+        self._endpoint_names = _url_names(settings.base_url)
         self._client = client or openai.AsyncOpenAI(
             base_url=settings.base_url,
             api_key=settings.api_key,
@@ -79,8 +88,8 @@ class OpenAIGenerator:
         )
 
     def __repr__(self) -> str:
-        s = self._settings
-        return f"OpenAIGenerator(base_url={s.base_url!r}, model={s.model!r}, stream={s.stream})"
+        s, where = self._settings, self._endpoint
+        return f"OpenAIGenerator(base_url={where!r}, model={s.model!r}, stream={s.stream})"
 
     @property
     def name(self) -> str:
@@ -151,16 +160,21 @@ class OpenAIGenerator:
             timed_out = f"no answer within {timeout:.2f}s"
             raise self._fail(GenerationFailure.LLM_TIMEOUT, timed_out) from None
         except openai.APIStatusError as exc:
-            # The client's message repeats the status ("Error code: 429 - {...}").
-            said = _STATUS_PREFIX.sub("", exc.message)
-            status = f"HTTP {exc.status_code}: {said}"
-            raise self._fail(GenerationFailure.LLM_HTTP_ERROR, status) from None
+            # The caller gets the status and the error's code; the body (a proxy's may hold
+            # internal addresses, paths, a traceback) goes to the log.
+            status = _status_text(exc)
+            logged = f"{status} from {self._endpoint}; the endpoint said: {_body_text(exc)}"
+            raise self._fail(GenerationFailure.LLM_HTTP_ERROR, status, logged=logged) from None
         except openai.APIConnectionError as exc:
-            # The client says only "Connection error."; its cause says what failed, and where.
+            # The client says only "Connection error."; its cause says what failed (the caller
+            # gets that), and the log says where.
             cause = exc.__cause__ or exc
-            where = _without_userinfo(self._settings.base_url)
-            unreachable = f"cannot reach {where}: {type(cause).__name__}: {cause}"
-            raise self._fail(GenerationFailure.LLM_UNREACHABLE, unreachable) from None
+            failed = f"{type(cause).__name__}: {cause}"
+            logged = f"cannot reach {self._endpoint}: {failed}"
+            unreachable = f"cannot reach the LLM endpoint: {self._unnamed(failed)}"
+            raise self._fail(
+                GenerationFailure.LLM_UNREACHABLE, unreachable, logged=logged
+            ) from None
         except (openai.OpenAIError, ValueError) as exc:
             # JSON that does not parse (ValueError) or a body that fails response validation.
             malformed = type(exc).__name__
@@ -288,15 +302,28 @@ class OpenAIGenerator:
             finish_reason=finish_reason or "stop",
         )
 
-    def _fail(self, failure: GenerationFailure, detail: str) -> GenerationError:
+    def _fail(
+        self, failure: GenerationFailure, detail: str, *, logged: str | None = None
+    ) -> GenerationError:
+        """The error whose message (``detail``) the caller sees; the log line says ``logged``
+        in its place when the operator needs more (where, and what the endpoint said)."""
         message = self._redact(detail)[:_MAX_ERROR_DETAIL]
-        logger.warning("generation failed: %s: %s", failure.value, message)
+        said = message if logged is None else self._redact(logged)[:_MAX_LOGGED_DETAIL]
+        logger.warning("generation failed: %s: %s", failure.value, said)
         return GenerationError(failure, message)
 
     def _redact(self, text: str) -> str:
-        if self._secret and len(self._secret) >= 4:
-            return text.replace(self._secret, "[REDACTED]")
+        """``text`` with the API key and the base URL's credentials (userinfo, query string)
+        written [REDACTED]."""
+        for secret in self._secrets:
+            text = text.replace(secret, "[REDACTED]")
         return text
+
+    def _unnamed(self, text: str) -> str:
+        """``text`` (an HTTP library's words) without the endpoint's URL, host or any IP
+        address, each written <address>: the caller has no use for them."""
+        text = self._endpoint_names.sub("<address>", self._redact(text))
+        return _IP_ADDRESS.sub("<address>", text)
 
 
 # The most tokens a usage field may report (the proto's int32 TokenUsage fields, for the total
@@ -327,12 +354,86 @@ def _usage(reported: object) -> TokenUsage | None:
     )
 
 
-_STATUS_PREFIX = re.compile(r"^Error code: \d+ - ")
+_STATUS_PREFIX = re.compile(r"^Error code: \d+(?: - )?")
+# An error code or type an endpoint sends in its JSON error ("rate_limit_exceeded",
+# "model_not_found", vLLM's "BadRequestError"): a word, shown to the caller; anything else
+# (free text, a number) is left to the log.
+_ERROR_CODE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+_IP_ADDRESS = re.compile(
+    r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?(?![\w.])|\[[0-9A-Fa-f:.%]+\](?::\d+)?"
+)
+# The shortest credential redacted (shorter ones would redact ordinary words).
+_MIN_SECRET_CHARS = 4
 
 
-def _without_userinfo(url: str) -> str:
-    """``url`` without any ``user:password@`` (it may be in the configured base URL)."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+def _status_text(exc: openai.APIStatusError) -> str:
+    """What the caller learns of an HTTP error: the status, its standard phrase, and the
+    error's code (or type) when it is a word: "HTTP 429 Too Many Requests (rate_limit_exceeded)"."""
+    try:
+        phrase = f" {http.HTTPStatus(exc.status_code).phrase}"
+    except ValueError:
+        phrase = ""
+    codes = [c for c in (exc.code, exc.type) if isinstance(c, str) and _ERROR_CODE.fullmatch(c)]
+    code = f" ({codes[0]})" if codes else ""
+    return f"HTTP {exc.status_code}{phrase}{code}"
+
+
+def _body_text(exc: openai.APIStatusError) -> str:
+    """The endpoint's error body as it sent it (its JSON error object, or its text), for the
+    log; the client's message repeats the status ("Error code: 429 - ...")."""
+    body = exc.body
+    if isinstance(body, str):
+        return body or "(an empty body)"
+    if body is not None:
+        try:
+            return json.dumps(body, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            return repr(body)
+    return _STATUS_PREFIX.sub("", exc.message) or "(no body)"
+
+
+def _split(url: str) -> SplitResult | None:
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # raises ValueError for a port that is not a number
+    except ValueError:
+        return None
+    return parts
+
+
+def _display_url(url: str) -> str:
+    """``url`` as the log may name it: without ``user:password@``, query string or fragment
+    (either may hold a credential, e.g. ``?api-key=...``)."""
+    parts = _split(url)
+    if parts is None:
+        return "<unparsable base URL>"
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit(parts._replace(netloc=netloc, query="", fragment=""))
+
+
+def _url_secrets(url: str, api_key: str) -> tuple[str, ...]:
+    """What is redacted wherever it appears: the API key, and the base URL's userinfo, query
+    string and fragment, whole and by value; longest first, so that a part never leaves the
+    rest of a longer secret behind."""
+    found = {api_key}
+    parts = _split(url)
+    if parts is not None:
+        userinfo = parts.netloc.rsplit("@", 1)[0] if "@" in parts.netloc else ""
+        # "user:password" or a key alone ("https://KEY@host"); a user name is no secret.
+        key = parts.password if parts.password is not None else parts.username
+        found.update((userinfo, key or "", parts.query, parts.fragment))
+        found.update(v for _, v in parse_qsl(parts.query, keep_blank_values=True))
+    elif "?" in url:
+        found.add(url.split("?", 1)[1])
+    kept = (s for s in found if len(s) >= _MIN_SECRET_CHARS)
+    return tuple(sorted(kept, key=len, reverse=True))
+
+
+def _url_names(url: str) -> re.Pattern[str]:
+    """The base URL as written, as logged, and its host (with any port), each a whole word."""
+    parts = _split(url)
+    forms = {url, _display_url(url)}
+    if parts is not None and parts.hostname:
+        forms.update((parts.netloc.rsplit("@", 1)[-1], parts.hostname))
+    alternatives = "|".join(re.escape(f) for f in sorted(forms - {""}, key=len, reverse=True))
+    return re.compile(rf"(?<![\w.-])(?:{alternatives})(?::\d+)?(?![\w.-])", re.IGNORECASE)

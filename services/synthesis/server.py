@@ -106,8 +106,12 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
     # A call first waits for a reconnecting dependency up to a little more than the capped
     # reconnect backoff (one more dial), so the first call after a restart gets through.
     connect_wait_s = config.reconnect_backoff_max_s * 1.5
-    retriever = GrpcRetriever(retrieval_channel, connect_wait_s=connect_wait_s)
-    validator = GrpcValidator(validator_channel, connect_wait_s=connect_wait_s)
+    retriever = GrpcRetriever(
+        retrieval_channel, connect_wait_s=connect_wait_s, target=config.retrieval_addr
+    )
+    validator = GrpcValidator(
+        validator_channel, connect_wait_s=connect_wait_s, target=config.validator_addr
+    )
     if config.server.grace_s < config.slowest_answer_s:
         logger.warning(
             "SYNTHESIS_GRACE_S=%g is shorter than the slowest answer these limits allow "

@@ -273,6 +273,21 @@ class TestOpenAIFailures:
         assert API_KEY not in response.refusal_reason
         assert not response.HasField("validation")
 
+    async def test_the_endpoints_error_body_reaches_the_log_not_the_caller(
+        self, openai_stack: Stack, llm: FakeOpenAIServer, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """Found by a security audit: a proxy's error page (internal address, file paths, a
+        traceback) reached the caller as the refusal reason."""
+        caplog.set_level(logging.WARNING, logger="services.synthesis.openai_generator")
+        body = "upstream connect error to 10.12.0.7:8000 /opt/vllm/worker.py line 88 Traceback"
+        llm.script(HttpError(500, raw=body))
+
+        response = await _ask(openai_stack.synthesis)
+
+        assert spb.RefusalCode.Name(response.refusal_code) == "REFUSAL_CODE_LLM_HTTP_ERROR"
+        assert response.refusal_reason == "HTTP 500 Internal Server Error"
+        assert body in caplog.text
+
     async def test_stream_cut_mid_answer_is_a_refusal(
         self, streaming: str, llm: FakeOpenAIServer
     ) -> None:

@@ -43,10 +43,15 @@ class Reply:
 
 @dataclass(frozen=True, slots=True)
 class HttpError:
-    """An HTTP error status with an OpenAI-style JSON error body."""
+    """An HTTP error status with an OpenAI-style JSON error body (``message``, ``type`` and
+    ``code``), or with ``raw`` as a plain-text body, as a proxy in front of the endpoint
+    answers."""
 
     status: int = 500
     message: str = "internal server error"
+    code: str | None = None
+    type: str = "server_error"
+    raw: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,8 +180,10 @@ class _Handler(BaseHTTPRequestHandler):
                 if owner._stopping.wait(seconds):
                     return
                 self._behave(then, body)
-            case HttpError(status=status, message=message):
-                error = {"message": message, "type": "server_error", "code": None}
+            case HttpError(status=status, raw=str() as raw):
+                self._send_raw(status, "text/plain", raw.encode())
+            case HttpError(status=status, message=message, code=code, type=kind):
+                error = {"message": message, "type": kind, "code": code}
                 self._send_json(status, {"error": error})
             case MalformedJson(body=text):
                 self._send_raw(200, "application/json", text.encode())

@@ -1,6 +1,10 @@
-"""How the synthesis client reads retrieval's answer to a document call."""
+"""How the synthesis client reads retrieval's answer to a document call, and what of a
+dependency's failure reaches the caller (no peer address, no configured target)."""
 
 from __future__ import annotations
+
+import logging
+from typing import Any
 
 import grpc
 import pytest
@@ -13,7 +17,12 @@ from services.common.errors import (
     MessageTooLargeError,
     NotFoundError,
 )
-from services.synthesis.clients import _dependency_error, _document_error
+from services.synthesis.clients import (
+    GrpcRetriever,
+    GrpcValidator,
+    _dependency_error,
+    _document_error,
+)
 
 
 def rpc_error(code: grpc.StatusCode, details: str = "scripted") -> aio.AioRpcError:
@@ -66,3 +75,101 @@ def test_a_dependency_error_names_no_peer_address(details: str) -> None:
     assert "10.1.2.3" not in error.message and "::1" not in error.message
     assert error.message.startswith("validator: UNAVAILABLE: ")
     assert "Failed" in error.message  # the cause is kept
+
+
+# grpc-core's words when the configured target does not resolve (grpcio 1.7x, c-ares).
+UNRESOLVED = (
+    "errors resolving validator.grounded-qa.svc.cluster.local:50053: [field:hostname lookup "
+    "error:address lookup failed for validator.grounded-qa.svc.cluster.local:50053: Domain "
+    "name not found]"
+)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "dns:///validator.grounded-qa.svc.cluster.local:50053",
+        "validator.grounded-qa.svc.cluster.local:50053",
+        "dns://10.96.0.10:53/validator.grounded-qa.svc.cluster.local:50053",
+        "dns:validator.grounded-qa.svc.cluster.local:50053",
+        "dns:///validator.grounded-qa.svc.cluster.local",
+    ],
+)
+def test_a_dependency_error_names_no_configured_target(target: str) -> None:
+    """Found by a security audit: a DNS name (the cluster's namespace and service names)
+    reached the caller, since only ipv4:/ipv6:/unix: peers were left out."""
+    error = _dependency_error(
+        "validator", rpc_error(grpc.StatusCode.UNAVAILABLE, UNRESOLVED), target
+    )
+    assert isinstance(error, DependencyUnavailableError)
+    assert "grounded-qa" not in error.message and "50053" not in error.message
+    assert error.message == (
+        "validator: UNAVAILABLE: errors resolving <address>: [field:hostname lookup error:"
+        "address lookup failed for <address>: Domain name not found]"
+    )
+
+
+def test_a_short_target_is_left_out_as_a_whole_word_only() -> None:
+    """A compose service name ("validator") is scrubbed where it is the host, not inside the
+    health service's name."""
+    details = (
+        "DNS resolution failed for validator:50053: C-ares status is not ARES_SUCCESS "
+        "qtype=A name=validator is_balancer=0: Domain name not found "
+        "(grounded.validator.v1.ValidatorService)"
+    )
+    error = _dependency_error(
+        "validator", rpc_error(grpc.StatusCode.UNAVAILABLE, details), "validator:50053"
+    )
+    assert error.message == (
+        "validator: UNAVAILABLE: DNS resolution failed for <address>: C-ares status is not "
+        "ARES_SUCCESS qtype=A name=<address> is_balancer=0: Domain name not found "
+        "(grounded.validator.v1.ValidatorService)"
+    )
+
+
+def test_the_target_stays_in_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="services.synthesis.clients")
+    target = "dns:///validator.grounded-qa.svc.cluster.local:50053"
+
+    _dependency_error("validator", rpc_error(grpc.StatusCode.UNAVAILABLE, UNRESOLVED), target)
+
+    assert "validator.grounded-qa.svc.cluster.local:50053" in caplog.text
+
+
+class _Refusing:
+    """A stub whose every call fails as grpc-core fails an unresolvable target."""
+
+    def __init__(self, details: str) -> None:
+        self._details = details
+
+    def __getattr__(self, method: str) -> Any:
+        async def call(*args: object, **kwargs: object) -> None:
+            raise rpc_error(grpc.StatusCode.UNAVAILABLE, self._details)
+
+        return call
+
+
+async def test_the_clients_leave_their_configured_target_out() -> None:
+    """GrpcRetriever and GrpcValidator pass the address they were configured with (server.py
+    passes SYNTHESIS_RETRIEVAL_ADDR and SYNTHESIS_VALIDATOR_ADDR) to the error mapping."""
+    retrieval_target = "dns:///retrieval.grounded-qa.svc.cluster.local:50051"
+    validator_target = "dns:///validator.grounded-qa.svc.cluster.local:50053"
+    async with aio.insecure_channel("127.0.0.1:9") as channel:
+        retriever = GrpcRetriever(channel, target=retrieval_target)
+        validator = GrpcValidator(channel, target=validator_target)
+        retriever._stub = _Refusing(UNRESOLVED.replace("validator", "retrieval"))  # type: ignore[assignment]
+        validator._stub = _Refusing(UNRESOLVED)  # type: ignore[assignment]
+        failures: list[DependencyUnavailableError] = []
+        calls = [
+            lambda: retriever.retrieve("theft", top_k=3, acts=(), doc_ids=(), timeout_s=1.0),
+            lambda: retriever.get_document("IPC_378", timeout_s=1.0),
+            lambda: validator.validate("An answer.", [], timeout_s=1.0),
+        ]
+        for call in calls:
+            with pytest.raises(DependencyUnavailableError) as caught:
+                await call()
+            failures.append(caught.value)
+
+    for failure in failures:
+        assert "grounded-qa" not in failure.message and "<address>" in failure.message
+        assert "Domain name not found" in failure.message

@@ -12,6 +12,7 @@ import urllib.request
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+import openai
 import pytest
 
 from services.common.evidence import Chunk
@@ -288,9 +289,110 @@ class TestOpenAIGenerator:
                 await gen.aclose()
 
         assert caught.value.failure is GenerationFailure.LLM_UNREACHABLE
-        # Where and why (it said only "Connection error."), without the URL's credentials.
-        assert caught.value.message.startswith(f"cannot reach http://127.0.0.1:{port}/v1: ")
-        assert "ConnectError" in caught.value.message and "pw" not in caught.value.message
+        # Why (the client said only "Connection error."); where is the log's (below).
+        assert caught.value.message.startswith("cannot reach the LLM endpoint: ConnectError: ")
+        assert "pw" not in caught.value.message
+
+    async def test_an_unreachable_endpoint_is_named_in_the_log_not_to_the_caller(
+        self, cheating: GenerationRequest, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """Found by a security audit: the refusal said "cannot reach http://<internal host>/v1"
+        to the caller, and a credential in the base URL's query string with it."""
+        caplog.set_level(logging.WARNING, logger="services.synthesis.openai_generator")
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+            base_url = f"http://user:pw-9f3c@127.0.0.1:{port}/v1?api-key=QS-SECRET-77&x=1"
+            gen = OpenAIGenerator(settings(base_url))
+            try:
+                with pytest.raises(GenerationError) as caught:
+                    await gen.generate(cheating, timeout_s=5.0)
+            finally:
+                await gen.aclose()
+
+        message = caught.value.message
+        assert message.startswith("cannot reach the LLM endpoint: ConnectError: ")
+        assert "127.0.0.1" not in message and str(port) not in message
+        assert f"cannot reach http://127.0.0.1:{port}/v1: ConnectError: " in caplog.text
+        for secret in ("QS-SECRET-77", "api-key", "pw-9f3c"):
+            assert secret not in message and secret not in caplog.text
+            assert secret not in repr(gen)
+
+    async def test_the_cause_of_a_failed_connection_loses_the_endpoints_name(
+        self, cheating: GenerationRequest, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """The cause's own words may name the host (a TLS name mismatch) or an address (a
+        proxy): the caller gets them without it."""
+        caplog.set_level(logging.WARNING, logger="services.synthesis.openai_generator")
+        cause = ConnectionError(
+            "[SSL: CERTIFICATE_VERIFY_FAILED] certificate is not valid for "
+            "'llm-gw.corp.internal'; via proxy 10.12.0.7:3128"
+        )
+        gen = OpenAIGenerator(
+            settings("https://llm-gw.corp.internal:8443/v1"), client=_Failing(cause)
+        )
+
+        with pytest.raises(GenerationError) as caught:
+            await gen.generate(cheating, timeout_s=5.0)
+
+        assert caught.value.failure is GenerationFailure.LLM_UNREACHABLE
+        assert caught.value.message == (
+            "cannot reach the LLM endpoint: ConnectionError: [SSL: CERTIFICATE_VERIFY_FAILED] "
+            "certificate is not valid for '<address>'; via proxy <address>"
+        )
+        assert "cannot reach https://llm-gw.corp.internal:8443/v1: " in caplog.text
+
+    @pytest.mark.parametrize(
+        ("behaviour", "said"),
+        [
+            (
+                # A proxy's plain-text body: internal addresses, paths, a traceback.
+                HttpError(
+                    500,
+                    raw="upstream connect error to 10.12.0.7:8000 /opt/vllm/worker.py line 88 "
+                    "Traceback (most recent call last): ...",
+                ),
+                "HTTP 500 Internal Server Error",
+            ),
+            (
+                HttpError(
+                    429, "Rate limit reached for o1 in org-abc123", code="rate_limit_exceeded"
+                ),
+                "HTTP 429 Too Many Requests (rate_limit_exceeded)",
+            ),
+            (
+                HttpError(404, "The model `x` does not exist", type="invalid_request_error"),
+                "HTTP 404 Not Found (invalid_request_error)",
+            ),
+            # A code that is not a word (vLLM sends the status again) is not repeated.
+            (
+                HttpError(400, "bad", code="400", type="Bad Request: see /srv"),
+                "HTTP 400 Bad Request",
+            ),
+            (HttpError(529, "overloaded", type="overloaded_error"), "HTTP 529 (overloaded_error)"),
+        ],
+        ids=["proxy-text", "rate-limit", "not-found", "numeric-code", "unknown-status"],
+    )
+    async def test_an_http_error_tells_the_caller_its_status_and_the_log_its_body(
+        self,
+        fake_llm: FakeOpenAIServer,
+        generator: OpenAIGenerator,
+        cheating: GenerationRequest,
+        caplog: pytest.LogCaptureFixture,
+        behaviour: HttpError,
+        said: str,
+    ) -> None:
+        """Found by a security audit: the endpoint's body reached the caller as written."""
+        caplog.set_level(logging.WARNING, logger="services.synthesis.openai_generator")
+        fake_llm.script(behaviour)
+
+        with pytest.raises(GenerationError) as caught:
+            await generator.generate(cheating, timeout_s=5.0)
+
+        assert caught.value.failure is GenerationFailure.LLM_HTTP_ERROR
+        assert caught.value.message == said
+        body = behaviour.raw if behaviour.raw is not None else behaviour.message
+        assert body in caplog.text and fake_llm.base_url in caplog.text
 
     async def test_the_callers_request_id_reaches_the_endpoint(
         self, fake_llm: FakeOpenAIServer, generator: OpenAIGenerator, cheating: GenerationRequest
@@ -312,6 +414,22 @@ class TestOpenAIGenerator:
             await generator.generate(cheating, timeout_s=0.1)
 
         assert caught.value.failure is GenerationFailure.LLM_TIMEOUT
+
+
+class _Failing:
+    """An ``AsyncOpenAI`` stand-in whose every completion fails to connect, with ``cause``."""
+
+    def __init__(self, cause: Exception) -> None:
+        self.chat = self
+        self.completions = self
+        self._cause = cause
+
+    async def create(self, **_: object) -> None:
+        # The error keeps the request only for its reader; the generator never reads it.
+        raise openai.APIConnectionError(request=None) from self._cause  # type: ignore[arg-type]
+
+    async def close(self) -> None:
+        pass
 
 
 def _chunk(choices: str, usage: str = "null") -> str:
@@ -520,7 +638,9 @@ class TestSecretHygiene:
             GenerationFailure.LLM_TIMEOUT,
             GenerationFailure.LLM_MALFORMED_OUTPUT,
         ]
-        assert "[REDACTED]" in str(errors[0])
+        # The body stays in the log (the caller gets the status alone), the key redacted.
+        assert str(errors[0]) == "LLM_HTTP_ERROR: HTTP 401 Unauthorized (server_error)"
+        assert "invalid api key [REDACTED]" in caplog.text
         for error in errors:
             assert API_KEY not in str(error)
             assert error.__cause__ is None and error.__suppress_context__
