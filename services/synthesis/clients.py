@@ -227,13 +227,25 @@ def _document_error(err: aio.AioRpcError, target: str = "") -> Exception:
         return _caller_error(err, target)
     if err.code() == grpc.StatusCode.NOT_FOUND:
         return _not_found(err)
-    if err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+    if err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and _reason(err) != "OVERLOADED":
         # Retrieval's own refusal of a document too large to send, or this channel's receive
         # limit (SYNTHESIS_MAX_MESSAGE_BYTES) refusing one retrieval sent: the document's size,
         # not retrieval failing.
         said = _scrubbed(err.details() or "", target)
         return MessageTooLargeError(f"retrieval: {said or 'message too large'}")
     return _dependency_error("retrieval", err, target)
+
+
+def _reason(err: aio.AioRpcError) -> str:
+    """The ErrorInfo reason of our servers' rich status ("" for gRPC's own errors): retrieval
+    answers RESOURCE_EXHAUSTED both for a document too large (MESSAGE_TOO_LARGE) and when it is
+    at its concurrency limit (OVERLOADED), which is retrieval failing, not the document."""
+    status = rpc_status.from_call(err)
+    for detail in status.details if status else ():
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(info):
+            return str(info.reason)
+    return ""
 
 
 def _not_found(err: aio.AioRpcError) -> NotFoundError:

@@ -10,7 +10,7 @@ import grpc
 import pytest
 from grpc import aio
 
-from services.common import status
+from services.common import errors, status
 from services.common.errors import (
     DependencyTimeoutError,
     DependencyUnavailableError,
@@ -173,3 +173,16 @@ async def test_the_clients_leave_their_configured_target_out() -> None:
     for failure in failures:
         assert "grounded-qa" not in failure.message and "<address>" in failure.message
         assert "Domain name not found" in failure.message
+
+
+def test_an_overloaded_retrieval_is_retrieval_failing_not_a_large_document() -> None:
+    """Retrieval at its concurrency limit answers RESOURCE_EXHAUSTED too (reason OVERLOADED):
+    the caller gets UNAVAILABLE (retry), not 'message too large' about its document."""
+    rich = status.to_status(errors.OverloadedError("the retrieval server is already handling"))
+    error = _document_error(
+        aio.AioRpcError(
+            rich.code, aio.Metadata(), aio.Metadata(*rich.trailing_metadata), details=rich.details
+        )
+    )
+    assert type(error) is DependencyUnavailableError
+    assert status.code_for(error) == grpc.StatusCode.UNAVAILABLE
