@@ -40,6 +40,7 @@ from services.common.metrics import (
     JUDGE_TOKENS,
 )
 from services.common.redis_store import RedisStore
+from services.common.urls import display_url
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +90,10 @@ class OpenAIJudge:
         self._style = PromptStyle(settings.prompt)
 
     def __repr__(self) -> str:
-        return f"OpenAIJudge(base_url={self._settings.base_url!r}, model={self.model!r})"
+        # Logged at start-up ("judge tier on"): no userinfo, query string or fragment, which
+        # may carry a credential.
+        url = display_url(self._settings.base_url)
+        return f"OpenAIJudge(base_url={url!r}, model={self.model!r})"
 
     @property
     def model(self) -> str:

@@ -9,7 +9,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import SplitResult, parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl
 
 import anyio.lowlevel
 import openai
@@ -17,6 +17,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
 from services.common.evidence import MAX_ANSWER_BYTES
 from services.common.logs import request_id_var
+from services.common.urls import display_url, split_url
 from services.synthesis.generation import (
     GenerationError,
     GenerationFailure,
@@ -78,7 +79,7 @@ class OpenAIGenerator:
     ) -> None:
         self._settings = settings
         self._secrets = _url_secrets(settings.base_url, settings.api_key)
-        self._endpoint = _display_url(settings.base_url)
+        self._endpoint = display_url(settings.base_url)
         self._endpoint_names = _url_names(settings.base_url)
         self._client = client or openai.AsyncOpenAI(
             base_url=settings.base_url,
@@ -392,31 +393,12 @@ def _body_text(exc: openai.APIStatusError) -> str:
     return _STATUS_PREFIX.sub("", exc.message) or "(no body)"
 
 
-def _split(url: str) -> SplitResult | None:
-    try:
-        parts = urlsplit(url)
-        _ = parts.port  # raises ValueError for a port that is not a number
-    except ValueError:
-        return None
-    return parts
-
-
-def _display_url(url: str) -> str:
-    """``url`` as the log may name it: without ``user:password@``, query string or fragment
-    (either may hold a credential, e.g. ``?api-key=...``)."""
-    parts = _split(url)
-    if parts is None:
-        return "<unparsable base URL>"
-    netloc = parts.netloc.rsplit("@", 1)[-1]
-    return urlunsplit(parts._replace(netloc=netloc, query="", fragment=""))
-
-
 def _url_secrets(url: str, api_key: str) -> tuple[str, ...]:
     """What is redacted wherever it appears: the API key, and the base URL's userinfo, query
     string and fragment, whole and by value; longest first, so that a part never leaves the
     rest of a longer secret behind."""
     found = {api_key}
-    parts = _split(url)
+    parts = split_url(url)
     if parts is not None:
         userinfo = parts.netloc.rsplit("@", 1)[0] if "@" in parts.netloc else ""
         # "user:password" or a key alone ("https://KEY@host"); a user name is no secret.
@@ -431,8 +413,8 @@ def _url_secrets(url: str, api_key: str) -> tuple[str, ...]:
 
 def _url_names(url: str) -> re.Pattern[str]:
     """The base URL as written, as logged, and its host (with any port), each a whole word."""
-    parts = _split(url)
-    forms = {url, _display_url(url)}
+    parts = split_url(url)
+    forms = {url, display_url(url)}
     if parts is not None and parts.hostname:
         forms.update((parts.netloc.rsplit("@", 1)[-1], parts.hostname))
     alternatives = "|".join(re.escape(f) for f in sorted(forms - {""}, key=len, reverse=True))

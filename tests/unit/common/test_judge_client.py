@@ -3,6 +3,7 @@ agreeing, disagreeing, slow, failing and malformed replies, budgets, log-probabi
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import AsyncIterator, Iterator
 
@@ -197,6 +198,14 @@ class TestJudgeClient:
         judge = OpenAIJudge(settings(server))
         assert "sk-judge-secret" not in repr(judge)
         assert "sk-judge-secret" not in repr(settings(server))
+
+    def test_repr_never_shows_a_credential_in_the_base_url(self, server: FakeOpenAIServer) -> None:
+        """The repr is logged at start-up ("judge tier on")."""
+        url = "https://user:pw-secret@judge.example:8443/v1?api-key=q-secret#frag"
+        judge = OpenAIJudge(dataclasses.replace(settings(server), base_url=url))
+        shown = repr(judge)
+        assert "https://judge.example:8443/v1" in shown
+        assert not any(s in shown for s in ("pw-secret", "q-secret", "user", "frag"))
 
 
 class TestJudgeSettings:
