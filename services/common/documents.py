@@ -27,6 +27,24 @@ def doc_id_violations(doc_id: str, field: str = "doc_id") -> list[FieldViolation
     return []
 
 
+def filter_value_violations(field: str, values: Sequence[str]) -> list[FieldViolation]:
+    """Filter values (act codes, document ids) longer than any id may be, each named with its
+    index (``filters.acts[2]``). RetrievePassages' ``filters`` and ListDocuments' ``acts`` are
+    checked with it, at retrieval and at synthesis before it passes a request on, so that a
+    value is never echoed whole in an error, and a megabyte filter value is the caller's bad
+    input at the front door rather than a dependency failure.
+
+    Values are not stripped or folded (filters are exact), and the number of values is each
+    request's own rule."""
+    return [
+        FieldViolation(
+            f"{field}[{i}]", f"must be at most {MAX_ID_CHARS} characters (got {len(value):,})"
+        )
+        for i, value in enumerate(values)
+        if len(value) > MAX_ID_CHARS
+    ]
+
+
 # ListDocuments' page: its default and largest size, and how many acts it may be limited to.
 DEFAULT_PAGE_SIZE: Final = 50
 MAX_PAGE_SIZE: Final = 500
@@ -47,6 +65,8 @@ def list_violations(page_size: int, acts: Sequence[str]) -> list[FieldViolation]
         )
     if len(acts) > MAX_LIST_ACTS:
         found.append(FieldViolation("acts", f"must hold at most {MAX_LIST_ACTS} values"))
+    else:
+        found += filter_value_violations("acts", acts)
     return found
 
 

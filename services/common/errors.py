@@ -20,6 +20,7 @@ Expected outcomes are not errors: insufficient evidence and failed validation ar
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +29,37 @@ class FieldViolation:
 
     field: str
     description: str
+
+
+# The most characters of a caller's value an error message repeats (``shown``).
+MAX_SHOWN_CHARS: Final = 64
+# The most characters of InvalidInputError's summary (its message, logged and sent as the
+# status message): the violations that fit, then how many more there are.
+MAX_SUMMARY_CHARS: Final = 700
+
+
+def shown(value: str, limit: int = MAX_SHOWN_CHARS) -> str:
+    """``value`` as an error message quotes a caller's value: its repr, cut after ``limit``
+    characters with its length said, so a megabyte sent never comes back in an error or a log
+    line (``'abc…' (1,000,000 characters)``)."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}… ({len(value):,} characters)"
+
+
+def _summary(violations: list[FieldViolation]) -> str:
+    """``field: description; …`` for as many violations as fit ``MAX_SUMMARY_CHARS``, then
+    how many were left out (the BadRequest detail lists them, within its own bound)."""
+    parts: list[str] = []
+    used = 0
+    for i, v in enumerate(violations):
+        part = f"{v.field}: {v.description}"
+        if parts and used + len(part) + 2 > MAX_SUMMARY_CHARS:
+            parts.append(f"and {len(violations) - i} more")
+            break
+        parts.append(part[:MAX_SUMMARY_CHARS])
+        used += len(part) + 2
+    return "; ".join(parts)
 
 
 class GroundedError(Exception):
@@ -49,7 +81,7 @@ class InvalidInputError(GroundedError):
     def __init__(self, violations: list[FieldViolation], message: str | None = None) -> None:
         if not violations:
             raise ValueError("InvalidInputError needs at least one field violation")
-        summary = message or "; ".join(f"{v.field}: {v.description}" for v in violations)
+        summary = message or _summary(violations)
         super().__init__(summary)
         self.violations: tuple[FieldViolation, ...] = tuple(violations)
 

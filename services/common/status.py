@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 import grpc
 from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
@@ -10,6 +12,15 @@ from grpc_status import rpc_status
 from services.common import errors
 
 ERROR_DOMAIN = "grounded.qa"
+
+# A status goes back in HTTP/2 trailers, which the caller's gRPC refuses past its metadata
+# limits (8 KiB soft, refused at random above it; 16 KiB hard): the caller then sees
+# RESOURCE_EXHAUSTED "received metadata size exceeds ..." instead of the error, and a service
+# calling another reports an outage for what was bad input. The message (sent twice: as
+# grpc-message, percent-encoded, and in the details) and the field violations are kept to these
+# UTF-8 byte sizes, about 6 KiB of trailers at worst.
+MAX_STATUS_MESSAGE_BYTES: Final = 768
+MAX_VIOLATION_BYTES: Final = 2048
 
 # Exact class → code. Subclasses must be listed themselves: a test fails on any unmapped class.
 STATUS_BY_ERROR: dict[type[errors.GroundedError], grpc.StatusCode] = {
@@ -48,43 +59,62 @@ def _pack(message: object) -> any_pb2.Any:
 
 def to_status(error: errors.GroundedError) -> grpc.Status:
     """Build a rich status: ErrorInfo always, BadRequest field violations for bad input,
-    ResourceInfo for a resource that does not exist."""
+    ResourceInfo for a resource that does not exist. The message and the violations are bounded
+    (``MAX_STATUS_MESSAGE_BYTES``, ``MAX_VIOLATION_BYTES``): violations past the bound are left
+    out and counted in ErrorInfo's ``violations_not_shown``."""
     code = code_for(error)
-    details = [
-        _pack(
-            error_details_pb2.ErrorInfo(
-                reason=error.reason, domain=ERROR_DOMAIN, metadata=error.metadata
-            )
-        )
-    ]
+    message = _bounded(error.message, MAX_STATUS_MESSAGE_BYTES)
+    metadata = dict(error.metadata)
+    extra: list[any_pb2.Any] = []
     if isinstance(error, errors.InvalidInputError):
-        details.append(
-            _pack(
-                error_details_pb2.BadRequest(
-                    field_violations=[
-                        error_details_pb2.BadRequest.FieldViolation(
-                            field=v.field, description=v.description
-                        )
-                        for v in error.violations
-                    ]
-                )
-            )
-        )
+        shown = _bounded_violations(error.violations)
+        if len(shown) < len(error.violations):
+            metadata["violations_not_shown"] = str(len(error.violations) - len(shown))
+        extra.append(_pack(error_details_pb2.BadRequest(field_violations=shown)))
     if isinstance(error, errors.NotFoundError):
-        details.append(
+        extra.append(
             _pack(
                 error_details_pb2.ResourceInfo(
                     resource_type=error.resource_type,
                     resource_name=error.resource_name,
-                    description=error.message,
+                    description=message,
                 )
             )
         )
+    info = error_details_pb2.ErrorInfo(reason=error.reason, domain=ERROR_DOMAIN, metadata=metadata)
     status = status_pb2.Status(
-        code=getattr(code_pb2, code.name), message=error.message, details=details
+        code=getattr(code_pb2, code.name), message=message, details=[_pack(info), *extra]
     )
     rich: grpc.Status = rpc_status.to_status(status)
     return rich
+
+
+def _bounded(text: str, max_bytes: int) -> str:
+    """``text`` whole, or cut to fit ``max_bytes`` of UTF-8 with "…" saying so."""
+    raw = text.encode()
+    if len(raw) <= max_bytes:
+        return text
+    return raw[: max_bytes - 3].decode(errors="ignore") + "…"
+
+
+def _bounded_violations(
+    violations: tuple[errors.FieldViolation, ...],
+) -> list[error_details_pb2.BadRequest.FieldViolation]:
+    """The violations, in order, that fit ``MAX_VIOLATION_BYTES`` (always the first, its
+    description cut to fit); the rest are counted in ErrorInfo, not sent."""
+    kept: list[error_details_pb2.BadRequest.FieldViolation] = []
+    used = 0
+    for v in violations:
+        item = error_details_pb2.BadRequest.FieldViolation(
+            field=_bounded(v.field, MAX_VIOLATION_BYTES // 4),
+            description=_bounded(v.description, MAX_VIOLATION_BYTES // 2),
+        )
+        size = item.ByteSize() + 3  # the repeated field's tag and length
+        if kept and used + size > MAX_VIOLATION_BYTES:
+            break
+        kept.append(item)
+        used += size
+    return kept
 
 
 def internal_status(message: str = "internal error") -> grpc.Status:

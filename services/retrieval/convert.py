@@ -12,8 +12,8 @@ from services.common.documents import (
     require_doc_id,
     require_list,
 )
-from services.common.errors import MessageTooLargeError, Violations, top_k_rule
-from services.common.evidence import Chunk
+from services.common.errors import MessageTooLargeError, Violations, shown, top_k_rule
+from services.common.evidence import MAX_ID_CHARS, Chunk
 from services.common.passages import (
     INTENT_TO_PROTO,
     document_to_proto,
@@ -65,13 +65,13 @@ def request_from_proto(
         if len(values) > MAX_FILTER_VALUES:
             continue  # already reported as too many
         for i, value in enumerate(values):
-            if value not in known:
+            if value not in known and len(value) <= MAX_ID_CHARS:  # else: reported as too long
                 hint = (
                     _act_hint(value, known_acts)
                     if name == "acts"
                     else _doc_hint(meant(value) if meant else None)
                 )
-                violations.add(f"filters.{name}[{i}]", f"unknown value {value!r}{hint}")
+                violations.add(f"filters.{name}[{i}]", f"unknown value {shown(value)}{hint}")
     violations.raise_if_any()
     return SearchRequest(
         query=request.query.strip(),
@@ -129,8 +129,10 @@ def list_from_proto(request: pb.ListDocumentsRequest, *, known_acts: frozenset[s
         violations.add(violation.field, violation.description)
     if len(acts) <= MAX_LIST_ACTS:
         for i, act in enumerate(acts):
-            if act not in known_acts:
-                violations.add(f"acts[{i}]", f"unknown value {act!r}{_act_hint(act, known_acts)}")
+            if act not in known_acts and len(act) <= MAX_ID_CHARS:  # else: reported as too long
+                violations.add(
+                    f"acts[{i}]", f"unknown value {shown(act)}{_act_hint(act, known_acts)}"
+                )
     violations.raise_if_any()
     return require_list(request.page_size, acts)
 

@@ -18,6 +18,7 @@ from typing import Final, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from services.common.documents import filter_value_violations
 from services.common.errors import (
     DeadlineExceededError,
     FieldViolation,
@@ -142,6 +143,8 @@ def request_violations(
             violations.append(
                 FieldViolation(f"filters.{name}", f"must hold at most {MAX_FILTER_VALUES} values")
             )
+        else:
+            violations += filter_value_violations(f"filters.{name}", values)
     if not (stages.dense or stages.lexical):
         violations.append(FieldViolation("stages", "at least one of dense and lexical must run"))
     return violations

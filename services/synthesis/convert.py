@@ -8,6 +8,7 @@ from typing import cast
 from grounded.synthesis.v1 import synthesis_service_pb2 as pb
 from grounded.type.v1 import evidence_pb2
 
+from services.common.documents import filter_value_violations
 from services.common.errors import Violations, top_k_rule
 from services.common.language.text import is_blank, normalise_query
 from services.common.passages import INTENT_TO_PROTO, scored_to_proto, timings_to_proto
@@ -90,6 +91,9 @@ def request_from_proto(
         "top_k",
         top_k_rule(MAX_TOP_K, request.top_k),
     )
+    for name in ("acts", "doc_ids"):  # retrieval's rule, checked before passing them on
+        for bad in filter_value_violations(f"filters.{name}", getattr(request.filters, name)):
+            violations.add(bad.field, bad.description)
     violations.check(
         request.generator in GENERATOR_NAMES, "generator", f"unknown generator {request.generator}"
     )

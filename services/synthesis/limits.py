@@ -17,6 +17,10 @@ DEFAULT_TOP_K: Final = 5
 # RetrievePassages' own query limit (tests/unit/synthesis/test_limits.py keeps them equal):
 # the second hop's query (question + first passage) is cut to fit it.
 MAX_RETRIEVAL_QUERY_CHARS: Final = 2000
+# Filter values (filters.acts, filters.doc_ids) are retrieval's to limit, each to the id length
+# (services.common.documents.filter_value_violations, one rule for both services); the edge
+# checks their length before passing them on, so a megabyte value is the caller's bad input here
+# rather than a retrieval error too large to come back.
 MAX_HISTORY_TURNS: Final = 50
 MAX_TURN_CHARS: Final = 8000
 # A multi-part question ("How is X punished, and how is Y punished?", ``question_parts``) is

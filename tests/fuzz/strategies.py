@@ -25,7 +25,12 @@ _LONG_TEXT = st.builds(
 TEXT = st.one_of(_SHORT_TEXT, _SHORT_TEXT, st.sampled_from(["", " ", "\n\t", "\x00"]), _LONG_TEXT)
 KNOWN_ACTS = frozenset({"IPC", "CrPC"})
 KNOWN_DOC_IDS = frozenset({"IPC_420", "IPC_378"})
-_FILTER_VALUE = st.one_of(st.sampled_from(sorted(KNOWN_ACTS | KNOWN_DOC_IDS)), _SHORT_TEXT)
+# Known, short, and at and past the 256-character id limit (a value's length limit).
+_FILTER_VALUE = st.one_of(
+    st.sampled_from(sorted(KNOWN_ACTS | KNOWN_DOC_IDS)),
+    _SHORT_TEXT,
+    st.builds(lambda n: "A" * n, st.sampled_from([256, 257, 5000])),
+)
 # At and past the 100-value limit, cheaply: a drawn short list repeated.
 _FILTER_VALUES = st.one_of(
     st.lists(_FILTER_VALUE, max_size=4),

@@ -69,19 +69,20 @@ def _violated_fields(error: InvalidInputError) -> set[str]:
 
 
 def _assert_invalid_argument(error: InvalidInputError) -> None:
-    """The error maps to INVALID_ARGUMENT with a BadRequest listing every violation."""
+    """The error maps to INVALID_ARGUMENT with a BadRequest listing the violations in order, as
+    many as fit the status's bound, and ErrorInfo counting the rest (``violations_not_shown``)."""
     rich = status.to_status(error)
     assert rich.code == grpc.StatusCode.INVALID_ARGUMENT
     bad = error_details_pb2.BadRequest()
-    packed = [
-        detail
-        for detail in _status_details(rich)
-        if detail.type_url.endswith("google.rpc.BadRequest")
-    ]
+    info = error_details_pb2.ErrorInfo()
+    details = _status_details(rich)
+    packed = [d for d in details if d.type_url.endswith("google.rpc.BadRequest")]
     assert len(packed) == 1 and packed[0].Unpack(bad)
-    assert [(f.field, f.description) for f in bad.field_violations] == [
-        (v.field, v.description) for v in error.violations
-    ]
+    assert any(d.Unpack(info) for d in details)
+    sent = [(f.field, f.description) for f in bad.field_violations]
+    assert sent and sent == [(v.field, v.description) for v in error.violations][: len(sent)]
+    assert int(info.metadata.get("violations_not_shown", "0")) == len(error.violations) - len(sent)
+    assert sum(len(v) for _, v in rich.trailing_metadata) <= 8 * 1024
 
 
 def _status_details(rich: grpc.Status) -> list[any_pb2.Any]:
@@ -151,7 +152,8 @@ class TestRetrievalRequestFromProto:
             (request.filters.acts, KNOWN_ACTS),
             (request.filters.doc_ids, KNOWN_DOC_IDS),
         ):
-            if len(values) > retrieval_convert.MAX_FILTER_VALUES or set(values) - known:
+            too_long = any(len(v) > MAX_ID_CHARS for v in values)
+            if len(values) > retrieval_convert.MAX_FILTER_VALUES or set(values) - known or too_long:
                 expected.add("filters")
         stages = request.stages
         dense = stages.dense if stages.HasField("dense") else defaults.dense
@@ -217,6 +219,10 @@ class TestSynthesisRequestFromProto:
         )
         if len(request.model) > 200 or unprintable or (request.model and wrong_generator):
             expected.add("model")
+        # Filter values are retrieval's to know; their length is checked here too (an id's).
+        filters = (*request.filters.acts, *request.filters.doc_ids)
+        if any(len(v) > MAX_ID_CHARS for v in filters):
+            expected.add("filters")
         try:
             parsed = c.request_from_proto(
                 request, default_top_k=5, default_generator=default_generator
@@ -303,7 +309,10 @@ class TestListDocumentsFromProto:
     @FUZZ
     @given(
         st.integers(min_value=-(2**31), max_value=2**31 - 1) | st.integers(-3, MAX_PAGE_SIZE + 3),
-        st.lists(st.text(max_size=8), max_size=MAX_LIST_ACTS + 5),
+        st.lists(
+            st.text(max_size=8) | st.sampled_from(["A" * 256, "A" * 257]),
+            max_size=MAX_LIST_ACTS + 5,
+        ),
     )
     def test_listing_rejected_exactly_when_a_limit_is_broken(
         self, page_size: int, acts: list[str]
@@ -313,7 +322,7 @@ class TestListDocumentsFromProto:
         expected: set[str] = set()
         if not 0 <= request.page_size <= MAX_PAGE_SIZE:
             expected.add("page_size")
-        if len(request.acts) > MAX_LIST_ACTS:
+        if len(request.acts) > MAX_LIST_ACTS or any(len(a) > MAX_ID_CHARS for a in request.acts):
             expected.add("acts")
         try:
             size = require_list(request.page_size, request.acts)

@@ -191,6 +191,7 @@ async def test_the_listing_pages_through_every_indexed_section_once(
         ({"page_size": 501}, "page_size", "between 0"),
         ({"page_size": -1}, "page_size", "between 0"),
         ({"acts": ["NOPE"]}, "acts[0]", "unknown value 'NOPE'"),
+        ({"acts": ["IPC", "A" * 1_000_000]}, "acts[1]", "at most 256 characters (got 1,000,000)"),
         ({"page_token": "not-a-token"}, "page_token", "is not a page token"),
         ({"page_token": "eyJvIjo1LCJhIjpbXSwiaSI6IngifQ"}, "page_token", "was made for index 'x'"),
     ],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import grpc
@@ -126,6 +127,34 @@ class TestSynthesizeAnswer:
         assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert field in field_violations(info.value)
         assert error_reason(info.value) == "INVALID_INPUT"
+
+    async def test_synthesize_megabyte_filter_values_are_the_callers_bad_input(
+        self, stack: Stack, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """The audit's request: three 1 MB act codes. Retrieval's error echoed them whole, too
+        large for gRPC to bring back, and synthesis answered UNAVAILABLE with an ERROR line
+        (DEPENDENCY_UNAVAILABLE): bad input reported as an outage. The front door answers."""
+        filters = evidence_pb2.EvidenceFilters(acts=["A" * 1_000_000] * 3)
+        with caplog.at_level(logging.INFO):
+            async with grpc.aio.insecure_channel(stack.synthesis) as channel:
+                stub = spb_grpc.SynthesisServiceStub(channel)
+                with pytest.raises(grpc.aio.AioRpcError) as info:
+                    await stub.SynthesizeAnswer(
+                        spb.SynthesizeAnswerRequest(question="What is theft?", filters=filters),
+                        timeout=30,
+                    )
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert error_reason(info.value) == "INVALID_INPUT"
+        assert field_violations(info.value) == {
+            f"filters.acts[{i}]": "must be at most 256 characters (got 1,000,000)" for i in range(3)
+        }
+        assert len(info.value.details() or "") < 400
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+        # Nothing logged repeats the values: the longest line is far from their megabytes.
+        longest = max(len(r.getMessage()) + len(str(r.__dict__)) for r in caplog.records)
+        assert longest < 10_000
+        methods = [getattr(r, "method", "") for r in caplog.records if r.getMessage() == "rpc"]
+        assert "RetrievePassages" not in methods  # rejected before retrieval was asked
 
     async def test_synthesize_names_an_unoffered_generator_with_the_other_bad_fields(
         self, stack: Stack

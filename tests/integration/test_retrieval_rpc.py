@@ -130,6 +130,42 @@ class TestValidation:
             await retrieve(stub, query="theft", **fields)
         assert field_violations(info.value) == {field: description}
 
+    async def test_retrieve_filter_values_of_a_megabyte_are_named_not_echoed(
+        self, stub: pb_grpc.RetrievalServiceStub
+    ) -> None:
+        """The audit's request: three 1 MB act codes. Each was echoed whole ("unknown value
+        'AAAA…'"), a 3 MB log line here and an error too large for the caller's gRPC to read
+        (RESOURCE_EXHAUSTED "received metadata size exceeds hard limit"), which synthesis then
+        reported as retrieval being down."""
+        filters = evidence_pb2.EvidenceFilters(acts=["A" * 1_000_000] * 3, doc_ids=["IPC_378"])
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await retrieve(stub, query="theft", filters=filters)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert field_violations(info.value) == {
+            f"filters.acts[{i}]": "must be at most 256 characters (got 1,000,000)" for i in range(3)
+        }
+        assert len(info.value.details() or "") < 400
+        assert sum(len(v) for _, v in info.value.trailing_metadata() or ()) < 4096
+
+    async def test_retrieve_a_hundred_unknown_filter_values_is_still_invalid_argument(
+        self, stub: pb_grpc.RetrievalServiceStub
+    ) -> None:
+        """Within the limits (100 values of 256 characters) the unknown-value violations, each
+        with the known acts, were over gRPC's 16 KiB for a status: the status is bounded, the
+        first violations sent and the rest counted."""
+        filters = evidence_pb2.EvidenceFilters(
+            acts=[f"{i:03d}" + "A" * 253 for i in range(100)],
+            doc_ids=[f"{i:03d}" + "D" * 253 for i in range(100)],
+        )
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await retrieve(stub, query="theft", filters=filters)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert error_reason(info.value) == "INVALID_INPUT"
+        violations = field_violations(info.value)
+        assert list(violations)[:3] == [f"filters.acts[{i}]" for i in range(3)]
+        assert "unknown value '000AAAA" in violations["filters.acts[0]"]
+        assert "… (256 characters)" in violations["filters.acts[0]"]
+
     async def test_retrieve_query_of_exactly_2000_characters_is_accepted(
         self, stub: pb_grpc.RetrievalServiceStub
     ) -> None:

@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from services.common.documents import doc_id_violations, document_text
+from services.common.documents import (
+    MAX_LIST_ACTS,
+    doc_id_violations,
+    document_text,
+    filter_value_violations,
+    list_violations,
+)
 from services.common.errors import IndexIntegrityError
 from services.common.evidence import MAX_ID_CHARS, Chunk
 
@@ -37,6 +43,27 @@ class TestDocIdRule:
         assert violation.field == "f"
         assert f"at most {MAX_ID_CHARS}" in violation.description
         assert f"got {MAX_ID_CHARS + 1}" in violation.description
+
+
+class TestFilterValueRule:
+    def test_values_of_at_most_an_id_length_pass_whatever_they_hold(self) -> None:
+        assert filter_value_violations("filters.acts", ["", " ", "I" * MAX_ID_CHARS]) == []
+
+    def test_each_longer_value_is_named_by_its_index_with_its_length(self) -> None:
+        violations = filter_value_violations(
+            "filters.doc_ids", ["IPC_420", "I" * (MAX_ID_CHARS + 1), "x", "y" * 1_000_000]
+        )
+        assert [(v.field, v.description) for v in violations] == [
+            ("filters.doc_ids[1]", f"must be at most {MAX_ID_CHARS} characters (got 257)"),
+            ("filters.doc_ids[3]", f"must be at most {MAX_ID_CHARS} characters (got 1,000,000)"),
+        ]
+
+    def test_list_documents_acts_follow_the_same_rule(self) -> None:
+        (violation,) = list_violations(0, ["IPC", "A" * (MAX_ID_CHARS + 1)])
+        assert violation.field == "acts[1]"
+        # Too many acts is one violation; their lengths are not listed as well.
+        (violation,) = list_violations(0, ["A" * 1000] * (MAX_LIST_ACTS + 1))
+        assert violation.field == "acts"
 
 
 class TestDocumentText:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+
 import grpc
+import pytest
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
@@ -73,6 +76,79 @@ class TestStatusMapping:
         except ValueError:
             return
         raise AssertionError("an InvalidInputError without violations must be refused")
+
+
+def _trailer_bytes(rich: grpc.Status) -> int:
+    """What the trailers weigh as the caller's gRPC counts them: each key and value as sent
+    (the message percent-encoded, details base64) plus 32 bytes."""
+    message = sum(1 if 0x20 <= b <= 0x7E and b != 0x25 else 3 for b in rich.details.encode())
+    sent = [("grpc-message", message), ("grpc-status", 1)]
+    sent += [(k, len(base64.b64encode(v))) for k, v in rich.trailing_metadata]
+    return sum(len(k) + size + 32 for k, size in sent)
+
+
+class TestBoundedStatus:
+    """A status is sent in trailers, which the caller's gRPC refuses past 8 KiB (at random) and
+    16 KiB (always): the audit's three 1 MB filter values came back as RESOURCE_EXHAUSTED
+    "received metadata size exceeds hard limit" instead of INVALID_ARGUMENT."""
+
+    def many(self, n: int, description: str) -> errors.InvalidInputError:
+        return errors.InvalidInputError(
+            [errors.FieldViolation(f"filters.acts[{i}]", description) for i in range(n)]
+        )
+
+    @pytest.mark.parametrize(
+        ("n", "description"),
+        [
+            (200, "must be at most 256 characters (got 257)"),
+            (100, "unknown value 'ACT'; known acts: BNS, BNSS, BSA, COI, CPC, CrPC, IEA, IPC"),
+            (3, "x" * 1_000_000),
+            (50, "ज" * 300),
+        ],
+    )
+    def test_a_status_stays_under_the_callers_metadata_limit(
+        self, n: int, description: str
+    ) -> None:
+        error = self.many(n, description)
+        rich = status.to_status(error)
+        assert rich.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert _trailer_bytes(rich) < 8 * 1024
+        decoded = rpc_status.from_call(_FakeCall(rich))  # type: ignore[arg-type]
+        assert decoded is not None
+        bad, info = error_details_pb2.BadRequest(), error_details_pb2.ErrorInfo()
+        assert any(d.Unpack(bad) for d in decoded.details)
+        assert any(d.Unpack(info) for d in decoded.details)
+        shown = [v.field for v in bad.field_violations]
+        assert shown == [f"filters.acts[{i}]" for i in range(len(shown))]  # the first, in order
+        assert int(info.metadata.get("violations_not_shown", "0")) == n - len(shown)
+
+    def test_a_small_status_is_sent_whole(self) -> None:
+        error = self.many(3, "must be at most 256 characters (got 300)")
+        rich = status.to_status(error)
+        decoded = rpc_status.from_call(_FakeCall(rich))  # type: ignore[arg-type]
+        assert decoded is not None and decoded.message == error.message
+        bad, info = error_details_pb2.BadRequest(), error_details_pb2.ErrorInfo()
+        assert any(d.Unpack(bad) for d in decoded.details)
+        assert any(d.Unpack(info) for d in decoded.details)
+        assert len(bad.field_violations) == 3 and "violations_not_shown" not in info.metadata
+
+    def test_the_summary_names_the_violations_that_fit_then_how_many_more(self) -> None:
+        error = self.many(100, "must be at most 256 characters (got 257)")
+        assert len(error.message) <= errors.MAX_SUMMARY_CHARS + 20
+        assert error.message.startswith("filters.acts[0]: must be at most 256")
+        shown = error.message.count("must be at most")
+        assert error.message.endswith(f"; and {100 - shown} more")
+
+    @pytest.mark.parametrize(
+        ("value", "expected"),
+        [
+            ("IPC", "'IPC'"),
+            ("I" * 64, repr("I" * 64)),
+            ("I" * 1_000_000, repr("I" * 64) + "… (1,000,000 characters)"),
+        ],
+    )
+    def test_shown_quotes_a_callers_value_cut_to_its_start(self, value: str, expected: str) -> None:
+        assert errors.shown(value) == expected
 
 
 class _FakeCall:

@@ -204,6 +204,15 @@ class TestRequestInvariants:
 
     def test_request_within_the_limits_is_built(self) -> None:
         assert SearchRequest("theft", top_k=100).top_k == 100
+        assert SearchRequest("theft", acts=("I" * 256,), doc_ids=("D" * 256,)).acts
+
+    def test_request_filter_value_longer_than_an_id_is_never_built(self) -> None:
+        with pytest.raises(InvalidInputError) as info:
+            SearchRequest("theft", acts=("IPC", "I" * 1_000_000), doc_ids=("D" * 257,))
+        assert [(v.field, v.description) for v in info.value.violations] == [
+            ("filters.acts[1]", "must be at most 256 characters (got 1,000,000)"),
+            ("filters.doc_ids[0]", "must be at most 256 characters (got 257)"),
+        ]
 
 
 class TestStageSwitches:

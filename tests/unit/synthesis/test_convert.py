@@ -227,6 +227,38 @@ class TestRequestFromProto:
 
         assert parsed.question == "What is theft?"
 
+    def test_request_from_proto_rejects_a_filter_value_longer_than_an_id(self) -> None:
+        """The audit's request: three 1 MB act codes. Rejected here, at the front door, as the
+        caller's bad input; before, retrieval's error echoed them whole, too large to come
+        back, and synthesis answered UNAVAILABLE."""
+        request = pb.SynthesizeAnswerRequest(
+            question="What is theft?",
+            filters=evidence_pb2.EvidenceFilters(
+                acts=["IPC", *["A" * 1_000_000] * 3], doc_ids=["D" * 257, "D" * 256]
+            ),
+        )
+
+        with pytest.raises(InvalidInputError) as info:
+            convert.request_from_proto(request, default_top_k=5)
+
+        assert [(v.field, v.description) for v in info.value.violations] == [
+            ("filters.acts[1]", "must be at most 256 characters (got 1,000,000)"),
+            ("filters.acts[2]", "must be at most 256 characters (got 1,000,000)"),
+            ("filters.acts[3]", "must be at most 256 characters (got 1,000,000)"),
+            ("filters.doc_ids[0]", "must be at most 256 characters (got 257)"),
+        ]
+        assert len(info.value.message) < 400
+
+    def test_request_from_proto_passes_filter_values_of_an_id_length(self) -> None:
+        request = pb.SynthesizeAnswerRequest(
+            question="What is theft?",
+            filters=evidence_pb2.EvidenceFilters(acts=["A" * 256], doc_ids=["D" * 256]),
+        )
+
+        parsed = convert.request_from_proto(request, default_top_k=5)
+
+        assert (parsed.acts, parsed.doc_ids) == (("A" * 256,), ("D" * 256,))
+
     @pytest.mark.parametrize("question", ["", "   ", "\x00", "\u200b\u200b", "\u202e\n"])
     def test_request_from_proto_rejects_a_question_with_nothing_visible(
         self, question: str
