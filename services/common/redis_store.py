@@ -83,7 +83,8 @@ class RedisStore:
     def get(self, key: str, decode: Callable[[bytes], T]) -> T | None:
         """The stored entry decoded, or None on a miss, an error or an outage (each reported).
 
-        ``decode`` raises ``ValueError`` for an entry it cannot read; that entry is dropped.
+        ``decode`` raises ``ValueError`` for an entry it cannot read or use; that entry is
+        dropped (counted as ``error`` and logged with the reason).
         """
         if not self._may_try():
             self._on_event("bypass")
@@ -107,7 +108,7 @@ class RedisStore:
             entry = decode(raw if isinstance(raw, bytes) else str(raw).encode())
         except ValueError as exc:
             self._on_event("error")
-            logger.warning("dropping undecodable %s entry %s: %s", self.label, key, exc)
+            logger.warning("dropping unusable %s entry %s: %s", self.label, key, exc)
             return None
         self._on_event("hit")
         return entry

@@ -10,7 +10,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Final, Protocol
@@ -24,6 +24,7 @@ from services.common.errors import (
     FieldViolation,
     InvalidInputError,
     TooLongForModelError,
+    shown,
 )
 from services.common.evidence import Chunk, ScoredChunk, StageScores, StageSkip
 from services.common.intent import Intent
@@ -60,7 +61,8 @@ logger = logging.getLogger(__name__)
 
 # Bump when SearchResult's meaning or the pipeline changes what a cached entry would hold.
 # 2: a query longer than the embedding model's input is read in windows (2026-11-26).
-PIPELINE_VERSION: Final = 2
+# 3: an entry holds passage ids and scores, not passages: text comes from the index (2026-11-26).
+PIPELINE_VERSION: Final = 3
 
 STAGES: Final = ("cache", "dense", "lexical", "expansion", "fusion", "rerank", "aggregation")
 
@@ -245,12 +247,60 @@ class SearchSettings:
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
+@dataclass(frozen=True, slots=True)
+class CachedPassage:
+    """One ranked passage of a cached result: its id and the scores this search gave it."""
+
+    semantic_id: str
+    score: float
+    stages: StageScores
+
+
+@dataclass(frozen=True, slots=True)
+class CachedResult:
+    """What the result cache keeps of a SearchResult: only what the index cannot give back.
+
+    No passage text or provenance: a hit takes each passage from the index in memory by its
+    id (``Searcher``), so an entry written by anyone else than this code (Redis has no say in
+    what it stores) can at most reorder or rescore passages the index holds, never put words
+    into one. The index version is the cache key's, not the entry's; timings are the hit's own.
+    """
+
+    passages: tuple[CachedPassage, ...]
+    intent: Intent
+    expanded_queries: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, result: SearchResult) -> CachedResult:
+        return cls(
+            passages=tuple(
+                CachedPassage(s.chunk.semantic_id, s.score, s.stages) for s in result.chunks
+            ),
+            intent=result.intent,
+            expanded_queries=tuple(result.expanded_queries),
+        )
+
+
+class UnusableCacheEntryError(ValueError):
+    """A cached entry this search cannot serve: a passage id the index does not hold, a passage
+    twice, more passages than ``top_k``, one outside the request's filters or below its
+    ``min_score``. The entry is dropped (a ``ValueError``, as an undecodable one) and the search
+    runs as on a miss; its result replaces the entry."""
+
+
+# Rebuilds a SearchResult from a cached entry, or raises UnusableCacheEntryError.
+Resolve = Callable[[CachedResult], SearchResult]
+
+
 class ResultCache(Protocol):
     """Where search results are kept between identical requests (cache-aside)."""
 
-    def get(self, key: str) -> SearchResult | None: ...
+    def get(self, key: str, resolve: Resolve) -> SearchResult | None:
+        """The entry under ``key`` as ``resolve`` rebuilds it; None on a miss, an outage, or an
+        entry that cannot be decoded or that ``resolve`` refuses (each counted and logged)."""
+        ...
 
-    def set(self, key: str, result: SearchResult) -> None: ...
+    def set(self, key: str, entry: CachedResult) -> None: ...
 
 
 def cache_key(
@@ -389,6 +439,8 @@ class Searcher:
             raise ValueError("index and chunk list disagree in length")
         self.settings = settings
         self._chunks: Sequence[Chunk] = artifacts.chunks
+        # A cache hit's passages, by id (ids are unique: the index loader checks).
+        self._position_of = {c.semantic_id: p for p, c in enumerate(self._chunks)}
         self._index = artifacts.index
         self._index_version = artifacts.index_version
         self._encoder = encoder
@@ -466,10 +518,10 @@ class Searcher:
         if stages.cache and self._cache is not None:
             key = cache_key(request, self._index_version, settings=self.settings)
             with clock.stage("cache"):
-                cached = self._cache.get(key)
+                cached = self._cache.get(key, lambda entry: self._from_cache(entry, request))
             if cached is not None:
                 return dataclasses.replace(
-                    cached, cache_hit=True, timings=[StageTiming("cache", True, clock.ms["cache"])]
+                    cached, timings=[StageTiming("cache", True, clock.ms["cache"])]
                 )
 
         query = normalise_query(request.query)
@@ -546,8 +598,49 @@ class Searcher:
             index_version=self._index_version,
         )
         if key is not None and self._cache is not None and not clock.skipped:
-            self._cache.set(key, result)
+            self._cache.set(key, CachedResult.of(result))
         return result
+
+    def _from_cache(self, entry: CachedResult, request: SearchRequest) -> SearchResult:
+        """A hit as this index serves it: each passage taken from the index by id, with the
+        entry's scores. Anything a search of ``request`` could not have returned is
+        ``UnusableCacheEntryError`` (a stale or forged entry; Redis is not trusted with text)."""
+        if len(entry.passages) > request.top_k:
+            raise UnusableCacheEntryError(
+                f"{len(entry.passages)} passages for top_k {request.top_k}"
+            )
+        scored: list[ScoredChunk] = []
+        seen: set[str] = set()
+        for passage in entry.passages:
+            position = self._position_of.get(passage.semantic_id)
+            if position is None:
+                raise UnusableCacheEntryError(
+                    f"passage {shown(passage.semantic_id)} is not in this index"
+                )
+            if passage.semantic_id in seen:
+                raise UnusableCacheEntryError(f"passage {shown(passage.semantic_id)} twice")
+            seen.add(passage.semantic_id)
+            chunk = self._chunks[position]
+            if (request.acts and chunk.act not in request.acts) or (
+                request.doc_ids and chunk.doc_id not in request.doc_ids
+            ):
+                raise UnusableCacheEntryError(
+                    f"passage {passage.semantic_id} is outside the request's filters"
+                )
+            if not (math.isfinite(passage.score) and passage.score >= request.min_score):
+                raise UnusableCacheEntryError(
+                    f"passage {passage.semantic_id} scores {passage.score}, not a finite score "
+                    f">= min_score {request.min_score}"
+                )
+            scored.append(ScoredChunk(chunk, passage.score, passage.stages))
+        return SearchResult(
+            chunks=scored,
+            intent=entry.intent,
+            expanded_queries=list(entry.expanded_queries),
+            timings=[],
+            cache_hit=True,
+            index_version=self._index_version,
+        )
 
     # --- stages ------------------------------------------------------------------------------
 

@@ -1,8 +1,11 @@
-"""The retrieval result cache against a real, private redis-server: hits, TTL, an outage."""
+"""The retrieval result cache against a real, private redis-server: hits, TTL, an outage, and
+entries rewritten in Redis (which has no authentication by default) never served."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 import logging
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -14,6 +17,7 @@ from grounded.retrieval.v1 import retrieval_service_pb2 as pb
 from grounded.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc
 from prometheus_client import REGISTRY
 
+from services.common.passages import scored_from_proto
 from services.common.server import ServiceApp
 from services.retrieval import server as retrieval_server
 from services.retrieval.config import RetrievalConfig
@@ -26,11 +30,13 @@ TTL_S = 1234
 UNAVAILABLE_LOG = "redis cache unavailable"
 
 
-def bypassed() -> float:
-    value = REGISTRY.get_sample_value(
-        "grounded_retrieval_cache_events_total", {"outcome": "bypass"}
-    )
+def events(outcome: str) -> float:
+    value = REGISTRY.get_sample_value("grounded_retrieval_cache_events_total", {"outcome": outcome})
     return value or 0.0
+
+
+def bypassed() -> float:
+    return events("bypass")
 
 
 @pytest.fixture(scope="module")
@@ -129,3 +135,89 @@ class TestRedisCache:
         assert hit, "the cache never came back after Redis restarted"
         assert any("available again" in r.getMessage() for r in caplog.records)
         assert len([r for r in caplog.records if UNAVAILABLE_LOG in r.getMessage()]) == 1
+
+
+class TestRewrittenEntries:
+    """The audit's finding: an entry edited with redis-cli ("three years" → "ninety days")
+    was served as retrieved evidence, and synthesis's answer from it validated as GROUNDED
+    (the validator checks an answer against the evidence synthesis sends it)."""
+
+    QUERY = "What is the punishment for theft?"
+
+    async def cached(
+        self, stub: pb_grpc.RetrievalServiceStub, redis: RedisServer
+    ) -> tuple[str, pb.RetrievePassagesResponse]:
+        client = redis.client()
+        try:
+            client.flushdb()
+            first = await retrieve(stub, self.QUERY)
+            (key,) = client.keys("grounded:retrieval:*")
+        finally:
+            client.close()
+        assert not first.cache_hit
+        assert any("three years" in p.text for p in first.passages), first.passages
+        return key.decode(), first
+
+    def write(self, redis: RedisServer, key: str, entry: object) -> None:
+        client = redis.client()
+        try:
+            client.set(key, json.dumps(entry), ex=TTL_S)
+        finally:
+            client.close()
+
+    async def test_an_entry_with_the_text_rewritten_is_not_served(
+        self, stub: pb_grpc.RetrievalServiceStub, redis: RedisServer
+    ) -> None:
+        key, first = await self.cached(stub, redis)
+        # The entry as it held passages whole (version 1), each text edited as the audit did.
+        chunks = [scored_from_proto(p) for p in first.passages]
+        poisoned = {
+            "v": 1,
+            "intent": "punishment",
+            "expanded_queries": [],
+            "index_version": first.index_version,
+            "timings": [{"stage": "dense", "ran": True, "duration_ms": 1.0}],
+            "chunks": [
+                {
+                    "chunk": dataclasses.asdict(
+                        dataclasses.replace(
+                            s.chunk, text=s.chunk.text.replace("three years", "ninety days")
+                        )
+                    ),
+                    "score": s.score,
+                    "stages": dataclasses.asdict(s.stages),
+                }
+                for s in chunks
+            ],
+        }
+        self.write(redis, key, poisoned)
+        errors = events("error")
+
+        second = await retrieve(stub, self.QUERY)
+
+        assert not any("ninety days" in p.text for p in second.passages)
+        assert not second.cache_hit and list(second.passages) == list(first.passages)
+        assert events("error") == errors + 1
+        assert (await retrieve(stub, self.QUERY)).cache_hit  # recomputed, written over
+
+    async def test_an_entry_naming_a_passage_the_index_lacks_is_a_miss(
+        self,
+        stub: pb_grpc.RetrievalServiceStub,
+        redis: RedisServer,
+        caplog: pytest.LogCaptureFixture,
+    ) -> None:
+        key, first = await self.cached(stub, redis)
+        client = redis.client()
+        try:
+            entry = json.loads(client.get(key) or b"{}")
+        finally:
+            client.close()
+        assert "three years" not in json.dumps(entry)  # Redis holds no passage text
+        entry["passages"][0]["id"] = "IPC_379_99"
+        self.write(redis, key, entry)
+        caplog.set_level(logging.WARNING, logger="services.common.redis_store")
+
+        second = await retrieve(stub, self.QUERY)
+
+        assert not second.cache_hit and list(second.passages) == list(first.passages)
+        assert any("'IPC_379_99' is not in this index" in r.getMessage() for r in caplog.records)

@@ -11,12 +11,15 @@ import numpy.typing as npt
 import pytest
 
 from services.common.errors import DeadlineExceededError, InvalidInputError, TooLongForModelError
-from services.common.evidence import Chunk, ScoredChunk, StageSkip
+from services.common.evidence import Chunk, ScoredChunk, StageScores, StageSkip
 from services.retrieval import search
 from services.retrieval.expansion import QueryAnalysis
 from services.retrieval.rerank import HeuristicReranker, Scores
 from services.retrieval.search import (
     STAGES,
+    CachedPassage,
+    CachedResult,
+    Resolve,
     Searcher,
     SearchRequest,
     SearchResult,
@@ -33,20 +36,29 @@ ALL_ON = StageSwitches(
 
 
 class DictCache:
-    """An in-memory ResultCache that records what the searcher asked of it."""
+    """An in-memory ResultCache that records what the searcher asked of it, and which entries
+    the searcher refused (``refused``: the reason, as RedisResultCache logs it)."""
 
     def __init__(self) -> None:
-        self.entries: dict[str, SearchResult] = {}
+        self.entries: dict[str, CachedResult] = {}
         self.gets: list[str] = []
         self.sets: list[str] = []
+        self.refused: list[str] = []
 
-    def get(self, key: str) -> SearchResult | None:
+    def get(self, key: str, resolve: Resolve) -> SearchResult | None:
         self.gets.append(key)
-        return self.entries.get(key)
+        entry = self.entries.get(key)
+        if entry is None:
+            return None
+        try:
+            return resolve(entry)
+        except ValueError as exc:
+            self.refused.append(str(exc))
+            return None
 
-    def set(self, key: str, result: SearchResult) -> None:
+    def set(self, key: str, entry: CachedResult) -> None:
         self.sets.append(key)
-        self.entries[key] = result
+        self.entries[key] = entry
 
 
 class SpyReranker:
@@ -300,6 +312,90 @@ class TestStageSwitches:
             True,
         )
         assert (defaults.expansion, defaults.rerank) == (False, False)
+
+
+class TestCacheEntries:
+    """A hit is rebuilt from the index: the entry gives passage ids and scores, never text, and
+    an entry a search of the request could not have written is refused (a miss, recomputed)."""
+
+    REQUEST = SearchRequest("punishment for theft", top_k=3)
+
+    def cached(self) -> tuple[Searcher, DictCache, str, SearchResult]:
+        cache = DictCache()
+        searcher = make_searcher(cache=cache)
+        first = searcher.search(self.REQUEST)
+        (key,) = cache.entries
+        return searcher, cache, key, first
+
+    def test_cache_entry_holds_ids_and_scores_not_text(self) -> None:
+        _, cache, key, first = self.cached()
+        entry = cache.entries[key]
+        assert [p.semantic_id for p in entry.passages] == [
+            s.chunk.semantic_id for s in first.chunks
+        ]
+        assert [p.score for p in entry.passages] == [s.score for s in first.chunks]
+        assert not hasattr(entry.passages[0], "chunk") and not hasattr(entry, "chunks")
+
+    def test_cache_hit_takes_each_passage_from_the_index(self) -> None:
+        searcher, cache, key, _ = self.cached()
+        index = {c.semantic_id: c for c in statute_chunks()}
+        # An entry rewritten to name another indexed passage: served with the index's text.
+        cache.entries[key] = dataclasses.replace(
+            cache.entries[key], passages=(CachedPassage("IPC_379_0", 0.5, StageScores()),)
+        )
+        hit = searcher.search(self.REQUEST)
+        assert hit.cache_hit
+        assert [s.chunk for s in hit.chunks] == [index["IPC_379_0"]]
+        assert "three years" in hit.chunks[0].chunk.text
+
+    @pytest.mark.parametrize(
+        ("passages", "why"),
+        [
+            ((CachedPassage("IPC_379_9", 0.9, StageScores()),), "not in this index"),
+            ((CachedPassage("X" * 10_000, 0.9, StageScores()),), "not in this index"),
+            (
+                (
+                    CachedPassage("IPC_379_0", 0.9, StageScores()),
+                    CachedPassage("IPC_379_0", 0.8, StageScores()),
+                ),
+                "twice",
+            ),
+            (
+                tuple(CachedPassage(c.semantic_id, 0.5, StageScores()) for c in statute_chunks()),
+                "for top_k 3",
+            ),
+            ((CachedPassage("IPC_379_0", float("nan"), StageScores()),), "not a finite score"),
+        ],
+    )
+    def test_cache_entry_the_search_could_not_have_written_is_a_miss(
+        self, passages: tuple[CachedPassage, ...], why: str
+    ) -> None:
+        searcher, cache, key, first = self.cached()
+        cache.entries[key] = dataclasses.replace(cache.entries[key], passages=passages)
+        result = searcher.search(self.REQUEST)
+        assert not result.cache_hit
+        assert len(cache.refused) == 1 and why in cache.refused[0]
+        assert len(cache.refused[0]) < 200  # a forged id is not echoed whole
+        assert result.chunks == first.chunks  # recomputed from the index
+        assert cache.entries[key] == CachedResult.of(first)  # and the entry replaced
+
+    def test_cache_entry_outside_the_filters_or_below_min_score_is_a_miss(self) -> None:
+        cache = DictCache()
+        searcher = make_searcher(cache=cache)
+        for request in (
+            SearchRequest("punishment for theft", acts=("CRPC",)),
+            SearchRequest("punishment for theft", doc_ids=("IPC_378",)),
+            SearchRequest("punishment for theft", min_score=0.01),
+        ):
+            searcher.search(request)
+            key = cache.sets[-1]
+            low = CachedPassage("IPC_379_0", 0.001, StageScores())
+            cache.entries[key] = dataclasses.replace(cache.entries[key], passages=(low,))
+            assert not searcher.search(request).cache_hit
+        assert len(cache.refused) == 3
+        assert "outside the request's filters" in cache.refused[0]
+        assert "outside the request's filters" in cache.refused[1]
+        assert "not a finite score >= min_score 0.01" in cache.refused[2]
 
 
 class TestLongQueries:
