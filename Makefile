@@ -95,6 +95,7 @@ bench-validator: install ## Validator latency (lexical tiers and the entailment 
 	$(PY) -m bench.validator_perf
 	$(PY) -m bench.validator_model
 	$(PY) -m bench.validator_inline
+	$(PY) -m bench.validator_pathological
 	@if command -v valgrind >/dev/null; then $(PY) -m bench.validator_instructions; \
 	else echo "valgrind not installed: instructions per call not counted (apt-get install valgrind)"; fi
 	$(PY) -m bench.validator_accuracy

@@ -40,7 +40,7 @@ from services.common.language.text import is_blank, normalise_query
 from services.common.metrics import STAGE_SECONDS
 from services.common.refusal import REFUSAL
 from services.common.tracing import annotate, stage_span
-from services.common.validation import ValidationReport, Verdict
+from services.common.validation import SentenceVerdict, ValidationReport, Verdict
 from services.synthesis.answerability import (
     ANSWERING_EFFECTS,
     QUESTION_TOO_LONG,
@@ -1031,10 +1031,25 @@ def verdict(base: ResultBuilder, text: str, report: ValidationReport) -> Synthes
     return base.refuse(
         SynthesisStatus.REFUSED_VALIDATION_FAILED,
         "VALIDATION_FAILED",
-        f"the draft failed validation: {report.reason.value}"
-        + (f": {report.detail}" if report.detail else ""),
+        _failed_validation(report),
         report,
     )
+
+
+def _failed_validation(report: ValidationReport) -> str:
+    """A refusal's words for a draft the validator rejected: its reason and the sentence that
+    failed, never the draft's text (a client shows ``refusal_reason`` to people, and the draft is
+    what was refused, markup included); ``validation.detail`` says why in full."""
+    failed = next(
+        (
+            s
+            for s in report.sentences
+            if s.reason is report.reason and s.verdict is SentenceVerdict.UNSUPPORTED
+        ),
+        None,
+    )
+    where = f" (sentence {failed.index}; validation.detail says why)" if failed else ""
+    return f"the draft failed validation: {report.reason.value}{where}"
 
 
 def is_refusal(text: str) -> bool:

@@ -237,7 +237,8 @@ class TestOpenAIAnswers:
 
         assert_refused(response, spb.ANSWER_STATUS_REFUSED_VALIDATION_FAILED)
         assert response.validation.reason == validation_pb2.VALIDATION_REASON_UNSAFE_TEXT
-        assert "UNSAFE_TEXT: " in response.refusal_reason
+        assert response.refusal_reason.startswith("the draft failed validation: UNSAFE_TEXT (")
+        assert "<" not in response.refusal_reason and "\u202e" not in response.refusal_reason
 
 
 class TestOpenAIFailures:

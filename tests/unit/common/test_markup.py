@@ -41,7 +41,8 @@ def test_what_a_reader_would_not_see_is_named(text: str, named: str) -> None:
         "a < b > c, and 3<4.",
         "[Whoever](https://indiacode.nic.in/ipc) commits theft.",  # absolute: links.py's rule
         "Tabs\tand\nlines\r\n.",
-        "क्ष\u200dत्रिय and \u200cZWNJ",  # joiners belong to Indic and Persian script
+        "क्ष\u200dत्रिय and می\u200cخواهم",  # joiners belong to Indic and Persian words
+        "👩\u200d💻 and ❤\ufe0f",  # an emoji sequence, an emoji-style selector
         "Wikipedia marks direction\u200e here.",  # LRM reorders nothing
         "soft\u00adhyphen",
         "Theft [IPC_379_0].",
@@ -82,3 +83,21 @@ def test_a_bare_email_address_is_a_mail_link() -> None:
         "mailto:help@evil.example",
         "https://x.y/p?e=a@b.c",
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("Theft &#x202E;&#x2066; is punished.", "U+202E RIGHT-TO-LEFT OVERRIDE"),
+        ("Theft &#8203; is punished.", "U+200B ZERO WIDTH SPACE"),
+        ("the" + "\u200c\u200d" * 56 + "ft", "U+200C ZERO WIDTH NON-JOINER"),
+        ("\u200dTheft", "U+200D ZERO WIDTH JOINER"),
+        ("th\U000e0100e\U000e0101ft", "U+E0100 VARIATION SELECTOR-17"),
+        ("Theft\nis punished.\n<!--\nWhoever\n", "'<!--\\nWhoever\\n'"),
+    ],
+    ids=["entity-override", "entity-zwsp", "joiner-run", "joiner-at-edge", "selectors", "unclosed"],
+)
+def test_the_reviewers_ways_round_are_closed(text: str, named: str) -> None:
+    """A review of the first version got hidden text past it: character references a renderer
+    decodes, joiner runs carrying bytes, variation selectors, a comment left open."""
+    assert named in unsafe(text, EVIDENCE)

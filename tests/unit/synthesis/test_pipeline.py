@@ -23,7 +23,13 @@ from services.common.intent import Intent
 from services.common.language.citations import resolve_positions
 from services.common.language.text import normalise_query
 from services.common.refusal import REFUSAL
-from services.common.validation import Reason, ValidationReport, Verdict
+from services.common.validation import (
+    Reason,
+    SentenceReport,
+    SentenceVerdict,
+    ValidationReport,
+    Verdict,
+)
 from services.synthesis import convert
 from services.synthesis.extractive import ExtractiveGenerator
 from services.synthesis.generation import (
@@ -239,23 +245,38 @@ class TestRefusals:
         assert result.refusal_code == "GENERATOR_DECLINED"
         assert validator.calls == []
 
-    async def test_the_refusal_reason_carries_the_validators_words(
+    async def test_the_refusal_reason_names_the_sentence_and_never_quotes_the_draft(
         self, ipc: Mapping[str, Chunk]
     ) -> None:
-        why = 'sentence 0 ("Paris is the capital of France."): 0% of its words are cited'
+        """refusal_reason is shown to people: it names the reason and the failing sentence,
+        and leaves the refused draft's text (markup included) to validation.detail."""
+        draft = "<img src=x onerror=alert(1)> Paris is the capital of France."
+        failing = SentenceReport(
+            1, draft, SentenceVerdict.UNSUPPORTED, Reason.UNSAFE_TEXT, 0.0, detail="markup"
+        )
+        exempt = SentenceReport(0, "Here:", SentenceVerdict.EXEMPT, Reason.META_STATEMENT, 0.0)
 
         class Explaining:
             async def validate(
                 self, answer: str, evidence: Sequence[Chunk], *, timeout_s: float
             ) -> ValidationReport:
-                return ValidationReport(Verdict.NOT_GROUNDED, Reason.LOW_COVERAGE, 0.0, detail=why)
+                return ValidationReport(
+                    Verdict.NOT_GROUNDED,
+                    Reason.UNSAFE_TEXT,
+                    0.0,
+                    sentences=(exempt, failing),
+                    detail=f'sentence 1 ("{draft}"): markup',
+                )
 
-        generator = ScriptedGenerator("Paris is the capital of France [IPC_420_0].")
+        generator = ScriptedGenerator(f"Here: {draft} [IPC_420_0].")
         synth = pipeline(FakeRetriever(scored(ipc, *CHEATING_IDS)), generator, Explaining())
 
         result = await synth.answer(SynthesisRequest(CHEATING))
 
-        assert result.refusal_reason == f"the draft failed validation: LOW_COVERAGE: {why}"
+        assert result.refusal_reason == (
+            "the draft failed validation: UNSAFE_TEXT (sentence 1; validation.detail says why)"
+        )
+        assert result.validation is not None and draft in result.validation.detail
 
     @pytest.mark.parametrize(
         ("draft", "reason"),
