@@ -563,7 +563,7 @@ def _judge(
                 claim.tokens, claim.negations, [(a.tokens, a.negations) for a in analyses]
             )
             if disagreements:
-                problems[Reason.NEGATION_MISMATCH] = "; ".join(disagreements)
+                problems[Reason.NEGATION_MISMATCH] = _listed_problems(_unique(disagreements))
         if options.check_negation:
             cited_tokens = [a.tokens for a in analyses]
             flipped = (
@@ -573,10 +573,16 @@ def _judge(
             )
             made_duty = modality.duties_for_permissions(claim.tokens, cited_tokens)
             if made_duty:
-                problems[Reason.MODALITY_MISMATCH] = "; ".join(made_duty)
+                problems[Reason.MODALITY_MISMATCH] = _listed_problems(_unique(made_duty))
             if flipped:
                 problems[Reason.NEGATION_MISMATCH] = "; ".join(
-                    filter(None, (problems.get(Reason.NEGATION_MISMATCH), *flipped))
+                    filter(
+                        None,
+                        (
+                            problems.get(Reason.NEGATION_MISMATCH),
+                            _listed_problems(_unique(flipped)),
+                        ),
+                    )
                 )
         # A sentence quoted word for word from what it cites cannot misstate it; parsing the
         # quote as a claim could (s.303's "under sentence of imprisonment for life" is the
@@ -589,9 +595,9 @@ def _judge(
                 cited = [c for text in texts for c in _evidence_penalties(text)]
                 misstated = penalty.problems(stated, cited)
                 if misstated:
-                    problems[Reason.PENALTY_MISMATCH] = "; ".join(misstated)
+                    problems[Reason.PENALTY_MISMATCH] = _listed_problems(_unique(misstated))
             if swapped:
-                problems[Reason.ROLE_MISMATCH] = "; ".join(swapped)
+                problems[Reason.ROLE_MISMATCH] = _listed_problems(_unique(swapped))
         missing = _missing(terms, cited_terms, ids, view, options)
         if missing:
             problems[Reason.MISSING_CITATION] = "uses uncited evidence " + _listed(

@@ -77,6 +77,8 @@ class NegationScope:
     # The words right before and after the cue, digits left out (see ``edits``).
     before: tuple[str, ...] = ()
     after: tuple[str, ...] = ()
+    # The scan stopped at its token bound before any term: what the cue negates is unread.
+    cut: bool = False
 
 
 def is_cue(tokens: Sequence[Token], i: int) -> bool:
@@ -136,7 +138,11 @@ def scopes(
         # A scope reads at most _SCOPE_TOKENS_PER_TERM tokens per term it may hold: a cue
         # followed by no term (a 64 KiB answer of "no no no ...") once made every cue scan to
         # the end of the text, quadratic: 27 s for one request.
-        for j in range(i + 1, min(len(tokens), i + 1 + width * _SCOPE_TOKENS_PER_TERM)):
+        # A scope cut there before it found any term is kept as unread (``cut``): in a claim it
+        # fails the sentence rather than pass as a negation of nothing (``mismatches``).
+        limit = min(len(tokens), i + 1 + width * _SCOPE_TOKENS_PER_TERM)
+        cut = False
+        for j in range(i + 1, limit):
             follower = tokens[j]
             if follower.clause != clause:
                 if terms or jumped:
@@ -150,9 +156,17 @@ def scopes(
                 negated.add(j)
                 if term not in terms:
                     terms.append(term)
+        else:
+            cut = not terms and limit < len(tokens)
         found.append(
             NegationScope(
-                token.norm, token.start, token.end, tuple(terms), False, *_context(tokens, i)
+                token.norm,
+                token.start,
+                token.end,
+                tuple(terms),
+                False,
+                *_context(tokens, i),
+                cut=cut,
             )
         )
     return tuple(found), frozenset(negated)
@@ -201,6 +215,12 @@ def mismatches(
     problems: list[str] = []
     claim_negated = {term for scope in claim_scopes for term in scope.terms}
     for scope in claim_scopes:
+        if scope.cut:
+            problems.append(
+                f"claim says '{scope.cue}' but no word it negates follows within "
+                f"{SCOPE_TERMS * _SCOPE_TOKENS_PER_TERM} words, so the negation cannot be checked"
+            )
+            continue
         if scope.bound and _bound_backed(scope.terms[0], evidence_list, evidence_words):
             continue
         if (

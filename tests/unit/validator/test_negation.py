@@ -290,3 +290,26 @@ class TestNegationWithoutCue:
         self, claim: str, evidence: str
     ) -> None:
         assert mismatches(claim, evidence)
+
+
+class TestScopeBound:
+    """A scope reads a bounded number of tokens (linear time on "no no no ..."); a claim cue
+    that finds no term within the bound fails rather than negate nothing (a review got a
+    negated claim past the cheap tiers by padding 28 stop words after "not")."""
+
+    EVIDENCE = "Whoever commits theft shall be punished with imprisonment for three years."
+
+    def test_a_padded_negation_is_a_mismatch(self) -> None:
+        claim = "Theft is not " + "of the and a to or in " * 4 + "punishable."
+        (problem,) = mismatches(claim, self.EVIDENCE)
+        assert "no word it negates follows within 24 words" in problem
+
+    def test_a_negation_followed_by_nothing_at_the_end_is_not_cut(self) -> None:
+        """The bound cuts a scope only when tokens remain; a sentence that simply ends after
+        its cue is read whole, as before."""
+        (scope,) = analyse("Theft is punished, or not").negations
+        assert not scope.cut
+
+    def test_an_ordinary_negation_is_read_whole(self) -> None:
+        (scope,) = analyse("Theft is not punishable with death.").negations
+        assert scope.terms == ("punish", "death") and not scope.cut
