@@ -78,12 +78,23 @@ class InvalidInputError(GroundedError):
 
     reason = "INVALID_INPUT"
 
-    def __init__(self, violations: list[FieldViolation], message: str | None = None) -> None:
+    def __init__(
+        self,
+        violations: list[FieldViolation],
+        message: str | None = None,
+        *,
+        not_shown: int = 0,
+    ) -> None:
+        """``not_shown``: violations known to exist but not listed (a dependency's bounded
+        status said how many it left out); the status counts them with its own."""
         if not violations:
             raise ValueError("InvalidInputError needs at least one field violation")
         summary = message or _summary(violations)
+        if not_shown and not message:
+            summary += f" (and {not_shown:,} more not listed)"
         super().__init__(summary)
         self.violations: tuple[FieldViolation, ...] = tuple(violations)
+        self.not_shown = not_shown
 
 
 class NotReadyError(GroundedError):

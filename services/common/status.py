@@ -68,8 +68,9 @@ def to_status(error: errors.GroundedError) -> grpc.Status:
     extra: list[any_pb2.Any] = []
     if isinstance(error, errors.InvalidInputError):
         shown = _bounded_violations(error.violations)
-        if len(shown) < len(error.violations):
-            metadata["violations_not_shown"] = str(len(error.violations) - len(shown))
+        left_out = len(error.violations) - len(shown) + error.not_shown
+        if left_out:
+            metadata["violations_not_shown"] = str(left_out)
         extra.append(_pack(error_details_pb2.BadRequest(field_violations=shown)))
     if isinstance(error, errors.NotFoundError):
         extra.append(

@@ -208,15 +208,20 @@ class GrpcValidator:
 def _caller_error(err: aio.AioRpcError, target: str = "") -> Exception:
     """Retrieval's field violations (e.g. an unknown act filter) are the caller's bad input."""
     violations: list[FieldViolation] = []
+    not_shown = 0
     status = rpc_status.from_call(err)
     for detail in status.details if status else ():
         bad = error_details_pb2.BadRequest()
+        info = error_details_pb2.ErrorInfo()
         if detail.Unpack(bad):
             violations.extend(FieldViolation(v.field, v.description) for v in bad.field_violations)
+        elif detail.Unpack(info) and info.metadata.get("violations_not_shown", "").isdigit():
+            # Retrieval's status is bounded: what it left out is counted, and passed on.
+            not_shown = int(info.metadata["violations_not_shown"])
     if not violations:
         said = _scrubbed(err.details() or "", target)
         return DependencyUnavailableError("retrieval", f"rejected the request: {said}")
-    return InvalidInputError(violations)
+    return InvalidInputError(violations, not_shown=not_shown)
 
 
 def _document_error(err: aio.AioRpcError, target: str = "") -> Exception:

@@ -8,6 +8,7 @@ from typing import Any
 
 import grpc
 import pytest
+from google.rpc import error_details_pb2, status_pb2
 from grpc import aio
 
 from services.common import errors, status
@@ -20,6 +21,7 @@ from services.common.errors import (
 from services.synthesis.clients import (
     GrpcRetriever,
     GrpcValidator,
+    _caller_error,
     _dependency_error,
     _document_error,
 )
@@ -186,3 +188,27 @@ def test_an_overloaded_retrieval_is_retrieval_failing_not_a_large_document() -> 
     )
     assert type(error) is DependencyUnavailableError
     assert status.code_for(error) == grpc.StatusCode.UNAVAILABLE
+
+
+def test_violations_retrieval_left_out_are_still_counted() -> None:
+    """Retrieval's status lists what fits and counts the rest (violations_not_shown); synthesis
+    passing its violations on kept the list and dropped the count, so a caller with 200 bad
+    filter values was told of 14 (a review found it)."""
+    bad = [errors.FieldViolation(f"filters.acts[{i}]", "x" * 200) for i in range(200)]
+    sent = status.to_status(errors.InvalidInputError(bad))
+    relayed = _caller_error(
+        aio.AioRpcError(
+            sent.code, aio.Metadata(), aio.Metadata(*sent.trailing_metadata), details=sent.details
+        )
+    )
+    assert isinstance(relayed, errors.InvalidInputError)
+    again = status.to_status(relayed)
+    decoded = status_pb2.Status.FromString(dict(again.trailing_metadata)["grpc-status-details-bin"])
+    shown = not_shown = 0
+    for detail in decoded.details:
+        request, meta = error_details_pb2.BadRequest(), error_details_pb2.ErrorInfo()
+        if detail.Unpack(request):
+            shown = len(request.field_violations)
+        elif detail.Unpack(meta):
+            not_shown = int(meta.metadata.get("violations_not_shown", "0"))
+    assert shown + not_shown == 200 and not_shown > 0
