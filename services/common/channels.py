@@ -16,6 +16,7 @@ from grpc import aio
 from services.common.config import LOAD_BALANCING, TlsSettings
 from services.common.interceptors import REQUEST_ID_KEY
 from services.common.logs import request_id_var
+from services.common.status import reason_of
 from services.common.tracing import client_interceptors
 
 
@@ -160,7 +161,8 @@ async def call_idempotent(
     connect_wait_s: float = 0.0,
     attempts: int = 2,
 ) -> _T:
-    """Run an idempotent unary ``call(timeout_s)``, again on UNAVAILABLE while time is left.
+    """Run an idempotent unary ``call(timeout_s)``, again on UNAVAILABLE, or on a server at its
+    concurrency limit (RESOURCE_EXHAUSTED / OVERLOADED), while time is left.
 
     With a ``channel``, first wait up to ``connect_wait_s`` (at most half the budget) for it to
     be READY (``ready_within``), so the first call after a dependency restarts gets through.
@@ -169,7 +171,9 @@ async def call_idempotent(
     It cannot retry a call whose server died after answering with headers (the servers echo the
     request id in initial metadata at once, which commits the call): that call fails
     UNAVAILABLE ("Stream removed"), and this sends it once more, which round_robin routes to
-    another server. Every attempt gets only what is left of ``timeout_s``.
+    another server. A server at its limit refuses before any work: round_robin sends the next
+    attempt to another one, which may have room. Every attempt gets only what is left of
+    ``timeout_s``.
     """
     deadline = time.monotonic() + timeout_s
     if channel is not None:
@@ -180,11 +184,19 @@ async def call_idempotent(
         except aio.AioRpcError as error:
             if (
                 attempt == attempts
-                or error.code() != grpc.StatusCode.UNAVAILABLE
+                or not _worth_another(error)
                 or deadline - time.monotonic() <= 0.01
             ):
                 raise
     raise AssertionError("unreachable")  # the loop returns or raises
+
+
+def _worth_another(error: aio.AioRpcError) -> bool:
+    """A failure another server (or the same one a moment later) may not repeat."""
+    code = error.code()
+    return code == grpc.StatusCode.UNAVAILABLE or (
+        code == grpc.StatusCode.RESOURCE_EXHAUSTED and reason_of(error) == "OVERLOADED"
+    )
 
 
 def outbound_metadata() -> tuple[tuple[str, str], ...]:

@@ -127,3 +127,15 @@ def internal_status(message: str = "internal error") -> grpc.Status:
     )
     rich: grpc.Status = rpc_status.to_status(status)
     return rich
+
+
+def reason_of(error: grpc.aio.AioRpcError) -> str:
+    """The ErrorInfo reason of a rich status our servers sent ("" for gRPC's own errors, or a
+    peer that sends none): what tells RESOURCE_EXHAUSTED / OVERLOADED (a server at its limit)
+    from RESOURCE_EXHAUSTED / MESSAGE_TOO_LARGE (a message too big)."""
+    status = rpc_status.from_call(error)
+    for detail in status.details if status else ():
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(info):
+            return str(info.reason)
+    return ""

@@ -29,6 +29,7 @@ from services.common.errors import (
 )
 from services.common.evidence import Chunk
 from services.common.passages import INTENT_FROM_PROTO, chunk_to_proto, scored_from_proto
+from services.common.status import reason_of
 from services.common.validation import ValidationReport
 from services.common.validation_proto import report_from_proto
 from services.synthesis.pipeline import RetrievedEvidence
@@ -232,25 +233,15 @@ def _document_error(err: aio.AioRpcError, target: str = "") -> Exception:
         return _caller_error(err, target)
     if err.code() == grpc.StatusCode.NOT_FOUND:
         return _not_found(err)
-    if err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and _reason(err) != "OVERLOADED":
+    if err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and reason_of(err) != "OVERLOADED":
+        # Retrieval at its concurrency limit answers RESOURCE_EXHAUSTED / OVERLOADED: retrieval
+        # failing (below), not the document.
         # Retrieval's own refusal of a document too large to send, or this channel's receive
         # limit (SYNTHESIS_MAX_MESSAGE_BYTES) refusing one retrieval sent: the document's size,
         # not retrieval failing.
         said = _scrubbed(err.details() or "", target)
         return MessageTooLargeError(f"retrieval: {said or 'message too large'}")
     return _dependency_error("retrieval", err, target)
-
-
-def _reason(err: aio.AioRpcError) -> str:
-    """The ErrorInfo reason of our servers' rich status ("" for gRPC's own errors): retrieval
-    answers RESOURCE_EXHAUSTED both for a document too large (MESSAGE_TOO_LARGE) and when it is
-    at its concurrency limit (OVERLOADED), which is retrieval failing, not the document."""
-    status = rpc_status.from_call(err)
-    for detail in status.details if status else ():
-        info = error_details_pb2.ErrorInfo()
-        if detail.Unpack(info):
-            return str(info.reason)
-    return ""
 
 
 def _not_found(err: aio.AioRpcError) -> NotFoundError:

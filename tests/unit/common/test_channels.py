@@ -8,6 +8,7 @@ import grpc
 import pytest
 from grpc import aio
 
+from services.common import errors, status
 from services.common.channels import ChannelPolicy, call_idempotent
 from services.common.config import EnvReader, InvalidSettingError, ServerSettings
 from services.synthesis.config import SynthesisConfig
@@ -133,6 +134,33 @@ class TestCallIdempotent:
         with pytest.raises(aio.AioRpcError):
             await call_idempotent(call, 5.0)
         assert calls == 1
+
+    @pytest.mark.parametrize(
+        ("error", "attempts"),
+        [
+            (errors.OverloadedError("the retrieval server is already handling 1024 calls"), 2),
+            (errors.MessageTooLargeError("document 'BIG' is 9,000,000 bytes"), 1),
+        ],
+        ids=["overloaded", "too-large"],
+    )
+    async def test_a_server_at_its_limit_is_asked_again_a_large_message_is_not(
+        self, error: errors.GroundedError, attempts: int
+    ) -> None:
+        """Both are RESOURCE_EXHAUSTED: OVERLOADED refuses before any work, and round_robin
+        sends the next attempt to another server; a message too large stays too large."""
+        rich = status.to_status(error)
+        calls = 0
+
+        async def call(left: float) -> str:
+            nonlocal calls
+            calls += 1
+            raise aio.AioRpcError(
+                rich.code, aio.Metadata(), aio.Metadata(*rich.trailing_metadata), rich.details
+            )
+
+        with pytest.raises(aio.AioRpcError):
+            await call_idempotent(call, 5.0)
+        assert calls == attempts
 
     async def test_it_gives_up_after_its_attempts(self) -> None:
         calls = 0
