@@ -30,6 +30,7 @@ from services.common.errors import (
 from services.common.evidence import Chunk
 from services.common.passages import INTENT_FROM_PROTO, chunk_to_proto, scored_from_proto
 from services.common.status import reason_of
+from services.common.urls import ADDRESS, whole_names, without_addresses
 from services.common.validation import ValidationReport
 from services.common.validation_proto import report_from_proto
 from services.synthesis.pipeline import RetrievedEvidence
@@ -50,9 +51,6 @@ VALIDATE_METHOD = VALIDATOR_SERVICE + "/ValidateAnswer"
 _TIMEOUT_CODES = {grpc.StatusCode.DEADLINE_EXCEEDED}
 
 
-# A peer address in grpc-core's own error text ("last error: UNKNOWN: ipv4:10.1.2.3:50053:
-# Failed to connect ..."): a pod's IP and port, which the caller has no use for.
-_PEER_ADDRESS = re.compile(r"\b(?:ipv4|ipv6|unix|unix-abstract|vsock):\S*?(?=:?\s|:?$|,)")
 # The resolver's prefixes of a configured target: dns:///host:port, dns://server/host:port,
 # dns:host:port (grpc-core names the target without them: "errors resolving host:port: ...").
 _DNS_PREFIX = re.compile(r"^dns:(?://[^/]*/)?", re.IGNORECASE)
@@ -66,17 +64,15 @@ def _target_names(target: str) -> re.Pattern[str] | None:
         return None
     rest = _DNS_PREFIX.sub("", target)
     host = rest if rest.endswith("]") else _PORT.sub("", rest)
-    forms = {target, rest, host, host.strip("[]")} - {""}
-    alternatives = "|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True))
-    return re.compile(rf"(?<![\w.-])(?:{alternatives})(?::\d+)?(?![\w.-])", re.IGNORECASE)
+    return whole_names((target, rest, host, host.strip("[]")))
 
 
 def _scrubbed(details: str, target: str) -> str:
     """``details`` without peer addresses or the dependency's configured target, each written
     ``<address>``; the cause words stay."""
-    said = _PEER_ADDRESS.sub("<address>", details)
+    said = without_addresses(details)
     names = _target_names(target)
-    return said if names is None else names.sub("<address>", said)
+    return said if names is None else names.sub(ADDRESS, said)
 
 
 def _dependency_error(name: str, err: aio.AioRpcError, target: str = "") -> Exception:

@@ -17,7 +17,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
 from services.common.evidence import MAX_ANSWER_BYTES
 from services.common.logs import request_id_var
-from services.common.urls import display_url, split_url
+from services.common.urls import ADDRESS, display_url, split_url, whole_names, without_addresses
 from services.synthesis.generation import (
     GenerationError,
     GenerationFailure,
@@ -323,8 +323,10 @@ class OpenAIGenerator:
     def _unnamed(self, text: str) -> str:
         """``text`` (an HTTP library's words) without the endpoint's URL, host or any IP
         address, each written <address>: the caller has no use for them."""
-        text = self._endpoint_names.sub("<address>", self._redact(text))
-        return _IP_ADDRESS.sub("<address>", text)
+        text = self._redact(text)
+        if self._endpoint_names is not None:
+            text = self._endpoint_names.sub(ADDRESS, text)
+        return without_addresses(text)
 
 
 # The most tokens a usage field may report (the proto's int32 TokenUsage fields, for the total
@@ -360,9 +362,6 @@ _STATUS_PREFIX = re.compile(r"^Error code: \d+(?: - )?")
 # "model_not_found", vLLM's "BadRequestError"): a word, shown to the caller; anything else
 # (free text, a number) is left to the log.
 _ERROR_CODE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
-_IP_ADDRESS = re.compile(
-    r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?(?![\w.])|\[[0-9A-Fa-f:.%]+\](?::\d+)?"
-)
 # The shortest credential redacted (shorter ones would redact ordinary words).
 _MIN_SECRET_CHARS = 4
 
@@ -411,11 +410,10 @@ def _url_secrets(url: str, api_key: str) -> tuple[str, ...]:
     return tuple(sorted(kept, key=len, reverse=True))
 
 
-def _url_names(url: str) -> re.Pattern[str]:
+def _url_names(url: str) -> re.Pattern[str] | None:
     """The base URL as written, as logged, and its host (with any port), each a whole word."""
     parts = split_url(url)
     forms = {url, display_url(url)}
     if parts is not None and parts.hostname:
         forms.update((parts.netloc.rsplit("@", 1)[-1], parts.hostname))
-    alternatives = "|".join(re.escape(f) for f in sorted(forms - {""}, key=len, reverse=True))
-    return re.compile(rf"(?<![\w.-])(?:{alternatives})(?::\d+)?(?![\w.-])", re.IGNORECASE)
+    return whole_names(forms)

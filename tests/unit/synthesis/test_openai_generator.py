@@ -72,6 +72,15 @@ def cheating(ipc: Mapping[str, Chunk]) -> GenerationRequest:
     )
 
 
+# Usage blocks that are not counts: nulls, more than int32, negative, not an object.
+BAD_USAGE = [
+    '{"prompt_tokens": null, "completion_tokens": null, "total_tokens": null}',
+    '{"prompt_tokens": 3000000000, "completion_tokens": 5, "total_tokens": 3000000005}',
+    '{"prompt_tokens": -1, "completion_tokens": 5, "total_tokens": 4}',
+    '"lots"',
+]
+
+
 class TestOpenAIGenerator:
     async def test_generate_returns_the_model_answer_with_usage(
         self,
@@ -224,12 +233,7 @@ class TestOpenAIGenerator:
 
     @pytest.mark.parametrize(
         "usage",
-        [
-            '{"prompt_tokens": null, "completion_tokens": null, "total_tokens": null}',
-            '{"prompt_tokens": 3000000000, "completion_tokens": 5, "total_tokens": 3000000005}',
-            '{"prompt_tokens": -1, "completion_tokens": 5, "total_tokens": 4}',
-            '"lots"',
-        ],
+        BAD_USAGE,
     )
     async def test_a_usage_block_that_is_not_counts_is_dropped_not_fatal(
         self,
@@ -507,12 +511,7 @@ class TestStreamedUsage:
 
     @pytest.mark.parametrize(
         "usage",
-        [
-            '{"prompt_tokens": null, "completion_tokens": null, "total_tokens": null}',
-            '{"prompt_tokens": 3000000000, "completion_tokens": 5, "total_tokens": 3000000005}',
-            '{"prompt_tokens": -1, "completion_tokens": 5, "total_tokens": 4}',
-            '"lots"',
-        ],
+        BAD_USAGE,
     )
     async def test_a_usage_chunk_that_is_not_counts_still_delivers_the_answer(
         self,
