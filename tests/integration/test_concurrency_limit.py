@@ -109,8 +109,15 @@ async def test_one_call_past_the_limit_is_resource_exhausted_and_health_still_an
             assert (await held).answer == "held"
             await streamed
             stream.cancel()
-            # Places freed: the next call is served.
-            assert (await stub.SynthesizeAnswer(REQUEST, timeout=10)).answer == "held"
+            # Both places freed, the stream's too: two new calls are held inside at once (a
+            # stream that kept its place would leave room for one).
+            servicer.release = asyncio.Event()
+            again = [
+                asyncio.ensure_future(stub.SynthesizeAnswer(REQUEST, timeout=10)) for _ in "ab"
+            ]
+            await _entered(servicer, 4)
+            servicer.release.set()
+            assert [r.answer for r in await asyncio.gather(*again)] == ["held", "held"]
     finally:
         servicer.release.set()
         await service.stop(0)
