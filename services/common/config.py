@@ -279,9 +279,10 @@ LOAD_BALANCING = ("round_robin", "pick_first")
 # Calls a server handles at once (``<SVC>_MAX_CONCURRENT_RPCS``; 0 = no limit): more are refused
 # RESOURCE_EXHAUSTED (reason OVERLOADED) before any work; health checks are never counted or
 # refused. This default is retrieval's and the validator's, which only synthesis calls: one
-# synthesis call sends up to 1 + MAX_QUESTION_PARTS (9) retrievals side by side, and more
-# synthesis replicas may run than theirs, so it leaves room for every synthesis replica at its
-# own limit (64; tests/unit/synthesis/test_limits.py keeps 64 x 9 within it).
+# synthesis call sends up to 1 + MAX_QUESTION_PARTS (9) retrievals side by side, so it leaves
+# room for one synthesis replica at its own limit (64; tests/unit/synthesis/test_limits.py keeps
+# 64 x 9 within it). More synthesis replicas than retrieval ones can exceed it: synthesis then
+# asks once more (channels.call_idempotent), and reports UNAVAILABLE after that.
 MAX_CONCURRENT_RPCS = 1024
 
 
