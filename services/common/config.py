@@ -371,6 +371,9 @@ class JudgeSettings:
     band_high: float | None = None
     cache_url: str = ""
     cache_ttl_s: int = 86_400
+    # Signs every cached verdict (HMAC-SHA256); an entry without a valid signature is a miss.
+    # Empty: entries are read as found, so whoever can write to Redis can change a verdict.
+    cache_key: Secret = Secret("")
     # Where these were read ("VALIDATOR_JUDGE_"), so an error can name the setting.
     env_prefix: str = "JUDGE_"
 
@@ -404,5 +407,6 @@ class JudgeSettings:
             band_high=judge.probability("BAND_HIGH"),
             cache_url=judge.str("CACHE_URL", ""),
             cache_ttl_s=judge.int("CACHE_TTL_S", 86_400, minimum=1, maximum=30 * 86_400),
+            cache_key=judge.secret("CACHE_KEY"),
             env_prefix=judge.prefix,
         )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import collections
 import enum
 import hashlib
+import hmac
 import html
 import json
 import math
@@ -284,23 +285,42 @@ def cache_key(task: Task, model: str, item: Item, style: PromptStyle = PromptSty
     return "grounded:judge:" + hashlib.sha256(payload.encode()).hexdigest()
 
 
-def encode_verdict(verdict: Verdict) -> bytes:
-    """A decided verdict (YES or NO) as a cache entry."""
+def _signature(mac_key: bytes, name: str, entry: dict[str, object]) -> str:
+    """HMAC-SHA256 of the entry under its cache key: a signed "yes" copied to another key, or
+    edited, does not verify."""
+    payload = json.dumps([name, entry], sort_keys=True, separators=(",", ":")).encode()
+    return hmac.new(mac_key, payload, hashlib.sha256).hexdigest()
+
+
+def encode_verdict(verdict: Verdict, *, mac_key: bytes = b"", name: str = "") -> bytes:
+    """A decided verdict (YES or NO) as a cache entry; with ``mac_key``, signed for the cache
+    key ``name`` (``decode_verdict`` then refuses an entry whose signature does not verify)."""
     if verdict.outcome not in (Outcome.YES, Outcome.NO):
         raise ValueError("only decided verdicts are cached")
-    entry = {
+    entry: dict[str, object] = {
         "v": PROMPT_VERSION,
         "yes": verdict.yes,
         "score": verdict.score,
         "model": verdict.model,
     }
+    if mac_key:
+        entry["mac"] = _signature(mac_key, name, entry)
     return json.dumps(entry).encode()
 
 
-def decode_verdict(raw: bytes) -> Verdict:
-    """Inverse of ``encode_verdict`` (marked cached); ``ValueError`` for anything else."""
+def decode_verdict(raw: bytes, *, mac_key: bytes = b"", name: str = "") -> Verdict:
+    """Inverse of ``encode_verdict`` (marked cached); ``ValueError`` for anything else, and,
+    with ``mac_key``, for an entry whose signature for ``name`` is missing or wrong."""
     try:
         entry = json.loads(raw)
+        if not isinstance(entry, dict):
+            raise ValueError("a verdict entry is a JSON object")
+        if mac_key:
+            said = entry.pop("mac", None)
+            if not isinstance(said, str) or not hmac.compare_digest(
+                said, _signature(mac_key, name, entry)
+            ):
+                raise ValueError("a verdict whose signature does not verify")
         if entry["v"] != PROMPT_VERSION or not isinstance(entry["yes"], bool):
             raise ValueError(f"not a {PROMPT_VERSION} verdict")
         score = entry["score"]

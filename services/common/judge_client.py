@@ -6,6 +6,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 import openai
@@ -172,12 +173,16 @@ class OpenAIJudge:
     def _lookup(self, keys: Sequence[str]) -> list[Verdict | None]:
         assert self._cache is not None
         # The key holds the model (and prompt version and style): an entry is this model's.
-        return [self._cache.get(key, decode_verdict) for key in keys]
+        mac_key = self._settings.cache_key.reveal().encode()
+        return [
+            self._cache.get(key, partial(decode_verdict, mac_key=mac_key, name=key)) for key in keys
+        ]
 
     def _store(self, entries: Sequence[tuple[str, Verdict]]) -> None:
         assert self._cache is not None
+        mac_key = self._settings.cache_key.reveal().encode()
         for key, verdict in entries:
-            self._cache.set(key, encode_verdict(verdict))
+            self._cache.set(key, encode_verdict(verdict, mac_key=mac_key, name=key))
 
     def _refused(self, scope: str, detail: str) -> Verdict:
         JUDGE_BUDGET_EXHAUSTED.labels(scope).inc()
@@ -313,4 +318,11 @@ def build_judge(settings: JudgeSettings) -> OpenAIJudge | None:
         if settings.cache_url
         else None
     )
+    if cache is not None and not settings.cache_key:
+        logger.warning(
+            "judge verdict cache entries are not signed: whoever can write to its Redis can "
+            "change a cached verdict; set %sCACHE_KEY (a secret shared by every service that "
+            "uses the cache) to sign them",
+            settings.env_prefix,
+        )
     return OpenAIJudge(settings, cache=cache)

@@ -729,6 +729,13 @@ class TestJudge:
         assert "value" not in key
         assert key["valueFrom"]["secretKeyRef"]["name"] == "grounded-qa-judge"
         assert key["valueFrom"]["secretKeyRef"]["optional"] is False
+        signing = env[f"{app.upper()}_JUDGE_CACHE_KEY"]
+        assert "value" not in signing
+        assert signing["valueFrom"]["secretKeyRef"] == {
+            "name": "grounded-qa-judge",
+            "key": "cache-key",
+            "optional": True,
+        }
 
     def test_judge_overlay_points_both_services_at_the_endpoint(self, judged: Rendered) -> None:
         settings = judged.settings()

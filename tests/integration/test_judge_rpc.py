@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import grpc
 import pytest
+import redis
 from grounded.type.v1 import evidence_pb2, validation_pb2
 from grounded.validator.v1 import validator_service_pb2 as pb
 from grounded.validator.v1 import validator_service_pb2_grpc as pb_grpc
@@ -262,3 +263,36 @@ class TestJudgeCache:
         assert second.sentences[0].judge.cached
         assert second.verdict == validation_pb2.VALIDATION_VERDICT_GROUNDED
         assert len(judge_server.requests) == 1
+
+    async def test_a_signed_cache_refuses_a_verdict_someone_else_wrote(
+        self, judge_server: FakeOpenAIServer, redis_server: RedisServer
+    ) -> None:
+        """With VALIDATOR_JUDGE_CACHE_KEY every entry is signed: an entry rewritten in Redis
+        (here: each one flipped to the other verdict, signature kept) is a miss, and the judge
+        is asked again; the signed entries themselves are served."""
+        env = judge_env(
+            judge_server,
+            VALIDATOR_JUDGE_CACHE_URL=redis_server.url,
+            VALIDATOR_JUDGE_CACHE_KEY="a-shared-secret",
+        )
+        app = await serve(env)
+        client = redis.Redis.from_url(redis_server.url)
+        try:
+            async with aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+                stub = pb_grpc.ValidatorServiceStub(channel)
+                first = await stub.ValidateAnswer(request(), timeout=20)
+                second = await stub.ValidateAnswer(request(), timeout=20)
+                keys = client.keys("grounded:judge:*")
+                for key in keys:
+                    raw = client.get(key)
+                    flipped = raw.replace(b'"yes": true', b'"yes": false')
+                    client.set(key, flipped if flipped != raw else raw.replace(b"false", b"true"))
+                third = await stub.ValidateAnswer(request(), timeout=20)
+        finally:
+            client.close()
+            await app.stop(None)
+        assert keys
+        assert not first.sentences[0].judge.cached and second.sentences[0].judge.cached
+        assert not third.sentences[0].judge.cached  # the rewritten entry was not believed
+        assert third.verdict == first.verdict
+        assert len(judge_server.requests) == 2

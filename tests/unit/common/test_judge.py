@@ -160,6 +160,22 @@ class TestCacheEntries:
         with pytest.raises(ValueError):
             decode_verdict(raw)
 
+    def test_a_signed_entry_verifies_only_unchanged_under_its_own_key(self) -> None:
+        """With a cache key, whoever can write to Redis can no longer change a verdict: an
+        edited entry, a signed "yes" copied to another key, an unsigned or foreign-key entry
+        are refused (a miss); the signed entry itself round-trips."""
+        secret, name = b"shared-secret", "grounded:judge:abc"
+        signed = encode_verdict(Verdict(Outcome.NO, "m", 0.1), mac_key=secret, name=name)
+        assert decode_verdict(signed, mac_key=secret, name=name).outcome is Outcome.NO
+        flipped = signed.replace(b'"yes": false', b'"yes": true')
+        assert flipped != signed
+        yes = encode_verdict(Verdict(Outcome.YES, "m", 0.9), mac_key=secret, name="other")
+        unsigned = encode_verdict(Verdict(Outcome.YES, "m", 0.9))
+        foreign = encode_verdict(Verdict(Outcome.YES, "m", 0.9), mac_key=b"other", name=name)
+        for raw in (flipped, yes, unsigned, foreign):
+            with pytest.raises(ValueError):
+                decode_verdict(raw, mac_key=secret, name=name)
+
     def test_key_changes_with_model_claim_and_evidence(self) -> None:
         key = cache_key(Task.SUPPORT, "m", THEFT)
         assert key == cache_key(Task.SUPPORT, "m", THEFT)

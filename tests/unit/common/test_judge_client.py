@@ -4,6 +4,7 @@ agreeing, disagreeing, slow, failing and malformed replies, budgets, log-probabi
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 from collections.abc import AsyncIterator, Iterator
 
@@ -17,7 +18,7 @@ from services.common.config import (
     Secret,
 )
 from services.common.judge import Band, Item, Outcome, ProcessBudget, Task
-from services.common.judge_client import OpenAIJudge, judge_band
+from services.common.judge_client import OpenAIJudge, build_judge, judge_band
 from tests.support.fake_openai import (
     Delay,
     FakeOpenAIServer,
@@ -264,3 +265,21 @@ class TestJudgeSettings:
         env = EnvReader("VALIDATOR_", {"VALIDATOR_JUDGE_BAND_LOW": "0.5"})
         band = judge_band(JudgeSettings.from_env(env), Band(0.05, 0.9))
         assert (band.low, band.high) == (0.5, 0.9)
+
+
+@pytest.mark.parametrize(("key", "warned"), [("", True), ("a-shared-secret", False)])
+async def test_an_unsigned_verdict_cache_is_named_at_start_up(
+    server: FakeOpenAIServer, caplog: pytest.LogCaptureFixture, key: str, warned: bool
+) -> None:
+    """Without a cache key, whoever can write to the Redis can change a cached verdict: the
+    operator is told which setting signs the entries."""
+    configured = settings(
+        server, cache_url="redis://127.0.0.1:1/0", cache_key=Secret(key), env_prefix="X_JUDGE_"
+    )
+    with caplog.at_level(logging.WARNING, logger="services.common.judge_client"):
+        judge = build_judge(configured)
+    assert judge is not None
+    await judge.aclose()
+    said = [r.getMessage() for r in caplog.records if "not signed" in r.getMessage()]
+    assert bool(said) is warned
+    assert not said or "X_JUDGE_CACHE_KEY" in said[0]
