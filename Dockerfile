@@ -56,6 +56,11 @@ RUN mkdir gen \
 
 # Application code on top of the dependencies; everything here is root-owned and read-only to the app.
 FROM base AS app
+# The source revision (`--build-arg REVISION=$(git rev-parse --short HEAD)`), reported in
+# grounded_build_info{revision} and the image's OCI label: the package version alone does not
+# change between builds.
+ARG REVISION=""
+LABEL org.opencontainers.image.revision=${REVISION}
 # "TOKENIZERS_PARALLELISM" trips the secret-name heuristic; no value below is a secret.
 # hadolint ignore=DL3064
 ENV PATH=/opt/venv/bin:$PATH \
@@ -65,7 +70,8 @@ ENV PATH=/opt/venv/bin:$PATH \
     HF_HOME=/tmp/huggingface \
     HF_HUB_OFFLINE=1 \
     TRANSFORMERS_OFFLINE=1 \
-    TOKENIZERS_PARALLELISM=false
+    TOKENIZERS_PARALLELISM=false \
+    GROUNDED_REVISION=${REVISION}
 WORKDIR /app
 COPY --from=deps /opt/venv /opt/venv
 COPY --from=stubs /build/gen gen/

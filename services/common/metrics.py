@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable
 
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
@@ -41,9 +42,10 @@ STAGE_SECONDS = Histogram(
 )
 BUILD_INFO = Gauge(
     "grounded_build_info",
-    "1 for what a warmed-up process serves: package version, the shipped models it loaded "
-    "(names, comma-separated) and, for retrieval, the index version.",
-    ["service", "version", "models", "index_version"],
+    "1 for what a warmed-up process serves: package version, source revision of its image, "
+    "the shipped models it loaded (names, comma-separated) and, for retrieval, the index "
+    "version.",
+    ["service", "version", "revision", "models", "index_version"],
 )
 CACHE_EVENTS = Counter(
     "grounded_retrieval_cache_events_total",
@@ -82,7 +84,14 @@ def serve_metrics(port: int, host: str = "127.0.0.1") -> None:
         logger.warning("metrics endpoint not started", extra={"port": port, "error": str(exc)})
 
 
-_build_labels: dict[str, tuple[str, str, str, str]] = {}
+_build_labels: dict[str, tuple[str, str, str, str, str]] = {}
+
+
+def revision() -> str:
+    """The source revision the image was built from (the Dockerfile's ``REVISION`` build
+    argument, as ``GROUNDED_REVISION``); empty outside an image built with it. The package
+    version alone does not change between builds."""
+    return os.environ.get("GROUNDED_REVISION", "")[:64]
 
 
 def set_build_info(service: str, *, models: Iterable[str] = (), index_version: str = "") -> None:
@@ -92,7 +101,7 @@ def set_build_info(service: str, *, models: Iterable[str] = (), index_version: s
     repeats dropped. A second call for the same service (a process warmed up again) replaces the
     series rather than adding one, so one process never reports two builds of a service.
     """
-    labels = (service, __version__, ",".join(dict.fromkeys(models)), index_version)
+    labels = (service, __version__, revision(), ",".join(dict.fromkeys(models)), index_version)
     previous = _build_labels.get(service)
     if previous is not None and previous != labels:
         BUILD_INFO.remove(*previous)

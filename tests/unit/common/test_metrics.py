@@ -111,11 +111,18 @@ class TestBuildInfo:
         project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
         assert __version__ == project["version"]
 
+    def test_an_images_revision_is_reported(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """The package version does not change between builds; the image's REVISION does."""
+        monkeypatch.setenv("GROUNDED_REVISION", "c1c711d")
+        set_build_info("test-revision", models=["m"])
+        assert build_info()["test-revision"]["revision"] == "c1c711d"
+
     def test_a_second_warm_up_replaces_the_series(self) -> None:
         set_build_info("test-build", models=["a", "b", "a"], index_version="v1")
         assert build_info()["test-build"] == {
             "service": "test-build",
             "version": __version__,
+            "revision": "",
             "models": "a,b",
             "index_version": "v1",
         }
@@ -137,6 +144,7 @@ class TestBuildInfo:
         assert build_info()["retrieval"] == {
             "service": "retrieval",
             "version": __version__,
+            "revision": "",
             "models": encoder.name,
             "index_version": artifacts.index_version,
         }
@@ -165,6 +173,7 @@ class TestBuildInfo:
         assert build_info()["synthesis"] == {
             "service": "synthesis",
             "version": __version__,
+            "revision": "",
             "models": f"{_manifest_name('answerability')},{_manifest_name('entailment')}",
             "index_version": "",
         }
