@@ -84,6 +84,7 @@ class OpenAIJudge:
             max_retries=0,
         )
         self._cache = cache
+        self._mac_key = settings.cache_key.reveal().encode()  # b"": entries unsigned
         self._budget = budget or ProcessBudget(
             settings.calls_per_minute, settings.tokens_per_minute, settings.seconds_per_minute
         )
@@ -173,16 +174,15 @@ class OpenAIJudge:
     def _lookup(self, keys: Sequence[str]) -> list[Verdict | None]:
         assert self._cache is not None
         # The key holds the model (and prompt version and style): an entry is this model's.
-        mac_key = self._settings.cache_key.reveal().encode()
         return [
-            self._cache.get(key, partial(decode_verdict, mac_key=mac_key, name=key)) for key in keys
+            self._cache.get(key, partial(decode_verdict, mac_key=self._mac_key, name=key))
+            for key in keys
         ]
 
     def _store(self, entries: Sequence[tuple[str, Verdict]]) -> None:
         assert self._cache is not None
-        mac_key = self._settings.cache_key.reveal().encode()
         for key, verdict in entries:
-            self._cache.set(key, encode_verdict(verdict, mac_key=mac_key, name=key))
+            self._cache.set(key, encode_verdict(verdict, mac_key=self._mac_key, name=key))
 
     def _refused(self, scope: str, detail: str) -> Verdict:
         JUDGE_BUDGET_EXHAUSTED.labels(scope).inc()

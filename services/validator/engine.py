@@ -531,7 +531,7 @@ def _judge(
                 f"(needs {threshold:.0%})"
             )
         if options.check_numbers:
-            number_problems = _unique(_number_problems(claim_text, claim, ids, analyses))
+            number_problems = _number_problems(claim_text, claim, ids, analyses)
             if number_problems:
                 problems[Reason.NUMBER_MISMATCH] = _listed_problems(number_problems)
             foreign = links_not_in(as_written, (view.raw(i) for i in ids))
@@ -563,7 +563,7 @@ def _judge(
                 claim.tokens, claim.negations, [(a.tokens, a.negations) for a in analyses]
             )
             if disagreements:
-                problems[Reason.NEGATION_MISMATCH] = _listed_problems(_unique(disagreements))
+                problems[Reason.NEGATION_MISMATCH] = _listed_problems(disagreements)
         if options.check_negation:
             cited_tokens = [a.tokens for a in analyses]
             flipped = (
@@ -573,14 +573,14 @@ def _judge(
             )
             made_duty = modality.duties_for_permissions(claim.tokens, cited_tokens)
             if made_duty:
-                problems[Reason.MODALITY_MISMATCH] = _listed_problems(_unique(made_duty))
+                problems[Reason.MODALITY_MISMATCH] = _listed_problems(made_duty)
             if flipped:
                 problems[Reason.NEGATION_MISMATCH] = "; ".join(
                     filter(
                         None,
                         (
                             problems.get(Reason.NEGATION_MISMATCH),
-                            _listed_problems(_unique(flipped)),
+                            _listed_problems(flipped),
                         ),
                     )
                 )
@@ -595,9 +595,9 @@ def _judge(
                 cited = [c for text in texts for c in _evidence_penalties(text)]
                 misstated = penalty.problems(stated, cited)
                 if misstated:
-                    problems[Reason.PENALTY_MISMATCH] = _listed_problems(_unique(misstated))
+                    problems[Reason.PENALTY_MISMATCH] = _listed_problems(misstated)
             if swapped:
-                problems[Reason.ROLE_MISMATCH] = _listed_problems(_unique(swapped))
+                problems[Reason.ROLE_MISMATCH] = _listed_problems(swapped)
         missing = _missing(terms, cited_terms, ids, view, options)
         if missing:
             problems[Reason.MISSING_CITATION] = "uses uncited evidence " + _listed(
@@ -691,14 +691,6 @@ def _id_named_quantities(
         if before in words or after in words:
             named.add(q)
     return named
-
-
-def _listed_problems(problems: Sequence[str]) -> str:
-    """A sentence's problems of one kind for its detail: the first few, and how many more."""
-    if len(problems) <= _DETAIL_ITEMS:
-        return "; ".join(problems)
-    rest = len(problems) - _DETAIL_ITEMS
-    return "; ".join(problems[:_DETAIL_ITEMS]) + f"; and {rest:,} more"
 
 
 # The most characters of a number's text a detail quotes ("1.1.1...." can be one number of
@@ -882,14 +874,19 @@ def _unique(items: Iterable[str]) -> tuple[str, ...]:
 _DETAIL_ITEMS: Final = 10
 
 
-def _listed(items: Sequence[str], field: str) -> str:
-    """``items`` for a detail line: all of a few, else the first few and how many more."""
+def _listed(items: Sequence[str], field: str = "", *, sep: str = ", ") -> str:
+    """``items`` for a detail line: all of a few, else the first few and how many more (and
+    which of the report's fields lists each, when one does)."""
     if len(items) <= _DETAIL_ITEMS:
-        return ", ".join(items)
+        return sep.join(items)
     rest = len(items) - _DETAIL_ITEMS
-    return (
-        ", ".join(items[:_DETAIL_ITEMS]) + f", and {rest:,} more (the report's {field} lists each)"
-    )
+    where = f" (the report's {field} lists each)" if field else ""
+    return sep.join(items[:_DETAIL_ITEMS]) + f"{sep}and {rest:,} more{where}"
+
+
+def _listed_problems(problems: Sequence[str]) -> str:
+    """A sentence's problems of one kind, each once: ``_listed``, joined by "; "."""
+    return _listed(_unique(problems), sep="; ")
 
 
 # A Markdown heading ("## Punishment"): it names what follows.

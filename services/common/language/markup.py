@@ -77,12 +77,17 @@ def _visible_neighbour(ch: str) -> bool:
     return unicodedata.category(ch)[0] in "LMS" and not _is_selector(ch)
 
 
+# The characters whose neighbours decide: joiners, and variation selectors (``_is_selector``).
+_DEPENDENT: Final = re.compile("[\u200c\u200d\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+
+
 def _misplaced(text: str) -> dict[str, None]:
     """Joiners and variation selectors out of place: a joiner not between two visible
     characters (a run of them, or one at a word's edge), a selector other than a text or emoji
     style after a symbol."""
     found: dict[str, None] = {}
-    for k, ch in enumerate(text):
+    for match in _DEPENDENT.finditer(text):
+        k, ch = match.start(), match.group()
         if ch in _JOINERS:
             before = text[k - 1] if k else ""
             after = text[k + 1] if k + 1 < len(text) else ""
