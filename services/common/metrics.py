@@ -35,7 +35,8 @@ RPC_LATENCY = Histogram(
 STAGE_SECONDS = Histogram(
     "grounded_stage_seconds",
     "Time per pipeline stage of one request, as the response's stage timings report it: "
-    "retrieval's search stages, synthesis's steps. A fixed set of stage names per service.",
+    "retrieval's search stages, synthesis's steps; the validator's tiers (rules, entailment, "
+    "judge). A fixed set of stage names per service.",
     ["service", "stage"],
     # Some stages (fusion, aggregation, sufficiency) take a tenth of a millisecond.
     buckets=(0.0001, 0.00025, *SECONDS_BUCKETS),

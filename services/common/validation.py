@@ -220,6 +220,9 @@ class ValidationReport:
     judge_model: str = ""
     # Why the verdict, in words, for a person reading the response ("" when grounded).
     detail: str = ""
+    # (stage, seconds) for each stage that ran: "rules" (the cheap tiers) and "entailment"
+    # (the model), for the validator's metrics. Not part of the verdict, so not compared.
+    stage_seconds: tuple[tuple[str, float], ...] = field(default=(), compare=False)
 
     @property
     def accepted(self) -> bool:

@@ -100,6 +100,8 @@ def load_ask_response(path: Path) -> tuple[str, list[_Evidence]]:
 def report_to_dict(report: ValidationReport) -> dict[str, Any]:
     """The report as plain JSON-ready data (enums become their values)."""
     data = asdict(report)
+    # Timings are for the service's metrics; the printed report stays the same run to run.
+    del data["stage_seconds"]
     data["accepted"] = report.accepted
     plain: dict[str, Any] = _plain(data)
     return plain

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -241,6 +242,7 @@ def validate(
             tiers=tiers,
             entailment_model=model_name,
         )
+    started = time.perf_counter()
     view = _Evidence(EvidenceIndex.build(evidence))
     citations = scan(answer, view.index)
     spans = split_sentences(answer, [(c.start, c.end) for c in citations])
@@ -265,11 +267,19 @@ def validate(
     ]
     reports = [r for r, _ in judged]
     pending = [p for _, p in judged if p is not None]
+    stages = [("rules", time.perf_counter() - started)]
     if tier is not None and run_model and pending:
+        started = time.perf_counter()
         reports = _entail(reports, pending, view, options, tier, deadline)
+        stages.append(("entailment", time.perf_counter() - started))
     reports = _refusal_among_claims(reports)
     reports = [_settled(r) for r in reports]
-    return replace(_summarise(reports, citations), tiers=tiers, entailment_model=model_name)
+    return replace(
+        _summarise(reports, citations),
+        tiers=tiers,
+        entailment_model=model_name,
+        stage_seconds=tuple(stages),
+    )
 
 
 def _settled(report: SentenceReport) -> SentenceReport:
@@ -777,6 +787,7 @@ def resummarise(report: ValidationReport, sentences: Sequence[SentenceReport]) -
         tiers=report.tiers,
         entailment_model=report.entailment_model,
         judge_model=report.judge_model,
+        stage_seconds=report.stage_seconds,
     )
 
 

@@ -16,6 +16,7 @@ from services.common.errors import ModelUnavailableError
 from services.common.judge import Band, Judge
 from services.common.metrics import (
     MODEL_FAILURES,
+    STAGE_SECONDS,
     SUPPORT_SCORE,
     VALIDATED_SENTENCES,
     VALIDATION_FAILURES,
@@ -96,11 +97,14 @@ class ValidatorServicer(pb_grpc.ValidatorServiceServicer):
         remaining = context.time_remaining()
         # Leave the reply some of the caller's time; without a deadline the judge's own applies.
         budget = self.judge.timeout_s if remaining is None else remaining - _REPLY_MARGIN_S
+        started = time.perf_counter()
         with stage_span("judge", model=self.judge.model):
             judged, asked = await cascade.escalate(
                 report, evidence, self.judge, band, self.review, timeout_s=budget
             )
             annotate(sentences=asked)
+        if asked:
+            STAGE_SECONDS.labels("validator", "judge").observe(time.perf_counter() - started)
         return judged
 
 
@@ -109,6 +113,8 @@ _REPLY_MARGIN_S = 0.05
 
 
 def _record(report: ValidationReport) -> None:
+    for stage, seconds in report.stage_seconds:
+        STAGE_SECONDS.labels("validator", stage).observe(seconds)
     if report.verdict is Verdict.NOT_GROUNDED:
         VALIDATION_FAILURES.labels(report.reason.value).inc()
     if report.verdict is not Verdict.REFUSAL:

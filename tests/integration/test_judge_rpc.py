@@ -100,7 +100,28 @@ def items(outcome: str) -> float:
     return value or 0.0
 
 
+def stage_count(stage: str) -> float:
+    value = REGISTRY.get_sample_value(
+        "grounded_stage_seconds_count", {"service": "validator", "stage": stage}
+    )
+    return value or 0.0
+
+
 class TestJudgeTier:
+    async def test_each_stage_that_ran_is_timed(self, stub: pb_grpc.ValidatorServiceStub) -> None:
+        stages = ("rules", "entailment", "judge")
+        before = {stage: stage_count(stage) for stage in stages}
+        await stub.ValidateAnswer(request(), timeout=20)
+        # Cheap tiers, then the model, then the judge on the sentence the model left uncertain.
+        assert {stage: stage_count(stage) - before[stage] for stage in stages} == dict.fromkeys(
+            stages, 1.0
+        )
+        # An answer the cheap tiers settle (a citation to nothing) reaches neither model.
+        before = {stage: stage_count(stage) for stage in stages}
+        await stub.ValidateAnswer(request("Theft is punished [IPC_999_0]."), timeout=20)
+        after = {stage: stage_count(stage) - before[stage] for stage in stages}
+        assert after == {"rules": 1.0, "entailment": 0.0, "judge": 0.0}
+
     async def test_agreeing_judge_decides_the_uncertain_sentence(
         self, stub: pb_grpc.ValidatorServiceStub, judge_server: FakeOpenAIServer
     ) -> None:
