@@ -785,6 +785,36 @@ class TestTracing:
         assert not _direction_allows(policies, source, collector, 443, "TCP", "Egress")
 
 
+    @pytest.mark.parametrize("app", APPS, ids=lambda app: app.name)
+    def test_traced_spans_name_their_pod_namespace_and_node(self, app: App) -> None:
+        traced = Rendered("prod-tracing", render("prod-tracing"))
+        env = traced.container(app.name)["env"]
+        names = [variable["name"] for variable in env]
+        (attributes,) = [v["value"] for v in env if v["name"] == "OTEL_RESOURCE_ATTRIBUTES"]
+        pairs = dict(pair.split("=", 1) for pair in attributes.split(","))
+        assert set(pairs) == {"k8s.pod.name", "k8s.namespace.name", "k8s.node.name"}
+        fields = {
+            v["name"]: v["valueFrom"]["fieldRef"]["fieldPath"] for v in env if "valueFrom" in v
+        }
+        expected = {
+            "k8s.pod.name": "metadata.name",
+            "k8s.namespace.name": "metadata.namespace",
+            "k8s.node.name": "spec.nodeName",
+        }
+        for key, reference in pairs.items():
+            # Kubernetes expands $(NAME) only for a variable defined earlier in the same list.
+            assert reference.startswith("$(") and reference.endswith(")"), reference
+            variable = reference[2:-1]
+            assert names.index(variable) < names.index("OTEL_RESOURCE_ATTRIBUTES")
+            assert fields[variable] == expected[key]
+
+    def test_only_the_tracing_overlay_sets_resource_attributes(self, rendered: Rendered) -> None:
+        for app in APPS:
+            env = rendered.container(app.name).get("env", [])
+            present = any(v["name"] == "OTEL_RESOURCE_ATTRIBUTES" for v in env)
+            assert present == (rendered.target == "prod-tracing"), app.name
+
+
 class TestComponentsAlone:
     def test_no_component_restricts_egress_on_its_own(self) -> None:
         # A NetworkPolicy selecting a pod for egress makes the rest of its egress deny-all: a
