@@ -784,7 +784,6 @@ class TestTracing:
         assert not _direction_allows(policies, source, elsewhere, 4317, "TCP", "Egress")
         assert not _direction_allows(policies, source, collector, 443, "TCP", "Egress")
 
-
     @pytest.mark.parametrize("app", APPS, ids=lambda app: app.name)
     def test_traced_spans_name_their_pod_namespace_and_node(self, app: App) -> None:
         traced = Rendered("prod-tracing", render("prod-tracing"))
