@@ -14,6 +14,7 @@ from services.common.documents import (
 )
 from services.common.errors import MessageTooLargeError, Violations, shown, top_k_rule
 from services.common.evidence import MAX_ID_CHARS, Chunk
+from services.common.float32 import decimal_from_float32
 from services.common.passages import (
     INTENT_TO_PROTO,
     document_to_proto,
@@ -53,10 +54,10 @@ def request_from_proto(
     top_k = request.top_k or DEFAULT_TOP_K
     acts = tuple(request.filters.acts)
     doc_ids = tuple(request.filters.doc_ids)
+    # The decimal the client wrote, not its float32 (0.3, not 0.30000001192092896).
+    min_score = decimal_from_float32(request.min_score)
     violations = Violations()
-    for violation in request_violations(
-        request.query, top_k, request.min_score, stages, acts, doc_ids
-    ):
+    for violation in request_violations(request.query, top_k, min_score, stages, acts, doc_ids):
         if violation.field == "top_k":  # stated as the wire has it: 0 is the default here
             violations.add("top_k", top_k_rule(MAX_TOP_K, request.top_k))
         else:
@@ -79,7 +80,7 @@ def request_from_proto(
         acts=acts,
         doc_ids=doc_ids,
         stages=stages,
-        min_score=request.min_score,
+        min_score=min_score,
     )
 
 

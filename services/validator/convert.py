@@ -10,6 +10,7 @@ from grounded.validator.v1 import validator_service_pb2 as pb
 
 from services.common import validation as r
 from services.common.errors import Violations
+from services.common.float32 import decimal_from_float32
 from services.common.judge import Band
 from services.common.validation_proto import report_to_proto
 from services.validator.cascade import DEFAULT_BAND
@@ -51,16 +52,18 @@ def request_from_proto(
     request_violations(request.answer, len(request.evidence), evidence, violations)
     options = r.ValidationOptions()
     o = request.options
-    for name in (*_THRESHOLDS, *_MODEL_THRESHOLDS):
-        if o.HasField(name):
-            value = getattr(o, name)
-            if not 0.0 <= value <= 1.0:
-                violations.add(f"options.{name}", "must be between 0 and 1")
+    # Each threshold as the decimal the client wrote, not its float32 (an explicit 0.3 must be
+    # the default 0.3, not 0.30000001192092896); checked and used as such.
+    thresholds = {
+        name: decimal_from_float32(getattr(o, name))
+        for name in (*_THRESHOLDS, *_MODEL_THRESHOLDS)
+        if o.HasField(name)
+    }
+    for name, value in thresholds.items():
+        if not 0.0 <= value <= 1.0:
+            violations.add(f"options.{name}", "must be between 0 and 1")
     # An end the request leaves unset is the server's, so one end alone can invert the band.
-    low, high = band.with_ends(
-        o.judge_band_low if o.HasField("judge_band_low") else None,
-        o.judge_band_high if o.HasField("judge_band_high") else None,
-    )
+    low, high = band.with_ends(thresholds.get("judge_band_low"), thresholds.get("judge_band_high"))
     if 0.0 <= low <= 1.0 and 0.0 <= high <= 1.0 and low > high:
         if o.HasField("judge_band_low") and o.HasField("judge_band_high"):
             violations.add("options.judge_band_low", "must not exceed options.judge_band_high")
@@ -75,11 +78,7 @@ def request_from_proto(
                 f"must not be below the server's judge_band_low ({low:g}) when that is not set",
             )
     violations.raise_if_any()
-    overrides = {
-        name: getattr(o, name)
-        for name in (*_THRESHOLDS, *_SWITCHES, *_MODEL_THRESHOLDS)
-        if o.HasField(name)
-    }
+    overrides = {**thresholds, **{name: getattr(o, name) for name in _SWITCHES if o.HasField(name)}}
     if overrides:
         options = r.ValidationOptions(**{**_options_dict(options), **overrides})
     return request.answer, evidence, options

@@ -141,6 +141,44 @@ class TestValidatorServicer:
                 await stub.ValidateAnswer(request, timeout=10)
             assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
+    async def test_servicer_threshold_sent_equal_to_the_default_decides_as_the_default(
+        self, stubs: dict[str, pb_grpc.ValidatorServiceStub]
+    ) -> None:
+        """Exactly 3 of the sentence's 10 content words are in the passage: coverage 0.3 meets
+        the default single_citation_threshold 0.30. Sent explicitly, 0.30 is a float32 on the
+        wire (0.30000001192092896 read as is), which used to reject the same sentence."""
+        stub = stubs["inline"]
+        unset = await stub.ValidateAnswer(_three_in_ten(), timeout=10)
+        sent = _three_in_ten()
+        sent.options.single_citation_threshold = 0.30
+        explicit = await stub.ValidateAnswer(sent, timeout=10)
+        stricter = _three_in_ten()
+        stricter.options.single_citation_threshold = 0.31
+        above = await stub.ValidateAnswer(stricter, timeout=10)
+
+        assert unset.sentences[0].coverage == pytest.approx(0.3)
+        assert unset.verdict == validation_pb2.VALIDATION_VERDICT_GROUNDED
+        assert explicit == unset
+        # The sentence is on the edge: a threshold just above its coverage rejects it.
+        assert above.verdict == validation_pb2.VALIDATION_VERDICT_NOT_GROUNDED
+        assert above.reason == validation_pb2.VALIDATION_REASON_LOW_COVERAGE
+
+
+def _three_in_ten() -> pb.ValidateAnswerRequest:
+    """A sentence of 10 content words, 3 of them (council, approved, budget) in the one passage
+    it cites."""
+    return pb.ValidateAnswerRequest(
+        answer="The council approved budget yesterday while farmers protested loudly outside "
+        "village halls [DOC_1_0].",
+        evidence=[
+            evidence_pb2.Passage(
+                semantic_id="DOC_1_0",
+                doc_id="DOC_1",
+                text="The council approved the harbour budget after a long debate.",
+            )
+        ],
+    )
+
 
 class TestEntailmentTierOverRpc:
     """The shipped model in the real server: scores, tiers, switches and failure."""

@@ -112,6 +112,27 @@ class TestRequestFromProto:
         assert options.single_citation_threshold == 0.30
         assert options.check_negation is True
 
+    @pytest.mark.parametrize("name", [*convert._THRESHOLDS, *convert._MODEL_THRESHOLDS])
+    def test_request_from_proto_reads_a_threshold_as_the_decimal_sent(self, name: str) -> None:
+        request = pb.ValidateAnswerRequest(answer="x", options=pb.ValidationOptions(**{name: 0.3}))
+
+        _, _, options = convert.request_from_proto(request, band=Band(0.05, 0.9))
+
+        # The float32 on the wire reads as 0.30000001192092896.
+        assert getattr(options, name) == 0.3
+
+    def test_request_from_proto_the_defaults_sent_are_the_defaults(self) -> None:
+        explicit = pb.ValidationOptions(
+            single_citation_threshold=0.30, multi_citation_threshold=0.21
+        )
+
+        _, _, unset = convert.request_from_proto(pb.ValidateAnswerRequest(answer="x"))
+        _, _, sent = convert.request_from_proto(
+            pb.ValidateAnswerRequest(answer="x", options=explicit)
+        )
+
+        assert sent == unset
+
 
 class TestJudgeBand:
     @pytest.mark.parametrize(
