@@ -48,10 +48,13 @@ RUN awk -v names="grpcio-tools grpcio protobuf setuptools typing-extensions" \
     && /opt/tools/bin/pip install --require-hashes --no-deps -r tools.txt
 COPY protos/ protos/
 COPY scripts/make_packages.py scripts/
-RUN mkdir gen \
+# As `make protos`: the stubs, and the contracts with their comments for reflection to serve.
+RUN mkdir -p gen/grounded \
     && find protos -name '*.proto' -print0 | sort -z \
        | xargs -0 /opt/tools/bin/python -m grpc_tools.protoc -Iprotos \
          --python_out=gen --pyi_out=gen --grpc_python_out=gen \
+         --include_source_info --include_imports \
+         --descriptor_set_out=gen/grounded/descriptor_set.binpb \
     && /opt/tools/bin/python scripts/make_packages.py gen
 
 # Application code on top of the dependencies; everything here is root-owned and read-only to the app.

@@ -32,9 +32,15 @@ $(STAMP): requirements.lock pyproject.toml
 .PHONY: install
 install: $(STAMP) $(PROTO_STAMP) ## Create the venv with pinned dependencies and generate stubs.
 
-$(PROTO_STAMP): $(STAMP) $(PROTO_SRC)
-	rm -rf $(GEN) && mkdir -p $(GEN)
-	$(PY) -m grpc_tools.protoc -Iprotos --python_out=$(GEN) --pyi_out=$(GEN) --grpc_python_out=$(GEN) $(PROTO_SRC)
+# Besides the stubs, a descriptor set of the contracts with their comments (the stubs embed
+# descriptors without them): reflection serves it, so `grpcurl describe` shows the contract's
+# limits, units and defaults (services/common/server.py). The Makefile is a prerequisite so a
+# change to this recipe regenerates an existing gen/.
+$(PROTO_STAMP): $(STAMP) $(PROTO_SRC) Makefile
+	rm -rf $(GEN) && mkdir -p $(GEN)/grounded
+	$(PY) -m grpc_tools.protoc -Iprotos --python_out=$(GEN) --pyi_out=$(GEN) --grpc_python_out=$(GEN) \
+		--include_source_info --include_imports --descriptor_set_out=$(GEN)/grounded/descriptor_set.binpb \
+		$(PROTO_SRC)
 	$(PY) scripts/make_packages.py $(GEN)
 	touch $@
 

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import signal
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import grpc
+from google.protobuf import descriptor_pb2
+from google.protobuf.message import DecodeError
 from grpc import aio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from services.common.config import (
     ServerSettings,
@@ -84,11 +89,14 @@ class GrpcService:
         self.server = aio.server(interceptors=[*server_interceptors(), gate], options=options)
         self.health = _HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
-        reflection.enable_server_reflection(
-            (
-                *self.service_names,
-                health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-                reflection.SERVICE_NAME,
+        reflection_pb2_grpc.add_ServerReflectionServicer_to_server(
+            _CommentedReflectionServicer(
+                (
+                    *self.service_names,
+                    health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+                    reflection.SERVICE_NAME,
+                ),
+                contract_comments(),
             ),
             self.server,
         )
@@ -144,6 +152,72 @@ class _HealthServicer(health.aio.HealthServicer):  # type: ignore[misc]  # untyp
                 for name, status in sorted(self._server_status.items())
             }
         )
+
+
+# The contracts with their comments, written beside the stubs by `make protos` (and the
+# Dockerfile's stub stage) in the same protoc run: --include_source_info --descriptor_set_out.
+DESCRIPTOR_SET = resources.files("grounded") / "descriptor_set.binpb"
+
+
+def read_comments(source: Traversable) -> dict[str, descriptor_pb2.SourceCodeInfo]:
+    """Each file's comments (its ``source_code_info``) in the descriptor set ``source``, by file
+    name. Missing or unreadable, it is no reason not to serve: the result is empty, so
+    reflection sends the stock descriptors (without comments), and a warning says so."""
+    try:
+        files = descriptor_pb2.FileDescriptorSet.FromString(source.read_bytes()).file
+    except (OSError, DecodeError) as error:
+        logger.warning(
+            "reflection serves the contracts without their comments: cannot read %s (%s); "
+            "make protos writes it",
+            source,
+            error,
+        )
+        return {}
+    return {file.name: file.source_code_info for file in files}
+
+
+@functools.cache
+def contract_comments() -> Mapping[str, descriptor_pb2.SourceCodeInfo]:
+    """The shipped descriptor set's comments, read once per process (every server serves the
+    same contracts)."""
+    return read_comments(DESCRIPTOR_SET)
+
+
+class _CommentedReflectionServicer(reflection.aio.ReflectionServicer):  # type: ignore[misc]
+    """grpc's asyncio reflection servicer, sending our contracts with their comments.
+
+    The stock servicer rebuilds every file it sends from the runtime's descriptor pool
+    (``CopyToProto``), and the stubs embed descriptors without source info, so `grpcurl
+    describe` showed fields without the comments that state their limits, units and defaults.
+    Each file found in ``comments`` gets its comments back; nothing else changes: the set's
+    own descriptors differ in more than comments (protoc fills in every field's json_name, and
+    with it grpcurl would print camelCase JSON), and files outside it (health, reflection) go out
+    as the stock servicer built them. The comments' paths index the file's elements in
+    declaration order, which CopyToProto keeps.
+    """
+
+    def __init__(
+        self, service_names: Sequence[str], comments: Mapping[str, descriptor_pb2.SourceCodeInfo]
+    ) -> None:
+        super().__init__(service_names)
+        self._comments = comments
+
+    async def ServerReflectionInfo(
+        self, request_iterator: AsyncIterator[Any], context: aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[Any]:
+        async for response in super().ServerReflectionInfo(request_iterator, context):
+            if self._comments and response.HasField("file_descriptor_response"):
+                protos = response.file_descriptor_response.file_descriptor_proto
+                protos[:] = [self._with_comments(proto) for proto in protos]
+            yield response
+
+    def _with_comments(self, serialized: bytes) -> bytes:
+        proto = descriptor_pb2.FileDescriptorProto.FromString(serialized)
+        comments = self._comments.get(proto.name)
+        if comments is None:
+            return serialized
+        proto.source_code_info.CopyFrom(comments)
+        return proto.SerializeToString()
 
 
 @dataclass

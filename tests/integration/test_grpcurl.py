@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import shutil
 import subprocess
 import sys
@@ -11,9 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from services.common import server as server_module
+from services.validator.config import ValidatorConfig
+from services.validator.server import create_app
 from tests.integration.conftest import Stack
 
 pytestmark = pytest.mark.integration
+
+PROTOS = Path(__file__).resolve().parents[2] / "protos"
 
 GRPCURL = shutil.which("grpcurl", path=str(Path(sys.executable).parent)) or shutil.which("grpcurl")
 SERVICES = {
@@ -78,6 +84,41 @@ class TestGrpcurl:
         )
         assert result.returncode == 0, result.stderr
         assert "string question = 1;" in result.stdout and "int32 top_k = 2;" in result.stdout
+
+    @pytest.mark.parametrize(
+        ("name", "message", "proto"),
+        [
+            (
+                "synthesis",
+                "grounded.synthesis.v1.SynthesizeAnswerRequest",
+                "synthesis/v1/synthesis_service.proto",
+            ),
+            (
+                "retrieval",
+                "grounded.retrieval.v1.RetrievePassagesRequest",
+                "retrieval/v1/retrieval_service.proto",
+            ),
+            (
+                "validator",
+                "grounded.validator.v1.ValidationOptions",
+                "validator/v1/validator_service.proto",
+            ),
+            # From a file the service's file imports: reflection sends both.
+            ("retrieval", "grounded.type.v1.EvidenceFilters", "type/v1/evidence.proto"),
+        ],
+    )
+    async def test_grpcurl_describe_shows_the_contracts_comments(
+        self, stack: Stack, name: str, message: str, proto: str
+    ) -> None:
+        # The comments carry the contract (limits, units, defaults); reflection used to drop them.
+        comments = _comments_of((PROTOS / "grounded" / proto).read_text(), message.split(".")[-1])
+
+        result = await _grpcurl(getattr(stack, name), "describe", message)
+
+        assert result.returncode == 0, result.stderr
+        shown = {line.strip() for line in result.stdout.splitlines()}
+        assert len(comments) >= 3, comments
+        assert [c for c in comments if c not in shown] == [], result.stdout
 
     async def test_grpcurl_synthesize_answer_returns_cited_answer(self, stack: Stack) -> None:
         payload = {"question": "What is the punishment for cheating under section 420?", "top_k": 5}
@@ -182,6 +223,55 @@ class TestGrpcurl:
         )
         assert result.returncode != 0
         assert "InvalidArgument" in result.stderr and "top_k" in result.stderr
+
+
+def _comments_of(source: str, message: str) -> list[str]:
+    """The ``//`` lines of a top-level message in a .proto: the comment above it and its fields'."""
+    lines = [line.strip() for line in source.splitlines()]
+    start = end = lines.index(f"message {message} {{")
+    while lines[start - 1].startswith("//"):
+        start -= 1
+    end = lines.index("}", end)
+    return [line for line in lines[start:end] if line.startswith("//")]
+
+
+class TestGrpcurlWithoutTheDescriptorSet:
+    async def test_grpcurl_describe_and_call_work_without_comments(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """Stubs generated without the descriptor set (an old gen/): the server still starts and
+        reflection still answers, with the stock descriptors, and says what is missing."""
+        missing = tmp_path / "descriptor_set.binpb"
+        monkeypatch.setattr(
+            server_module, "contract_comments", lambda: server_module.read_comments(missing)
+        )
+        with caplog.at_level(logging.WARNING, logger=server_module.__name__):
+            app = create_app(
+                ValidatorConfig.from_env({"VALIDATOR_PORT": "0", "VALIDATOR_ENTAILMENT": "off"})
+            )
+        await app.start()
+        address = f"127.0.0.1:{app.port}"
+        try:
+            listed = await _grpcurl(address, "list")
+            described = await _grpcurl(
+                address, "describe", "grounded.validator.v1.ValidationOptions"
+            )
+            called = await _grpcurl(
+                "-d",
+                json.dumps({"answer": "I cannot answer based on the provided documents."}),
+                address,
+                "grounded.validator.v1.ValidatorService/ValidateAnswer",
+            )
+        finally:
+            await app.stop(None)
+
+        assert [r.getMessage() for r in caplog.records if str(missing) in r.getMessage()]
+        assert listed.returncode == 0 and SERVICES["validator"] in listed.stdout, listed.stderr
+        assert described.returncode == 0, described.stderr
+        assert "optional float single_citation_threshold = 1;" in described.stdout
+        assert "//" not in described.stdout  # the stock descriptors carry no comments
+        assert called.returncode == 0, called.stderr
+        assert json.loads(called.stdout)["verdict"], called.stdout
 
 
 def _messages(stdout: str) -> list[dict[str, object]]:
