@@ -165,6 +165,8 @@ def result_to_proto(result: SynthesisResult) -> pb.SynthesizeAnswerResponse:
                     url=doc.url,
                     chapter=doc.chapter,
                     chapter_title=doc.chapter_title,
+                    page=doc.page,
+                    extras=doc.extra,
                 ),
                 citations=[citation_to_proto(c) for c in doc.citations],
             )
@@ -216,6 +218,7 @@ def citation_to_proto(c: Citation) -> pb.Citation:
         char_end=c.char_end,
         answer_sentences=c.answer_sentences,
         locator=c.locator,
+        page=c.page,
     )
 
 

@@ -230,11 +230,15 @@ class Citation:
     char_start: int = 0
     char_end: int = 0
     locator: str = ""
+    # 1-based page of the sentence in its source file (a PDF); 0 when it has no pages.
+    page: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class DocumentCitations:
-    """The citations of one source document, in order of first citation."""
+    """The citations of one source document (documents in order of first citation, each one's
+    citations in document order). ``page`` and ``extra`` are the source's as its first cited
+    sentence carries them (a PDF is one document over many pages: each citation has its own)."""
 
     doc_id: str
     title: str
@@ -245,6 +249,8 @@ class DocumentCitations:
     citations: tuple[Citation, ...]
     chapter: str = ""
     chapter_title: str = ""
+    page: int = 0
+    extra: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1111,10 +1117,12 @@ def build_citations(
                 char_start=chunk.char_start,
                 char_end=chunk.char_end,
                 locator=citation_locator(chunk),
+                page=chunk.page,
             )
         )
     documents: list[DocumentCitations] = []
-    for doc_id, citations in groups.items():
+    for doc_id, cited in groups.items():
+        citations = sorted(cited, key=lambda c: c.sentence_index)
         first = by_id[citations[0].semantic_id].chunk
         documents.append(
             DocumentCitations(
@@ -1127,6 +1135,8 @@ def build_citations(
                 citations=tuple(citations),
                 chapter=first.chapter,
                 chapter_title=first.chapter_title,
+                page=first.page,
+                extra=dict(first.extra),
             )
         )
     return tuple(documents)

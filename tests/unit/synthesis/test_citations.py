@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 import pytest
@@ -126,3 +127,36 @@ class TestCitations:
         assert first.locator == "IPC/120B#0"
         assert documents[0].chapter == ipc["IPC_120B_0"].chapter
         assert documents[0].chapter_title == ipc["IPC_120B_0"].chapter_title
+
+    def test_build_citations_keeps_document_order_and_each_sentence_page(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        # One paginated document (a PDF is one document over many pages) cited out of order:
+        # its second sentence, on page 4, before its first, on page 3.
+        pages = {"IPC_120B_0": 3, "IPC_120B_1": 4}
+        paged = {
+            i: dataclasses.replace(ipc[i], page=pages[i], extra={"path": "ipc.pdf"}) for i in pages
+        }
+        evidence = scored(paged, "IPC_120B_1", "IPC_120B_0")
+        sentences = (
+            SentenceReport(
+                0, "s0", SentenceVerdict.SUPPORTED, Reason.SUPPORTED, 0.9, ("IPC_120B_1",)
+            ),
+            SentenceReport(
+                1, "s1", SentenceVerdict.SUPPORTED, Reason.SUPPORTED, 0.9, ("IPC_120B_0",)
+            ),
+        )
+        report = ValidationReport(
+            Verdict.GROUNDED,
+            Reason.SUPPORTED,
+            1.0,
+            cited_ids=("IPC_120B_1", "IPC_120B_0"),
+            sentences=sentences,
+        )
+
+        (document,) = build_citations(report, evidence)
+
+        assert [c.semantic_id for c in document.citations] == ["IPC_120B_0", "IPC_120B_1"]
+        assert [c.page for c in document.citations] == [3, 4]
+        assert [c.answer_sentences for c in document.citations] == [(1,), (0,)]
+        assert (document.page, dict(document.extra)) == (3, {"path": "ipc.pdf"})

@@ -83,6 +83,26 @@ class TestResultToProto:
         assert proto.answer == result.answer
         assert proto.status == pb.ANSWER_STATUS_ANSWERED and proto.refusal_reason == ""
 
+    async def test_result_to_proto_carries_the_page_and_extras_of_each_citation(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        paged = {
+            i: dataclasses.replace(ipc[i], page=page, extra={"path": "ipc.pdf"})
+            for i, page in (("IPC_420_0", 7), ("IPC_415_0", 2))
+        }
+        evidence = scored(paged, "IPC_420_0", "IPC_415_0")
+        result = await answer(evidence, quote(paged, "IPC_420_0", "IPC_415_0"))
+        assert result.answered, result.refusal_reason
+
+        proto = convert.result_to_proto(result)
+
+        for document in proto.citations:
+            (citation,) = document.citations
+            assert citation.page == paged[citation.semantic_id].page
+            assert document.source.page == citation.page
+            assert dict(document.source.extras) == {"path": "ipc.pdf"}
+        assert [d.source.page for d in proto.citations] == [7, 2]
+
     async def test_result_to_proto_snippets_are_at_most_200_characters(
         self, ipc: Mapping[str, Chunk]
     ) -> None:
