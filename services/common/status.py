@@ -42,6 +42,15 @@ STATUS_BY_ERROR: dict[type[errors.GroundedError], grpc.StatusCode] = {
     errors.DeadlineExceededError: grpc.StatusCode.DEADLINE_EXCEEDED,
 }
 
+# Refusals caused by the server's state, not the request, carry google.rpc.RetryInfo: how long
+# a caller waits before asking the same server again (AIP-194; another replica may be asked at
+# once). A server at its concurrency limit frees a place within one call's time; a warming one
+# within its warm-up (seconds to minutes: retried with backoff from this delay).
+RETRY_DELAY_S: Final[dict[type[errors.GroundedError], float]] = {
+    errors.OverloadedError: 0.5,
+    errors.NotReadyError: 2.0,
+}
+
 
 def code_for(error: errors.GroundedError) -> grpc.StatusCode:
     """The status code for an error, looked up along its class hierarchy."""
@@ -59,7 +68,8 @@ def _pack(message: object) -> any_pb2.Any:
 
 def to_status(error: errors.GroundedError) -> grpc.Status:
     """Build a rich status: ErrorInfo always, BadRequest field violations for bad input,
-    ResourceInfo for a resource that does not exist. The message and the violations are bounded
+    ResourceInfo for a resource that does not exist, RetryInfo for a refusal a caller retries
+    (``RETRY_DELAY_S``). The message and the violations are bounded
     (``MAX_STATUS_MESSAGE_BYTES``, ``MAX_VIOLATION_BYTES``): violations past the bound are left
     out and counted in ErrorInfo's ``violations_not_shown``."""
     code = code_for(error)
@@ -82,6 +92,11 @@ def to_status(error: errors.GroundedError) -> grpc.Status:
                 )
             )
         )
+    delay = next((RETRY_DELAY_S[c] for c in type(error).__mro__ if c in RETRY_DELAY_S), None)
+    if delay is not None:
+        retry = error_details_pb2.RetryInfo()
+        retry.retry_delay.FromNanoseconds(round(delay * 1e9))
+        extra.append(_pack(retry))
     info = error_details_pb2.ErrorInfo(reason=error.reason, domain=ERROR_DOMAIN, metadata=metadata)
     status = status_pb2.Status(
         code=getattr(code_pb2, code.name), message=message, details=[_pack(info), *extra]

@@ -18,7 +18,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from services.common.config import EnvReader, ServerSettings
 from services.common.metrics import RPC_REQUESTS
 from services.common.server import GrpcService
-from tests.support.grpc_helpers import error_reason
+from tests.support.grpc_helpers import error_reason, retry_delay_s
 
 pytestmark = pytest.mark.integration
 
@@ -90,6 +90,7 @@ async def test_one_call_past_the_limit_is_resource_exhausted_and_health_still_an
             error = caught.value
             assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
             assert error_reason(error) == "OVERLOADED"
+            assert retry_delay_s(error) == 0.5  # google.rpc.RetryInfo: retry no sooner
             assert error.details() == (
                 "the synthesis server is already handling 2 calls, as many as it takes at once "
                 "(SYNTHESIS_MAX_CONCURRENT_RPCS); retry with backoff"

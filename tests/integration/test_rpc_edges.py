@@ -21,7 +21,7 @@ from services.common.interceptors import ServiceInterceptor
 from services.common.metrics import RPC_REQUESTS
 from services.common.server import GrpcService
 from tests.integration.conftest import Stack
-from tests.support.grpc_helpers import error_reason
+from tests.support.grpc_helpers import error_reason, retry_delay_s
 
 pytestmark = pytest.mark.integration
 
@@ -130,6 +130,7 @@ async def test_a_server_still_warming_up_answers_unavailable_not_ready() -> None
     assert error.code() == grpc.StatusCode.UNAVAILABLE
     assert "still warming up" in (error.details() or "")
     assert error_reason(error) == "NOT_READY"
+    assert retry_delay_s(error) == 2.0  # google.rpc.RetryInfo: retry no sooner
     # Once warm, the same call reaches the servicer (here: its bug, INTERNAL).
     assert (await _call_through_our_interceptor(_Broken(), ready=True)).code() == (
         grpc.StatusCode.INTERNAL

@@ -31,6 +31,17 @@ def error_reason(error: grpc.RpcError) -> str:
     return ""
 
 
+def retry_delay_s(error: grpc.RpcError) -> float | None:
+    """The seconds of a google.rpc.RetryInfo detail of a failed call; None without one."""
+    status = rpc_status.from_call(error)  # type: ignore[arg-type]
+    assert status is not None
+    for detail in status.details:
+        retry = error_details_pb2.RetryInfo()
+        if detail.Unpack(retry):
+            return float(retry.retry_delay.ToTimedelta().total_seconds())
+    return None
+
+
 async def health_status(address: str, service: str) -> int:
     """The gRPC health status a server reports for ``service`` (``HealthCheckResponse``)."""
     async with aio.insecure_channel(address) as channel:

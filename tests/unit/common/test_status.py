@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import base64
+import re
+from pathlib import Path
 
 import grpc
 import pytest
 from google.rpc import error_details_pb2
+from grounded.type.v1 import error_reason_pb2
 from grpc_status import rpc_status
 
 from services.common import errors, status
+
+PROTOS = Path(__file__).resolve().parents[3] / "protos/grounded"
 
 
 def _all_error_classes() -> list[type[errors.GroundedError]]:
@@ -69,6 +74,56 @@ class TestStatusMapping:
         error = errors.DependencyTimeoutError("validator", "no answer in 2.0s")
         assert status.code_for(error) == grpc.StatusCode.DEADLINE_EXCEEDED
         assert error.metadata == {"dependency": "validator"}
+
+    @pytest.mark.parametrize(
+        ("error", "seconds"),
+        [
+            (errors.OverloadedError("busy", metadata={"max_concurrent_rpcs": "2"}), 0.5),
+            (errors.NotReadyError("warming up"), 2.0),
+        ],
+    )
+    def test_status_a_refusal_to_retry_carries_retry_info(
+        self, error: errors.GroundedError, seconds: float
+    ) -> None:
+        decoded = rpc_status.from_call(_FakeCall(status.to_status(error)))  # type: ignore[arg-type]
+        assert decoded is not None
+        retry = error_details_pb2.RetryInfo()
+        assert [d for d in decoded.details if d.Unpack(retry)]
+        assert retry.retry_delay.ToTimedelta().total_seconds() == seconds
+
+    @pytest.mark.parametrize(
+        "error",
+        [
+            errors.InvalidInputError([errors.FieldViolation("top_k", "must be >= 1")]),
+            errors.DependencyUnavailableError("validator", "unreachable"),
+            errors.DeadlineExceededError("deadline exceeded"),
+            errors.MessageTooLargeError("too large"),
+        ],
+    )
+    def test_status_other_errors_carry_no_retry_info(self, error: errors.GroundedError) -> None:
+        decoded = rpc_status.from_call(_FakeCall(status.to_status(error)))  # type: ignore[arg-type]
+        assert decoded is not None
+        assert not any(d.Is(error_details_pb2.RetryInfo.DESCRIPTOR) for d in decoded.details)
+
+    def test_status_reasons_are_the_contracts_error_reasons(self) -> None:
+        """grounded.type.v1.ErrorReason names every ErrorInfo reason a server sends, by the
+        reason string itself: every error class's but the base's (never raised as such), and
+        INTERNAL for an unexpected exception."""
+        sent = {c.reason for c in _all_error_classes() if c is not errors.GroundedError}
+        internal = rpc_status.from_call(_FakeCall(status.internal_status()))  # type: ignore[arg-type]
+        assert internal is not None
+        info = error_details_pb2.ErrorInfo()
+        assert any(d.Unpack(info) for d in internal.details)
+        sent.add(info.reason)
+        declared = set(error_reason_pb2.ErrorReason.keys()) - {"ERROR_REASON_UNSPECIFIED"}
+        assert declared == sent
+        assert info.domain == status.ERROR_DOMAIN == "grounded.qa"
+
+    def test_status_retry_delays_are_the_ones_the_contract_states(self) -> None:
+        text = (PROTOS / "type/v1/error_reason.proto").read_text()
+        for cls, seconds in status.RETRY_DELAY_S.items():
+            comment = re.split(r" = \d+;\n", text[: text.index(f"  {cls.reason} = ")])[-1]
+            assert f"RetryInfo retry_delay {seconds:g} s" in comment, cls.reason
 
     def test_status_invalid_input_requires_a_violation(self) -> None:
         try:
