@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from grounded.type.v1 import evidence_pb2
 from grounded.validator.v1 import validator_service_pb2 as pb
@@ -10,10 +12,16 @@ from services.common import validation_proto
 from services.common.errors import InvalidInputError
 from services.common.judge import Band
 from services.common.language import citations
+from services.common.refusal import REFUSAL
 from services.common.validation import Verdict
 from services.validator import convert
 from services.validator.engine import validate
-from services.validator.limits import MAX_ANSWER_BYTES, MAX_EVIDENCE
+from services.validator.limits import (
+    MAX_ANSWER_BYTES,
+    MAX_EVIDENCE,
+    MAX_EVIDENCE_TEXT_CHARS,
+    MAX_ID_CHARS,
+)
 from tests.unit.validator.samples import ipc_text
 
 
@@ -176,3 +184,20 @@ class TestReportToProto:
         assert back.invalid_citations == ("IPC_1_0",)
         assert [s.reason for s in back.sentences] == [s.reason for s in report.sentences]
         assert back.sentences[0].spans == report.sentences[0].spans
+
+
+PROTOS = Path(__file__).resolve().parents[3] / "protos/grounded"
+
+
+def test_proto_comments_state_the_limits_and_the_refusal() -> None:
+    """The request's comments give the limits limits.py enforces and the exact refusal."""
+    text = (PROTOS / "validator/v1/validator_service.proto").read_text()
+    request = text[text.index("message ValidateAnswerRequest") :]
+    request = " ".join(line.strip(" /") for line in request[: request.index("}")].splitlines())
+    assert f"at most {MAX_ANSWER_BYTES:,} bytes" in request
+    assert f"At most {MAX_EVIDENCE} passages" in request
+    assert f"text of at most {MAX_EVIDENCE_TEXT_CHARS:,} characters" in request
+    assert f"at most {MAX_ID_CHARS} characters" in request
+    assert f"exactly `{REFUSAL}`" in request
+    verdicts = (PROTOS / "type/v1/validation.proto").read_text()
+    assert verdicts.count(f"`{REFUSAL[:30]}") == 2  # VALIDATION_VERDICT_ and _REASON_REFUSAL
