@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
 from grounded.type.v1 import evidence_pb2
 from grounded.validator.v1 import validator_service_pb2 as pb
 
+from services.common import validation as r
 from services.common import validation_proto
 from services.common.errors import InvalidInputError
 from services.common.judge import Band
@@ -15,6 +18,8 @@ from services.common.language import citations
 from services.common.refusal import REFUSAL
 from services.common.validation import Verdict
 from services.validator import convert
+from services.validator.cascade import DEFAULT_BAND
+from services.validator.config import DEFAULT_MODEL_DIR
 from services.validator.engine import validate
 from services.validator.limits import (
     MAX_ANSWER_BYTES,
@@ -201,3 +206,37 @@ def test_proto_comments_state_the_limits_and_the_refusal() -> None:
     assert f"exactly `{REFUSAL}`" in request
     verdicts = (PROTOS / "type/v1/validation.proto").read_text()
     assert verdicts.count(f"`{REFUSAL[:30]}") == 2  # VALIDATION_VERDICT_ and _REASON_REFUSAL
+
+
+def _option_comments() -> dict[str, str]:
+    """Each ValidationOptions field's comment, one line, and the message's own comment ("")."""
+    text = (PROTOS / "validator/v1/validator_service.proto").read_text()
+    start = text.index("message ValidationOptions {")
+    body = text[start : text.index("\n}", start)]
+    found = {"": " ".join(text[:start].rsplit("\n\n", 1)[-1].replace("//", "").split())}
+    for comment, name in re.findall(r"((?:  //.*\n)+)  optional \w+ (\w+) = \d+;", body):
+        found[name] = " ".join(line.strip(" /") for line in comment.splitlines())
+    return found
+
+
+def test_proto_comments_state_every_options_default() -> None:
+    """Every ValidationOptions field says its default as the server has it: the engine's own,
+    the judge band's, or for the model's thresholds the shipped manifest's calibration."""
+    comments = _option_comments()
+    wire = set(pb.ValidationOptions.DESCRIPTOR.fields_by_name)
+    defaults = {n: getattr(r.ValidationOptions(), n) for n in wire}
+    assert set(comments) == wire | {""}
+    manifest = json.loads((DEFAULT_MODEL_DIR / "manifest.json").read_text())
+    assert manifest["name"] in comments[""]
+    for name, default in defaults.items():
+        if isinstance(default, bool):
+            expected = f"default {str(default).lower()}"
+        elif default is not None:
+            expected = f"default {default:g}"
+        elif name.startswith("judge_band_"):
+            expected = f"{getattr(DEFAULT_BAND, name.removeprefix('judge_band_')):g} unless"
+        else:
+            expected = f"{manifest['calibration'][name]:g} for the shipped model"
+        assert expected in comments[name], name
+        if not isinstance(default, bool):
+            assert "in [0, 1]" in comments[name], name
