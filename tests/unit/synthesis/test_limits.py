@@ -44,6 +44,10 @@ class TestLimits:
         assert f"The most evidence passages to retrieve, 1 to {limits.MAX_TOP_K}" in text
         assert f"may ask at most {limits.MAX_QUESTION_PARTS} questions in one" in text
         assert f"parts x top_k may be at most {limits.MAX_PART_PASSAGES}" in text
+        assert f"(SYNTHESIS_DEFAULT_TOP_K, {limits.DEFAULT_TOP_K} unless set)" in text
+        chars = f"{limits.MAX_QUESTION_CHARS:,}"
+        assert f"{chars} characters as sent and at most {chars} once normalised" in text
+        assert "(NFKC, whitespace collapsed and trimmed)" in text
 
     def test_retrieval_takes_what_synthesis_sends_at_its_limit(self) -> None:
         """Synthesis takes 64 calls at once; each sends up to 1 + MAX_QUESTION_PARTS retrievals
