@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from grounded.type.v1 import evidence_pb2
+from grounded.type.v1 import validation_pb2 as tpb
 from grounded.validator.v1 import validator_service_pb2 as pb
 
 from services.common import validation as r
@@ -20,7 +21,7 @@ from services.common.validation import Verdict
 from services.validator import convert
 from services.validator.cascade import DEFAULT_BAND
 from services.validator.config import DEFAULT_MODEL_DIR
-from services.validator.engine import validate
+from services.validator.engine import _tiers, validate
 from services.validator.limits import (
     MAX_ANSWER_BYTES,
     MAX_EVIDENCE,
@@ -240,3 +241,15 @@ def test_proto_comments_state_every_options_default() -> None:
         assert expected in comments[name], name
         if not isinstance(default, bool):
             assert "in [0, 1]" in comments[name], name
+
+
+def test_proto_comment_states_the_order_tiers_run_in() -> None:
+    """Every tier on: the order a report lists them (the judge appended by the cascade) is the
+    order ValidationTier's comment gives, which is not the enum numbers' order."""
+    text = (PROTOS / "type/v1/validation.proto").read_text()
+    comment = " ".join(text[: text.index("enum ValidationTier {")].rsplit("\n\n", 1)[-1].split())
+    ran = [t.name for t in (*_tiers(r.ValidationOptions(), True), r.Tier.JUDGE)]
+    stated = re.findall(r"\b(" + "|".join(ran) + r")\b", comment.split("which is", 1)[1])
+    assert stated == ran
+    numbers = [tpb.ValidationTier.Value(f"VALIDATION_TIER_{name}") for name in ran]
+    assert numbers != sorted(numbers)  # the reason the comment exists
