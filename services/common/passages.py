@@ -117,6 +117,7 @@ SKIP_TO_PROTO: Mapping[StageSkip, evidence_pb2.StageSkipReason] = {
     StageSkip.DEADLINE: evidence_pb2.STAGE_SKIP_REASON_DEADLINE,
     StageSkip.QUERY_TOO_LONG: evidence_pb2.STAGE_SKIP_REASON_QUERY_TOO_LONG,
 }
+SKIP_FROM_PROTO: Mapping[int, StageSkip] = {v: k for k, v in SKIP_TO_PROTO.items()}
 
 
 def timings_to_proto(

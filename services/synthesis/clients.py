@@ -28,7 +28,12 @@ from services.common.errors import (
     NotFoundError,
 )
 from services.common.evidence import Chunk
-from services.common.passages import INTENT_FROM_PROTO, chunk_to_proto, scored_from_proto
+from services.common.passages import (
+    INTENT_FROM_PROTO,
+    SKIP_FROM_PROTO,
+    chunk_to_proto,
+    scored_from_proto,
+)
 from services.common.status import reason_of
 from services.common.urls import ADDRESS, whole_names, without_addresses
 from services.common.validation import ValidationReport
@@ -135,6 +140,11 @@ class GrpcRetriever:
             cache_hit=response.cache_hit,
             index_version=response.index_version,
             timings_ms={t.stage: t.duration_ms for t in response.timings if t.ran},
+            skipped={
+                t.stage: SKIP_FROM_PROTO[t.skip_reason]
+                for t in response.timings
+                if t.skip_reason in SKIP_FROM_PROTO
+            },
         )
 
     async def get_document(self, doc_id: str, *, timeout_s: float) -> rpb.GetDocumentResponse:

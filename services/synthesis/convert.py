@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import cast
 
 from grounded.synthesis.v1 import synthesis_service_pb2 as pb
@@ -10,6 +10,7 @@ from grounded.type.v1 import evidence_pb2
 
 from services.common.documents import filter_value_violations
 from services.common.errors import Violations, top_k_rule
+from services.common.evidence import StageSkip
 from services.common.language.text import is_blank, normalise_query
 from services.common.passages import INTENT_TO_PROTO, scored_to_proto, timings_to_proto
 from services.common.validation_proto import report_to_proto
@@ -173,7 +174,7 @@ def result_to_proto(result: SynthesisResult) -> pb.SynthesizeAnswerResponse:
             for doc in result.citations
         ],
         sufficiency=sufficiency_to_proto(decision),
-        timings=timings_to_proto((stage, True, ms) for stage, ms in result.timings_ms.items()),
+        timings=_timings(result.timings_ms, result.skipped_stages),
         synthesis_mode=result.synthesis_mode,
         source_doc_count=result.source_doc_count,
         evidence=[scored_to_proto(s) for s in result.evidence],
@@ -205,6 +206,18 @@ def result_to_proto(result: SynthesisResult) -> pb.SynthesizeAnswerResponse:
             )
         )
     return response
+
+
+def _timings(
+    ran: Mapping[str, float], skipped: Mapping[str, StageSkip]
+) -> list[evidence_pb2.StageTiming]:
+    """The stages that ran, in order, then the requested ones skipped (ran false, with why):
+    retrieval's own skips pass through as "retrieval.<stage>"."""
+    return timings_to_proto(
+        [(stage, True, ms) for stage, ms in ran.items()]
+        + [(stage, False, 0.0) for stage in skipped if stage not in ran],
+        skipped,
+    )
 
 
 def citation_to_proto(c: Citation) -> pb.Citation:
@@ -282,7 +295,7 @@ def event_to_proto(event: StreamEvent) -> pb.StreamAnswerResponse:
             evidence=pb.EvidenceRetrieved(
                 evidence=[scored_to_proto(s) for s in event.evidence],
                 doc_ids=list(dict.fromkeys(s.chunk.doc_id for s in event.evidence)),
-                timings=timings_to_proto((k, True, ms) for k, ms in event.timings_ms.items()),
+                timings=_timings(event.timings_ms, event.skipped_stages),
                 sufficiency=sufficiency_to_proto(event.sufficiency),
             )
         )

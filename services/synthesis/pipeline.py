@@ -31,7 +31,7 @@ from services.common.errors import (
     TooLongForModelError,
     Violations,
 )
-from services.common.evidence import MAX_ANSWER_BYTES, Chunk, ScoredChunk
+from services.common.evidence import MAX_ANSWER_BYTES, Chunk, ScoredChunk, StageSkip
 from services.common.intent import Intent, is_statement
 from services.common.judge import Task
 from services.common.language.citations import resolve_positions
@@ -121,6 +121,9 @@ class RetrievedEvidence:
     timings_ms: Mapping[str, float] = field(default_factory=dict)
     # The version of the index that served the search ("" from a retriever that gives none).
     index_version: str = ""
+    # The stages the search asked for that retrieval skipped, and why (the rerank, past the
+    # deadline or for a query too long for its model).
+    skipped: Mapping[str, StageSkip] = field(default_factory=dict)
 
 
 def joined_versions(results: Sequence[RetrievedEvidence]) -> str:
@@ -275,6 +278,9 @@ class SynthesisResult:
     timings_ms: Mapping[str, float] = field(default_factory=dict)
     usage: TokenUsage | None = None
     synthesis_mode: bool = False
+    # Retrieval's stages that the search asked for and retrieval skipped, named as in
+    # timings_ms ("retrieval.rerank"), with why.
+    skipped_stages: Mapping[str, StageSkip] = field(default_factory=dict)
     source_doc_count: int = 0
     generator: str = ""
     model: str = ""
@@ -395,10 +401,12 @@ class SynthesisPipeline:
         started = time.perf_counter()
         generator = self._check(request)
         timings: dict[str, float] = {}
+        skipped: dict[str, StageSkip] = {}
         analysis = analyse_question(request.question, request.history, self._settings.history_turns)
         self._check_parts(analysis, request.top_k)
 
         results = await self._retrieve(analysis, request, deadline, timings)
+        skipped.update({f"retrieval.{s}": why for s, why in results[0].skipped.items()})
         evidence, decision = self._assess(analysis, results, request.top_k, timings)
         decision = await self._check_answerability(analysis, evidence, decision, timings, deadline)
 
@@ -419,6 +427,7 @@ class SynthesisPipeline:
             index_version=joined_versions(results),
             timings=timings,
             started=started,
+            skipped=skipped,
         )
         if not decision.sufficient:
             refusal = base.refuse(
@@ -1161,6 +1170,8 @@ class ResultBuilder:
     usage: TokenUsage | None = None
     model: str = ""
     compact_answer: str = ""
+    # Requested stages skipped, by timings name (retrieval's, as "retrieval.<stage>").
+    skipped: dict[str, StageSkip] = field(default_factory=dict)
 
     def refuse(
         self,
@@ -1212,6 +1223,7 @@ class ResultBuilder:
             citations=citations,
             validation=report,
             timings_ms=dict(self.timings),
+            skipped_stages=dict(self.skipped),
             usage=self.usage,
             synthesis_mode=self.synthesis_mode,
             source_doc_count=self.source_doc_count,

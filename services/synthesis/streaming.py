@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from services.common.evidence import ScoredChunk
+from services.common.evidence import ScoredChunk, StageSkip
 from services.common.intent import Intent
 from services.common.language.citations import EvidenceIndex, resolve_positions, scan
 from services.common.language.sentences import is_lead_in, split_sentences
@@ -54,6 +54,7 @@ class EvidenceEvent:
     sufficiency: SufficiencyDecision
     intent: Intent
     timings_ms: dict[str, float]
+    skipped_stages: dict[str, StageSkip] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +84,9 @@ async def stream_answer(
     """The events of one request (see the module docstring); errors propagate as in ``answer``."""
     prepared = await pipeline.prepare(request, deadline)
     base = prepared.base
-    yield EvidenceEvent(base.evidence, base.sufficiency, base.intent, dict(base.timings))
+    yield EvidenceEvent(
+        base.evidence, base.sufficiency, base.intent, dict(base.timings), dict(base.skipped)
+    )
     if prepared.refusal is not None:
         yield FinishedEvent(prepared.refusal, False, 0)
         return

@@ -9,9 +9,10 @@ from grounded.retrieval.v1 import retrieval_service_pb2 as pb
 
 from services.common.documents import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from services.retrieval import limits
-from services.retrieval.search import StageSwitches
+from services.retrieval.search import STAGES, StageSwitches
 
-PROTO = Path(__file__).resolve().parents[3] / "protos/grounded/retrieval/v1/retrieval_service.proto"
+PROTOS = Path(__file__).resolve().parents[3] / "protos/grounded"
+PROTO = PROTOS / "retrieval/v1/retrieval_service.proto"
 
 
 def _comments(message: str) -> dict[str, str]:
@@ -47,3 +48,12 @@ class TestRetrievalContractComments:
 
     def test_no_comment_points_at_server_source_files(self) -> None:
         assert not re.search(r"services/\w+/\w+\.py", PROTO.read_text())
+
+    def test_stage_timing_names_retrievals_stages_in_order(self) -> None:
+        text = (PROTOS / "type/v1/evidence.proto").read_text()
+        start = text.index("message StageTiming {")
+        comment = " ".join(
+            text[start : text.index("string stage = 1;", start)].replace("//", "").split()
+        )
+        listed = comment.split("whether it ran or not:", 1)[1].split(".", 1)[0]
+        assert re.findall(r'"(\w+)"', listed) == list(STAGES)

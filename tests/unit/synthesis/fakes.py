@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from services.common.evidence import Chunk, ScoredChunk
+from services.common.evidence import Chunk, ScoredChunk, StageSkip
 from services.common.refusal import REFUSAL
 from services.common.validation import (
     Reason,
@@ -64,6 +64,8 @@ class FakeRetriever:
     by_query: Mapping[str, Sequence[ScoredChunk] | Exception] = field(default_factory=dict)
     # The index version each search reports, by query ("" for any other query).
     index_versions: Mapping[str, str] = field(default_factory=dict)
+    # The stages each search reports it skipped, and why.
+    skipped: Mapping[str, StageSkip] = field(default_factory=dict)
 
     async def retrieve(
         self,
@@ -85,6 +87,7 @@ class FakeRetriever:
             cache_hit=False,
             timings_ms={"dense": 1.5},
             index_version=self.index_versions.get(query, ""),
+            skipped=self.skipped,
         )
 
 

@@ -9,6 +9,8 @@ from typing import Any
 import grpc
 import pytest
 from google.rpc import error_details_pb2, status_pb2
+from grounded.retrieval.v1 import retrieval_service_pb2 as rpb
+from grounded.type.v1 import evidence_pb2
 from grpc import aio
 
 from services.common import errors, status
@@ -18,6 +20,7 @@ from services.common.errors import (
     MessageTooLargeError,
     NotFoundError,
 )
+from services.common.evidence import StageSkip
 from services.synthesis.clients import (
     GrpcRetriever,
     GrpcValidator,
@@ -212,3 +215,34 @@ def test_violations_retrieval_left_out_are_still_counted() -> None:
         elif detail.Unpack(meta):
             not_shown = int(meta.metadata.get("violations_not_shown", "0"))
     assert shown + not_shown == 200 and not_shown > 0
+
+
+class _Answering:
+    """A stub whose RetrievePassages answers ``response``."""
+
+    def __init__(self, response: rpb.RetrievePassagesResponse) -> None:
+        self._response = response
+
+    async def RetrievePassages(self, *args: object, **kwargs: object) -> Any:
+        return self._response
+
+
+async def test_the_retriever_keeps_the_stages_retrieval_skipped_and_why() -> None:
+    """A stage retrieval skipped (ran false, a skip reason) is kept with its reason; one switched
+    off (ran false, no reason) is left out, as before; those that ran give their times."""
+    response = rpb.RetrievePassagesResponse(
+        timings=[
+            evidence_pb2.StageTiming(stage="dense", ran=True, duration_ms=2.0),
+            evidence_pb2.StageTiming(stage="expansion", ran=False),
+            evidence_pb2.StageTiming(
+                stage="rerank", ran=False, skip_reason=evidence_pb2.STAGE_SKIP_REASON_DEADLINE
+            ),
+        ]
+    )
+    async with aio.insecure_channel("127.0.0.1:9") as channel:
+        retriever = GrpcRetriever(channel)
+        retriever._stub = _Answering(response)  # type: ignore[assignment]
+        found = await retriever.retrieve("theft", top_k=3, acts=(), doc_ids=(), timeout_s=1.0)
+
+    assert found.timings_ms == {"dense": 2.0}
+    assert found.skipped == {"rerank": StageSkip.DEADLINE}

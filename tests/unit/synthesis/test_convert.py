@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
+from pathlib import Path
 
 import pytest
 from grounded.synthesis.v1 import synthesis_service_pb2 as pb
 from grounded.type.v1 import evidence_pb2
 
 from services.common.errors import InvalidInputError
-from services.common.evidence import Chunk, ScoredChunk
+from services.common.evidence import Chunk, ScoredChunk, StageSkip
 from services.common.refusal import REFUSAL
-from services.synthesis import convert
+from services.synthesis import convert, pipeline
 from services.synthesis.generation import GenerationFailure, TokenUsage
 from services.synthesis.pipeline import (
     PipelineSettings,
@@ -23,6 +25,7 @@ from services.synthesis.pipeline import (
 )
 from services.synthesis.routing import ModelChoice, ModelGenerator
 from services.synthesis.sources import RelationKind, SourceRelation
+from services.synthesis.streaming import stream_answer
 from services.synthesis.sufficiency import Requirement
 from tests.unit.synthesis.fakes import (
     EngineValidator,
@@ -102,6 +105,49 @@ class TestResultToProto:
             assert document.source.page == citation.page
             assert dict(document.source.extras) == {"path": "ipc.pdf"}
         assert [d.source.page for d in proto.citations] == [7, 2]
+
+    async def test_result_to_proto_passes_retrievals_skipped_stages_through(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        evidence = scored(ipc, "IPC_420_0")
+        synth = SynthesisPipeline(
+            FakeRetriever(evidence, skipped={"rerank": StageSkip.DEADLINE}),
+            EngineValidator(),
+            ScriptedGenerator(quote(ipc, "IPC_420_0")),
+            PipelineSettings(),
+        )
+        result = await synth.answer(SynthesisRequest(CHEATING, top_k=5))
+        assert result.answered, result.refusal_reason
+        assert result.skipped_stages == {"retrieval.rerank": StageSkip.DEADLINE}
+
+        timings = {t.stage: t for t in convert.result_to_proto(result).timings}
+
+        skipped = timings["retrieval.rerank"]
+        assert (skipped.ran, skipped.skip_reason) == (
+            False,
+            evidence_pb2.STAGE_SKIP_REASON_DEADLINE,
+        )
+        assert timings["retrieval.dense"].ran and timings["total"].ran
+        ran = [t for t in timings.values() if t.stage != "retrieval.rerank"]
+        assert all(
+            t.ran and t.skip_reason == evidence_pb2.STAGE_SKIP_REASON_UNSPECIFIED for t in ran
+        )
+
+    async def test_the_evidence_event_passes_retrievals_skipped_stages_through(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        synth = SynthesisPipeline(
+            FakeRetriever(scored(ipc, "IPC_420_0"), skipped={"rerank": StageSkip.QUERY_TOO_LONG}),
+            EngineValidator(),
+            ScriptedGenerator(quote(ipc, "IPC_420_0")),
+            PipelineSettings(),
+        )
+        first = await anext(stream_answer(synth, SynthesisRequest(CHEATING, top_k=5)))
+
+        (skipped,) = [t for t in convert.event_to_proto(first).evidence.timings if not t.ran]
+
+        assert skipped.stage == "retrieval.rerank"
+        assert skipped.skip_reason == evidence_pb2.STAGE_SKIP_REASON_QUERY_TOO_LONG
 
     async def test_result_to_proto_snippets_are_at_most_200_characters(
         self, ipc: Mapping[str, Chunk]
@@ -439,3 +485,18 @@ class TestEnumMaps:
 
         assert {v.value for v in StatementVerdict} == set(convert._STATEMENT_VERDICT)
         assert convert._STATEMENT_VERDICT["stated"] == pb.STATEMENT_VERDICT_STATED
+
+
+def test_stage_timing_names_synthesiss_steps() -> None:
+    """Every step synthesis puts in a response's timings is named in StageTiming's comment
+    ("validation.sentence", StreamAnswer's per-sentence check, is observed, never reported)."""
+    root = Path(__file__).resolve().parents[3] / "protos/grounded/type/v1/evidence.proto"
+    text = root.read_text()
+    start = text.index("message StageTiming {")
+    comment = " ".join(
+        text[start : text.index("string stage = 1;", start)].replace("//", "").split()
+    )
+    named = set(re.findall(r'"([\w.<>]+)"', comment.split("SynthesizeAnswer and StreamAnswer")[1]))
+    reported = {s for s in pipeline.STAGES if s != "validation.sentence"} | {"total"}
+    assert reported | {"retrieval.<stage>"} == named
+    assert "validate" not in comment
