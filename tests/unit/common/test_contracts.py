@@ -75,3 +75,15 @@ class TestContractImports:
             if foreign:
                 offenders[proto.name] = foreign
         assert offenders == {}
+
+
+class TestContractComments:
+    def test_no_comment_points_at_server_source_or_an_issue(self) -> None:
+        """A client reads the protos without the server's source or its tracker: comments give
+        the values themselves (operator settings by their environment variable are fine)."""
+        found = {
+            proto.name: hits
+            for proto in PROTOS.glob("*/v1/*.proto")
+            if (hits := re.findall(r"services/[\w/]+\.py|\bissue \d+", proto.read_text()))
+        }
+        assert found == {}
