@@ -33,34 +33,44 @@ SYNTHESIS = spb.DESCRIPTOR.services_by_name["SynthesisService"].full_name
 async def test_a_stream_cancelled_by_its_caller_logs_no_error(
     stack: Stack, caplog: pytest.LogCaptureFixture, after: int
 ) -> None:
-    request_id = f"cancel-after-{after}"
-    with caplog.at_level(logging.INFO):
-        async with grpc.aio.insecure_channel(stack.synthesis) as channel:
-            call = spb_grpc.SynthesisServiceStub(channel).StreamAnswer(
-                spb.SynthesizeAnswerRequest(question=QUESTION),
-                timeout=30,
-                metadata=(("x-request-id", request_id),),
-            )
-            kinds = []
-            async for event in call:
-                kinds.append(event.WhichOneof("event"))
-                if len(kinds) == after:
-                    call.cancel()
-                    break
-        await asyncio.sleep(0.3)
-        gc.collect()  # a task's exception nobody read is logged when the task is collected
-        await asyncio.sleep(0)
-    assert kinds[:after] == ["evidence", "sentence"][:after]
-    # Closing the stream from gRPC's own task once failed to restore the request-id context
-    # there ("was created in a different Context"), and asyncio logged the task's exception.
-    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
-    (access,) = [
-        r
-        for r in caplog.records
-        if r.getMessage() == "rpc" and getattr(r, "method", "") == "StreamAnswer"
-    ]
-    assert access.code == "CANCELLED", access.code  # type: ignore[attr-defined]
-    assert access.request_id == request_id  # type: ignore[attr-defined]
+    # The extractive answer is one short sentence: its last events can be written before the
+    # caller's cancel arrives, and the stream then ends OK, which tests nothing here. A loaded
+    # machine makes that likelier, so try again until a cancel lands mid-stream (at most 5).
+    codes = []
+    for attempt in range(5):
+        request_id = f"cancel-after-{after}-{attempt}"
+        caplog.clear()
+        with caplog.at_level(logging.INFO):
+            async with grpc.aio.insecure_channel(stack.synthesis) as channel:
+                call = spb_grpc.SynthesisServiceStub(channel).StreamAnswer(
+                    spb.SynthesizeAnswerRequest(question=QUESTION),
+                    timeout=30,
+                    metadata=(("x-request-id", request_id),),
+                )
+                kinds = []
+                async for event in call:
+                    kinds.append(event.WhichOneof("event"))
+                    if len(kinds) == after:
+                        call.cancel()
+                        break
+            await asyncio.sleep(0.3)
+            gc.collect()  # a task's exception nobody read is logged when the task is collected
+            await asyncio.sleep(0)
+        assert kinds[:after] == ["evidence", "sentence"][:after]
+        # Closing the stream from gRPC's own task once failed to restore the request-id context
+        # there ("was created in a different Context"), and asyncio logged the task's exception.
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+        (access,) = [
+            r
+            for r in caplog.records
+            if r.getMessage() == "rpc" and getattr(r, "method", "") == "StreamAnswer"
+        ]
+        assert access.request_id == request_id  # type: ignore[attr-defined]
+        codes.append(access.code)  # type: ignore[attr-defined]
+        if access.code != "OK":  # type: ignore[attr-defined]
+            break
+    # Only a stream the server finished before the cancel arrived may end OK.
+    assert codes[-1] == "CANCELLED", codes
 
 
 @pytest.mark.parametrize("service", ["retrieval", "synthesis", "validator"])
