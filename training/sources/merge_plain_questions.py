@@ -7,11 +7,11 @@ the training data apart from the evaluation sets.
 Writers never open the evaluation sets, yet everyday scenarios recur ("I found a wallet on the
 bus and kept the money"). So a question is dropped when its embedding (the retrieval model,
 all-MiniLM-L6-v2) has cosine similarity >= ``--max-similarity`` (0.75) with any question of
-an IPC evaluation set: the golden set, the plain-language tune set and the report-only
-plain-language set; a question written twice (same text, case and spacing aside) is kept
-once. The rule is mechanical and was fixed before the model trained on the file
-was measured; only the counts are printed, never the evaluation questions. Kept rows are
-renumbered ``<prefix>-001``... in the order given.
+an IPC evaluation set: the golden set, the plain-language tune set, the report-only
+plain-language set and (since 2026-11-26) the statements set; a question written twice (same
+text, case and spacing aside) is kept once. The rule is mechanical and was fixed before the
+model trained on the file was measured; only the counts are printed, never the evaluation
+questions. Kept rows are renumbered ``<prefix>-001``... in the order given.
 """
 
 from __future__ import annotations

@@ -443,3 +443,82 @@ class TestCalibrationFloors:
 
         with pytest.raises(SystemExit, match="GROUP=ACCURACY"):
             parse_floors([raw])
+
+
+class TestDecontamination:
+    """training.decontamination: evaluation sets against the training data, exactly."""
+
+    def test_the_statements_set_and_the_probes_are_checked(self) -> None:
+        from training.near_duplicates import CLAIM_SETS, EVALUATION_SETS
+
+        assert Path("data/golden/ipc_statements_v1.jsonl") in EVALUATION_SETS
+        assert {p.parent.name for p in CLAIM_SETS} == {
+            "ipc_adversarial",
+            "ipc_paraphrase_probe",
+            "ipc_numeric_probe",
+            "ipc_role_probe",
+        }
+        assert all(p.exists() for p in (*EVALUATION_SETS, *CLAIM_SETS))
+
+    def test_texts_match_verbatim_case_and_spacing_aside(self) -> None:
+        from training.decontamination import norm, section_id
+
+        assert norm("  Whoever  steals\nShall be punished. ") == "whoever steals shall be punished"
+        assert norm("What is theft?") == norm("what is theft")
+        assert section_id("128") == section_id("IPC_128") == "IPC_128"
+
+    def test_overlaps_count_claims_evidence_and_sections(self) -> None:
+        from training.decontamination import Item, Training, overlaps
+
+        training = Training(
+            premises={"entailment": {"the premise"}},
+            hypotheses={"entailment": {"a claim seen in training"}},
+            hand_written={"a hand-written hypothesis"},
+            hand_written_sections={"IPC_1"},
+        )
+        items = [
+            Item("x-1", ("A claim seen in training.",), ("The premise.",), ("IPC_1",), True),
+            Item("x-2", ("A hand-written  hypothesis",), ("other text",), ("IPC_2",), True),
+            Item("x-3", ("unseen",), ("other text",), ("IPC_1",), False),
+        ]
+        out = overlaps(items, training)
+        assert out["claims_verbatim_in_training"] == {
+            "entailment": ["x-1"],
+            "hand-written": ["x-2"],
+        }
+        assert out["evidence_texts"] == 2
+        assert out["evidence_texts_that_are_training_premises"] == {"entailment": 1}
+        assert (out["sections"], out["sections_in_hand_written_pairs"]) == (2, 1)
+        assert out["items_about_such_a_section"] == 2
+        assert out["report_half_items_about_such_a_section"] == 1
+
+    def test_hand_written_overlap_names_verbatim_claims_by_id(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from training import decontamination
+
+        pairs = tmp_path / "ipc_nli_pairs_x.jsonl"
+        pairs.write_text(
+            json.dumps({"section": "IPC_5", "premise": "P.", "hypothesis": "Said before."}) + "\n"
+        )
+        probe = tmp_path / "probe.jsonl"
+        probe.write_text(
+            "".join(
+                json.dumps({"id": i, "section": s, "claim": c}) + "\n"
+                for i, s, c in (("pr-1", "IPC_5", "said before"), ("pr-2", "IPC_6", "new"))
+            )
+        )
+        monkeypatch.setattr(decontamination, "HAND_WRITTEN_PAIRS", (pairs,))
+        assert decontamination.hand_written_overlap(probe) == {
+            "sections": 2,
+            "sections_in_pairs": 1,
+            "claims_verbatim": ["pr-1"],
+        }
+
+    def test_heldback_sources_fall_into_families(self) -> None:
+        from training.decontamination import family_of
+
+        assert family_of("ipc_plain_other_section") == "ipc_plain"
+        assert family_of("ipc_punishment") == "ipc"
+        assert family_of("squad_hard_entity") == "squad"
+        assert family_of("cad_snli") == "cad_snli" and family_of("snli_dev") == "snli"
