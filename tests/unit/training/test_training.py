@@ -522,3 +522,61 @@ class TestDecontamination:
         assert family_of("ipc_punishment") == "ipc"
         assert family_of("squad_hard_entity") == "squad"
         assert family_of("cad_snli") == "cad_snli" and family_of("snli_dev") == "snli"
+
+
+class TestShippingFigures:
+    """training.calibrate: accuracy over the accuracy groups; the rule-made groups are gates."""
+
+    def test_rule_made_groups_are_gates_and_the_rest_accuracy(self) -> None:
+        from bench.validator_accuracy import (
+            CITATION_PERTURBATIONS,
+            CONTRADICTIONS,
+            NEGATION_PERTURBATIONS,
+            NOT_ENOUGH_INFO,
+            NUMBER_PERTURBATIONS,
+            PARAPHRASES,
+        )
+        from training.calibrate import ACCURACY_GROUPS
+
+        gates = {*PARAPHRASES, *NUMBER_PERTURBATIONS, *NEGATION_PERTURBATIONS}
+        gates |= set(CITATION_PERTURBATIONS)
+        assert not gates & ACCURACY_GROUPS
+        assert {*CONTRADICTIONS, *NOT_ENOUGH_INFO, "scifact_support_claim"} <= ACCURACY_GROUPS
+        assert "hotpot_qa_statement" in ACCURACY_GROUPS
+        assert {g for g in ACCURACY_GROUPS if g.startswith("adversarial:")} == {
+            "adversarial:contradiction",
+            "adversarial:paraphrase",
+            "adversarial:unsupported",
+        }
+
+    def test_two_figures_and_gate_changes_from_manifests(self, tmp_path: Path) -> None:
+        from training.calibrate import summarise
+
+        def manifest(name: str, per: dict[str, float]) -> Path:
+            path = tmp_path / name
+            path.write_text(json.dumps({"calibration": {"per_group_accuracy": per}}))
+            return path
+
+        new = manifest(
+            "new.json",
+            {"adversarial:paraphrase": 0.9, "scifact_support_claim": 0.3, "ipc_rewrite": 0.8,
+             "number_changed": 1.0},
+        )  # fmt: skip
+        old = manifest(
+            "old.json",
+            {"adversarial:paraphrase": 0.8, "scifact_support_claim": 0.3, "ipc_rewrite": 0.9,
+             "number_changed": 1.0},
+        )  # fmt: skip
+        out = summarise(new, old)
+        assert out["accuracy_balanced_accuracy"] == 0.6
+        assert out["regression_gates"] == {"ipc_rewrite": 0.8, "number_changed": 1.0}
+        assert out["lowest_gate"] == ("ipc_rewrite", 0.8)
+        assert out["against_accuracy_balanced_accuracy"] == 0.55
+        assert out["gate_changes"] == {"ipc_rewrite": -0.1, "number_changed": 0.0}
+
+    def test_the_shipped_manifest_gives_both_figures(self) -> None:
+        from training.calibrate import summarise
+
+        out = summarise(Path("models/entailment-minilm-l6/manifest.json"))
+        assert len(out["accuracy_groups"]) == 7 and len(out["regression_gates"]) == 11
+        assert 0.0 < out["accuracy_balanced_accuracy"] < 1.0
