@@ -46,4 +46,21 @@ class TestValidatorModelHarness:
         assert local["model_1_thread"]["model_judged"] == 5  # every sentence reached the model
         assert {"lexical_only", "model"} <= set(report["grpc"])
         assert report["model_alone"]["threads_1_batch_5"]["p50_ms"] > 0
+        low, high = local["model_1_thread"]["p95_ci95_ms"]  # every p95 has its interval
+        assert low <= high and report["grpc"]["model"]["p95_ci95_ms"][0] > 0
         assert "python -m bench.validator_model --quick" in out.with_suffix(".md").read_text()
+
+    def test_p95_interval_is_seeded_and_brackets_the_p95(self) -> None:
+        import random
+
+        from bench.loadgen import percentile
+        from bench.validator_model import p95_interval
+
+        rng = random.Random(7)
+        samples = [rng.gauss(40.0, 3.0) for _ in range(300)]
+        low, high = p95_interval(samples)
+        assert low <= percentile(samples, 95) <= high
+        assert p95_interval(samples) == (low, high)  # seeded: the same every run
+        # Fewer repeats, a wider interval: what a single short run can and cannot settle.
+        short_low, short_high = p95_interval(samples[:20])
+        assert short_high - short_low > high - low
