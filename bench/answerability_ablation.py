@@ -19,7 +19,7 @@ and the report-only plain-language IPC set (``ipc_plain_v1``) were never used fo
 this work; SciFact and HotpotQA were not used for the thresholds. The keyword rules themselves
 were written, earlier, looking at the first 150 SQuAD 2.0 / HotpotQA / SciFact items
 (docs/SYNTHESIS.md), so only the plain-language IPC sets are untouched by every rule. Rates
-come with 95 % Wilson intervals.
+come with 95 % Wilson intervals (``evaluation.stats``, the one shared helper).
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.loadgen import command_line, machine_context, write_report
-from bench.validator_accuracy import proportion
 from evaluation.datasets import in_tune_half
 from evaluation.report import newest_report
+from evaluation.stats import proportion
 
 MODES = ("off", "shadow", "veto", "rescue", "both", "model")
 # (label, dataset folder suffix, data file in the run's description, half, tuned on?)

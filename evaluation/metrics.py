@@ -1,4 +1,10 @@
-"""Evaluation metrics: pure functions over items and outcomes, each with n and a bootstrap CI."""
+"""Evaluation metrics: pure functions over items and outcomes, each with n and a 95 % CI.
+
+A proportion (every item counts 0 or 1 over a denominator of 1: refusal rates, gold document
+cited, errors) gets a Wilson score interval (``evaluation.stats.wilson``); any other ratio over
+items (citation precision and recall, whose items carry several units; recall@k, nDCG) and the
+latency percentiles get a percentile bootstrap over items.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +22,7 @@ import numpy.typing as npt
 
 from evaluation.matching import text_overlaps
 from evaluation.records import Citation, EvalItem, GoldEvidence, Outcome, RunInfo, Status, doc_id_of
+from evaluation.stats import wilson
 from services.common.validation import Verdict
 
 RECALL_KS = (1, 5, 10)
@@ -50,7 +57,10 @@ FloatArray = npt.NDArray[np.float64]
 
 @dataclass(frozen=True, slots=True)
 class BootstrapConfig:
-    """Percentile bootstrap over items: ``resamples`` draws with replacement, fixed ``seed``."""
+    """Percentile bootstrap over items: ``resamples`` draws with replacement, fixed ``seed``.
+
+    ``confidence`` is also the level of the Wilson intervals of proportions.
+    """
 
     resamples: int = 2000
     seed: int = 20240601
@@ -62,6 +72,9 @@ class Metric:
     """One figure: ``value`` over ``n`` units (``unit``) from ``n_items`` items, with its CI.
 
     ``value`` is None only when nothing could be measured (``n == 0``); the CI is None then too.
+    ``ci_method``: ``wilson`` (a proportion: every item 0 or 1 of 1), ``wilson (items)`` (a ratio
+    that is 0, or 1, in every item, where no resample can differ: Wilson over those items),
+    ``bootstrap`` (percentile bootstrap over items), or empty with no CI.
     """
 
     name: str
@@ -71,6 +84,7 @@ class Metric:
     n_items: int
     ci_low: float | None
     ci_high: float | None
+    ci_method: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,19 +438,46 @@ def bootstrap_percentile(
     return float(low), float(high)
 
 
+def ratio_interval(
+    numerators: FloatArray, denominators: FloatArray, config: BootstrapConfig
+) -> tuple[float | None, float | None, str]:
+    """The CI of sum(numerators) / sum(denominators) over items, and how it was computed.
+
+    A proportion (every denominator 1, every numerator 0 or 1) gets a Wilson interval. A ratio
+    that is 0 in every item (or equals 1 in every item) cannot vary under resampling, so the
+    bootstrap would collapse to a point; it gets the Wilson interval of 0 (n) of the n items
+    that carry it. Anything else gets the percentile bootstrap (``bootstrap_ratio``).
+    """
+    carried = denominators > 0
+    n_items = int(carried.sum())
+    if n_items == 0:
+        return None, None, ""
+    if bool(np.all(denominators == 1.0)) and bool(np.all((numerators == 0) | (numerators == 1))):
+        low, high = wilson(int(numerators.sum()), len(numerators), config.confidence)
+        return low, high, "wilson"
+    if bool(np.all(numerators[carried] == 0)):
+        low, high = wilson(0, n_items, config.confidence)
+        return low, high, "wilson (items)"
+    if bool(np.all(numerators[carried] == denominators[carried])):
+        low, high = wilson(n_items, n_items, config.confidence)
+        return low, high, "wilson (items)"
+    low_b, high_b = bootstrap_ratio(numerators, denominators, config)
+    return low_b, high_b, "bootstrap"
+
+
 def ratio_metric(
     name: str,
     unit: str,
     pairs: Sequence[tuple[float, float]],
     config: BootstrapConfig,
 ) -> Metric:
-    """Metric sum(num) / sum(den) over per-item (num, den) pairs, with a bootstrap CI."""
+    """Metric sum(num) / sum(den) over per-item (num, den) pairs, with its CI (``ratio_interval``)."""
     num = np.array([p[0] for p in pairs], dtype=np.float64)
     den = np.array([p[1] for p in pairs], dtype=np.float64)
     total = float(den.sum())
     value = float(num.sum()) / total if total > 0 else None
-    low, high = bootstrap_ratio(num, den, config)
-    return Metric(name, value, round(total), unit, len(pairs), low, high)
+    low, high, method = ratio_interval(num, den, config)
+    return Metric(name, value, round(total), unit, len(pairs), low, high, method)
 
 
 def latency_metric(name: str, values: Sequence[float], q: float, config: BootstrapConfig) -> Metric:
@@ -444,7 +485,16 @@ def latency_metric(name: str, values: Sequence[float], q: float, config: Bootstr
     array = np.array(values, dtype=np.float64)
     value = float(np.percentile(array, q)) if len(array) else None
     low, high = bootstrap_percentile(array, q, config)
-    return Metric(name, value, len(array), "outcomes", len(array), low, high)
+    return Metric(
+        name,
+        value,
+        len(array),
+        "outcomes",
+        len(array),
+        low,
+        high,
+        "bootstrap" if len(array) else "",
+    )
 
 
 def _is(score: ItemScore, status: Status) -> bool:

@@ -131,8 +131,10 @@ def render_markdown(report: Report, plots: Sequence[Path] = (), extra: str = "")
     boot = report.bootstrap
     lines += [
         "",
-        f"Confidence intervals: percentile bootstrap over items, {boot.resamples} resamples, "
-        f"seed {boot.seed}, {boot.confidence:.0%}. Definitions: docs/EVALUATION.md.",
+        f"Confidence intervals, {boot.confidence:.0%}: Wilson score intervals for proportions "
+        "(every item 0 or 1: refusal rates, gold document cited, errors; and a ratio that is 0, "
+        "or 1, in every item, over its items), otherwise a percentile bootstrap over items, "
+        f"{boot.resamples} resamples, seed {boot.seed}. Definitions: docs/EVALUATION.md.",
         "",
         "## Headline",
         "",
@@ -217,7 +219,7 @@ def plot_metrics(report: Report, path: Path) -> Path:
     else:
         axes.text(0.5, 0.5, "no metrics measured", ha="center", va="center")
     axes.set_xlim(0, 1)
-    axes.set_xlabel("value (95 % bootstrap CI)")
+    axes.set_xlabel("value (95 % CI)")
     axes.set_title(f"{_dataset(report)}: headline metrics (n = {report.n_items} items)")
     figure.savefig(path, dpi=110)
     return path
@@ -346,9 +348,10 @@ def _render_summary(rows: list[dict[str, Any]]) -> list[str]:
         "latency p50 / p95 (ms)",
     ]
     lines = [
-        "Latest run per dataset (value and 95 % bootstrap CI; written by `update_summary`). "
-        '"Tuned on?" says whether the set was read to choose anything: **tuned**, **never '
-        "tuned**, or **mixed** (a split set: the next table gives each half).",
+        "Latest run per dataset (value and 95 % CI: Wilson for proportions, percentile bootstrap "
+        "over items for citation precision and recall, recall@10 and latency; written by "
+        '`update_summary`). "Tuned on?" says whether the set was read to choose anything: '
+        "**tuned**, **never tuned**, or **mixed** (a split set: the next table gives each half).",
         "",
         "| " + " | ".join(headers) + " |",
         "|" + " --- |" * len(headers),

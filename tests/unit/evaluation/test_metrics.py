@@ -23,6 +23,7 @@ from evaluation.metrics import (
     strip_citations,
 )
 from evaluation.records import Citation, EvalItem, GoldEvidence, Outcome, Status
+from evaluation.stats import wilson
 from services.common.refusal import REFUSAL
 from services.common.validation import Verdict
 
@@ -253,9 +254,38 @@ class TestBootstrap:
         assert metric.ci_low < metric.value < metric.ci_high
         assert metric.n == 60 and metric.n_items == 60
 
-    def test_ratio_metric_constant_data_has_degenerate_ci(self) -> None:
+    def test_a_proportion_gets_a_wilson_interval(self) -> None:
+        pairs = [(float(i % 3 == 0), 1.0) for i in range(60)]
+        metric = ratio_metric("x", "items", pairs, FAST)
+        assert metric.ci_method == "wilson"
+        assert (metric.ci_low, metric.ci_high) == pytest.approx(wilson(20, 60))
+
+    def test_a_proportion_at_n_of_n_is_not_a_point(self) -> None:
+        # The bootstrap gave 1.000 (1.000–1.000) here; Wilson's 5/5 reaches down to 0.566.
         metric = ratio_metric("x", "items", [(1.0, 1.0)] * 5, FAST)
-        assert (metric.value, metric.ci_low, metric.ci_high) == (1.0, 1.0, 1.0)
+        assert (metric.value, metric.ci_high, metric.ci_method) == (1.0, 1.0, "wilson")
+        assert metric.ci_low == pytest.approx(0.5655, abs=1e-4)
+
+    def test_a_proportion_at_zero_is_not_a_point(self) -> None:
+        metric = ratio_metric("x", "items", [(0.0, 1.0)] * 40, FAST)
+        assert (metric.value, metric.ci_low, metric.ci_method) == (0.0, 0.0, "wilson")
+        assert metric.ci_high == pytest.approx(0.0876, abs=1e-4)
+
+    def test_a_ratio_that_is_zero_in_every_item_gets_wilson_over_items(self) -> None:
+        # No invalid citation among 3 + 2 + 4 citations of 3 answered items (and one with none).
+        pairs = [(0.0, 3.0), (0.0, 2.0), (0.0, 4.0), (0.0, 0.0)]
+        metric = ratio_metric("invalid", "citations", pairs, FAST)
+        assert (metric.value, metric.n, metric.ci_method) == (0.0, 9, "wilson (items)")
+        assert (metric.ci_low, metric.ci_high) == pytest.approx(wilson(0, 3))
+
+    def test_a_ratio_that_varies_keeps_the_bootstrap(self) -> None:
+        pairs = [(1.0, 2.0), (2.0, 2.0), (0.0, 3.0), (1.0, 1.0)] * 5
+        metric = ratio_metric("precision", "citations", pairs, FAST)
+        assert metric.ci_method == "bootstrap"
+        low, high = bootstrap_ratio(
+            np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs]), FAST
+        )
+        assert (metric.ci_low, metric.ci_high) == (low, high)
 
     def test_ratio_metric_empty_population_is_none(self) -> None:
         metric = ratio_metric("x", "items", [], FAST)

@@ -97,7 +97,9 @@ class TestWriteReport:
         assert "cd" * 32 in markdown and "ab" * 32 in markdown
         assert "Items scored: 2 of 112 (LIMIT: 2)" in markdown
         assert "`make eval DATASET=ipc LIMIT=2`" in markdown
-        assert "| citation_precision | 1.000 (1.000–1.000) | 1 citations | 1 |" in markdown
+        # One citation in one item: Wilson over that item, not a point.
+        assert "| citation_precision | 1.000 (0.207–1.000) | 1 citations | 1 |" in markdown
+        assert "Wilson score intervals for proportions" in markdown
         assert "## Subset: p" in markdown
         assert "![metrics](metrics.png)" in markdown
 
@@ -121,7 +123,7 @@ class TestUpdateSummary:
         text = path.read_text()
         assert "not yet run" not in text
         assert text.startswith("# Eval\n") and text.endswith("\n\nTail.\n")
-        assert "| ipc | **tuned** | 2 | 1.000 (1.000–1.000) |" in text
+        assert "| ipc | **tuned** | 2 | 1.000 (0.207–1.000) |" in text
         assert "Tuned on: chosen on it." in text
         assert "by half" not in text  # no split set
         assert "`make eval DATASET=ipc LIMIT=2`" in text
@@ -158,7 +160,7 @@ class TestUpdateSummary:
         text = path.read_text()
         assert "| squad2 | **mixed** | 2 |" in text
         # The answered item is the tune half's, the refused unanswerable one the report half's.
-        one = "1.000 (1.000–1.000)"
+        one = "1.000 (0.207–1.000)"
         assert f"| squad2 | report (odd crc32, never tuned) | 1 | n/a | n/a | n/a | {one} |" in text
         assert f"| squad2 | tune (even crc32, tuned) | 1 | {one} | {one} | {one} | n/a |" in text
         assert text.index("| squad2 | report") < text.index("| squad2 | tune")

@@ -280,6 +280,7 @@ class TestAblations:
         ]
         text = render_ablations(rows)
         assert text.count("### validator coverage thresholds (1 items") == 1
-        assert "| coverage 0.50 / 0.35 | n/a | 0.000 (0.000–0.000) |" in text
+        # 0 of 1: a Wilson interval, not the bootstrap's 0.000 (0.000–0.000).
+        assert "| coverage 0.50 / 0.35 | n/a | 0.000 (0.000–0.793) |" in text
         assert ablations_to_dict(rows)[0]["n_items"] == 1
         assert render_ablations([]).endswith("None run.\n")
