@@ -1,4 +1,9 @@
-"""The issue's targets on the dev slices, and whether a report meets them."""
+"""The issue's targets on the dev slices, and whether a report meets them.
+
+A target is **met** only when the whole 95 % CI is on the right side of it (the lower bound for
+``>=``, the upper bound for ``<=``); a point estimate on the right side with a CI that crosses
+the bound is "point estimate meets, CI does not".
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,10 @@ from dataclasses import dataclass
 
 from evaluation.metrics import Metric, Report
 from evaluation.report import format_metric
+
+MET = "met"
+POINT_ONLY = "point estimate meets, CI does not"
+NOT_MET = "not met"
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,11 +25,23 @@ class Target:
     op: str
     bound: float
 
-    def met(self, metric: Metric | None) -> bool | None:
-        """True or False on the point estimate; None when the metric was not measured."""
+    def _meets(self, value: float) -> bool:
+        return value >= self.bound if self.op == ">=" else value <= self.bound
+
+    def verdict(self, metric: Metric | None) -> str | None:
+        """``met`` (the CI's bound clears the target), ``point estimate meets, CI does not``,
+        or ``not met``; None when the metric was not measured. Without a CI, never ``met``."""
         if metric is None or metric.value is None:
             return None
-        return metric.value >= self.bound if self.op == ">=" else metric.value <= self.bound
+        if not self._meets(metric.value):
+            return NOT_MET
+        bound = metric.ci_low if self.op == ">=" else metric.ci_high
+        return MET if bound is not None and self._meets(bound) else POINT_ONLY
+
+    def met(self, metric: Metric | None) -> bool | None:
+        """True only when the CI clears the target; None when the metric was not measured."""
+        verdict = self.verdict(metric)
+        return None if verdict is None else verdict == MET
 
     def describe(self) -> str:
         return f"{self.metric} {self.op} {self.bound:g}"
@@ -43,18 +64,29 @@ TARGETS: dict[str, tuple[Target, ...]] = {
 }
 
 
+def _shown(verdict: str | None) -> str:
+    if verdict is None:
+        return "n/a"
+    return verdict if verdict == MET else f"**{verdict}**"
+
+
 def render_targets(dataset: str, report: Report) -> str:
-    """A Markdown table: each target, the measured value with its CI and n, and whether it is met."""
+    """A Markdown table: each target, the measured value with its CI and n, and whether it is
+    met (by the CI)."""
+    label = report.run.tuning if report.run else "unrecorded"
     lines = [
         "## Targets",
         "",
-        "| target | measured (95 % CI) | n | met |",
-        "| --- | --- | --- | --- |",
+        "Met only when the 95 % CI clears the target, not the point estimate alone.",
+        "",
+        "| target | items | measured (95 % CI) | n | met |",
+        "| --- | --- | --- | --- | --- |",
     ]
     for target in TARGETS.get(dataset, _EVERY):
         metric = report.metrics.get(target.metric)
-        met = target.met(metric)
-        verdict = "n/a" if met is None else ("yes" if met else "**no**")
         n = f"{metric.n} {metric.unit}" if metric is not None else "0"
-        lines.append(f"| {target.describe()} | {format_metric(metric)} | {n} | {verdict} |")
+        lines.append(
+            f"| {target.describe()} | all items (**{label}**) | {format_metric(metric)} | {n} "
+            f"| {_shown(target.verdict(metric))} |"
+        )
     return "\n".join(lines) + "\n"

@@ -19,11 +19,11 @@ from evaluation.client import (
 )
 from evaluation.datasets import load_dataset
 from evaluation.indexes import PreparedIndex, prepare_index
-from evaluation.metrics import score_run
+from evaluation.metrics import BootstrapConfig, Metric, ratio_metric, score_run
 from evaluation.records import EvalItem, Outcome, Status
 from evaluation.run import parse_args
 from evaluation.stack import Endpoints
-from evaluation.targets import TARGETS, render_targets
+from evaluation.targets import MET, NOT_MET, POINT_ONLY, TARGETS, Target, render_targets
 from services.common.refusal import REFUSAL
 from services.common.validation import Verdict
 from services.retrieval.embedding import DEFAULT_MODEL_NAME
@@ -261,9 +261,46 @@ class TestTargets:
         dataset = load_dataset("squad2", data)
         report = score_run(dataset.items, [Outcome.from_answer("q1", REFUSAL)])
         table = render_targets("squad2", report)
-        assert "false_refusal_rate <= 0.1 | 1.000" in table and "**no**" in table
-        assert "correct_refusal_rate >= 0.9 | n/a" in table
+        assert "false_refusal_rate <= 0.1 | all items (**unrecorded**) | 1.000" in table
+        assert "**not met**" in table
+        assert "correct_refusal_rate >= 0.9 | all items (**unrecorded**) | n/a" in table
         assert set(TARGETS) == {"ipc", "squad2", "hotpotqa", "scifact"}
+
+    @staticmethod
+    def _metric(value: float, low: float, high: float) -> Metric:
+        return Metric("x", value, 100, "items", 100, low, high, "wilson")
+
+    @pytest.mark.parametrize(
+        ("op", "value", "low", "high", "verdict"),
+        [
+            (">=", 0.95, 0.91, 0.98, MET),
+            (">=", 0.92, 0.86, 0.96, POINT_ONLY),
+            (">=", 0.85, 0.78, 0.91, NOT_MET),
+            ("<=", 0.05, 0.02, 0.09, MET),
+            ("<=", 0.08, 0.04, 0.14, POINT_ONLY),
+            ("<=", 0.12, 0.07, 0.19, NOT_MET),
+        ],
+    )
+    def test_a_target_is_met_only_when_the_ci_clears_it(
+        self, op: str, value: float, low: float, high: float, verdict: str
+    ) -> None:
+        target = Target("x", op, 0.90 if op == ">=" else 0.10)
+        assert target.verdict(self._metric(value, low, high)) == verdict
+        assert target.met(self._metric(value, low, high)) is (verdict == MET)
+
+    def test_no_ci_is_never_met_and_nothing_measured_is_none(self) -> None:
+        target = Target("x", ">=", 0.5)
+        assert target.verdict(Metric("x", 0.9, 3, "items", 3, None, None)) == POINT_ONLY
+        assert target.verdict(None) is None and target.met(None) is None
+
+    def test_zero_invalid_citations_is_a_point_estimate_only(self) -> None:
+        # 0 invalid of 5 citations in 2 items: the Wilson upper bound (over the items) is above
+        # 0, so the CI does not meet "<= 0"; the verdict says so rather than "met".
+        metric = ratio_metric(
+            "invalid_citation_rate", "citations", [(0.0, 3.0), (0.0, 2.0)], BootstrapConfig()
+        )
+        assert metric.value == 0.0 and metric.ci_high is not None and metric.ci_high > 0
+        assert Target("invalid_citation_rate", "<=", 0.0).verdict(metric) == POINT_ONLY
 
 
 class TestAblations:
