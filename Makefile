@@ -120,7 +120,7 @@ bench-judge: install ## The judge tier: what the validator and synthesis escalat
 bench: bench-retrieval bench-validator bench-synthesis bench-judge ## Every benchmark (run on a quiet machine: check `uptime`).
 
 .PHONY: eval
-eval: install ## Evaluate over gRPC: make eval [DATASET=ipc|squad2|hotpotqa|scifact|all] [DATA=file] [LIMIT=n] [ABLATIONS=1]
+eval: install ## Evaluate over gRPC: make eval [DATASET=ipc|squad2|hotpotqa|scifact|all] [DATA=file] [LIMIT=n] [ABLATIONS=1]; the headline is LIMIT=300
 	$(PY) -m evaluation --dataset $(DATASET) $(if $(DATA),--data $(DATA)) $(if $(LIMIT),--limit $(LIMIT)) $(if $(ABLATIONS),--ablations)
 
 .PHONY: fuzz

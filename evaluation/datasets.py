@@ -293,6 +293,7 @@ def load_squad2(path: Path, *, limit: int | None = None) -> EvalDataset:
                         gold=tuple(gold),
                         gold_answers=tuple(dict.fromkeys(t for t, _ in answers)),
                         answer_match="any",
+                        source_docs=(doc_id,),
                     )
                 )
     return EvalDataset(
@@ -453,12 +454,14 @@ def _scifact_item(record: dict[str, Any], abstracts: dict[str, list[str]]) -> Ev
         gold.extend(
             GoldEvidence(doc_id, normalize_ws(abstracts[doc_id][i]), group) for i in indices
         )
+    cited = [str(d) for d in record.get("cited_doc_ids", [])]
     return EvalItem(
         item_id=str(record["id"]),
         question=str(record["claim"]),
         answerable=label != "NEI",
         gold=tuple(gold),
         subset=label,
+        source_docs=tuple(dict.fromkeys([*record["evidence"], *cited])),
     )
 
 
@@ -478,14 +481,100 @@ class Tuning:
 
     ``label``: "tuned", "never tuned" or "mixed"; ``split``: the set is split by
     ``in_tune_half`` (even crc32 tuned, odd half reported), so reports score each half too.
+
+    What else was read of a split set, in both halves, so that the labels of the halves and of
+    the clean subset follow from the register rather than from a constant:
+
+    - ``read_first``: its first N items (loader order) were read (the keyword rules);
+    - ``read_subsets``: items of these subsets were read (HotpotQA's comparison questions);
+    - ``read_span``: the tune half was read among the first N items only (LIMIT 300); items
+      past it were never read, in either half;
+    - ``clean_label`` / ``clean_note``: the label of the clean subset (odd crc32, position
+      ``read_first`` or later, not a read subset) and what still touches it, if anything.
     """
 
     label: str
     note: str
     split: bool = False
+    read_first: int = 0
+    read_subsets: tuple[str, ...] = ()
+    read_span: int | None = None
+    clean_label: str = "never tuned"
+    clean_note: str = ""
+
+    @property
+    def has_clean(self) -> bool:
+        """A split set whose report half was read in part: it has a clean subset."""
+        return self.split and bool(self.read_first or self.read_subsets)
+
+    def half_label(self, half: str) -> str:
+        """``even crc32, tuned``; the report half is **mixed** when the register says part of
+        it was read (``odd crc32, mixed: ...``), never tuned otherwise."""
+        if half == "tune":
+            return "even crc32, tuned"
+        if half == "report":
+            if not self.has_clean:
+                return "odd crc32, never tuned"
+            return f"odd crc32, mixed: {self._read_text()}"
+        suffix = f": {self.clean_label}" + (f"; {self.clean_note}" if self.clean_note else "")
+        if half == "clean":
+            return self._clean_text() + suffix
+        if half == "clean_no_twin":
+            return (
+                f"{self._clean_text()}, no near-twin of a read question "
+                f"(Jaccard ≥ {TWIN_JACCARD:g}){suffix}"
+            )
+        if half == "clean_unshared":
+            return (
+                f"{self._clean_text()}, no near-twin of a read question and no source document "
+                f"shared with one{suffix}"
+            )
+        raise ValueError(f"unknown half {half!r}")
+
+    def _read_text(self) -> str:
+        parts = []
+        if self.read_first:
+            parts.append(f"its items 1–{self.read_first} were read for the keyword rules")
+        if self.read_subsets:
+            parts.append(f"its {'/'.join(self.read_subsets)} questions were read for patterns")
+        return "; ".join(parts)
+
+    def _clean_text(self) -> str:
+        text = "odd crc32"
+        if self.read_first:
+            text += f", item {self.read_first + 1} on"
+        if self.read_subsets:
+            text += f", not {'/'.join(self.read_subsets)}"
+        return text
+
+    def in_clean(self, index: int, item_id: str, subset: str) -> bool:
+        """Item ``index`` (0-based, loader order) is in the clean subset: a report-half item
+        past the items read for the keyword rules, not of a subset read in both halves."""
+        return (
+            self.has_clean
+            and not in_tune_half(item_id)
+            and index >= self.read_first
+            and subset not in self.read_subsets
+        )
+
+    def was_read(self, index: int, item_id: str, subset: str) -> bool:
+        """Item ``index`` was read to choose something (the tune half within ``read_span``,
+        the first ``read_first`` items, a read subset)."""
+        within = self.read_span is None or index < self.read_span
+        if not self.split:
+            return self.label != "never tuned"
+        return within and (
+            in_tune_half(item_id) or index < self.read_first or subset in self.read_subsets
+        )
 
 
-_KEYWORD_RULES = "its first 150 items were read to write the keyword rules (2026-11-23)"
+# Two questions are near-twins when their word sets overlap this much (Jaccard): SQuAD 2.0's
+# unanswerable questions are often one-word edits of an answerable one on the same paragraph.
+TWIN_JACCARD = 0.7
+
+_KEYWORD_RULES = (
+    "its first 150 items (both halves) were read to write the keyword rules (2026-11-23)"
+)
 # By the last two parts of the data path; one place for what docs/EVALUATION.md says set by set.
 _TUNING: dict[str, Tuning] = {
     "golden/ipc_golden_v1.jsonl": Tuning(
@@ -495,26 +584,44 @@ _TUNING: dict[str, Tuning] = {
         "tuned", "read to choose the answerability calibration, weights and retrieval candidates"
     ),
     "golden/ipc_plain_v1.jsonl": Tuning(
-        "never tuned", "written outside the team; only ever scored"
+        "never tuned",
+        "written outside the team; only ever scored, but 38 of its 206 questions have a "
+        "near-duplicate among the training questions (since model v2; python -m "
+        "bench.contamination gives the 168 others) and its refusal reasons of 2026-11-24 set "
+        "the direction of issue 13",
     ),
     "golden/ipc_statements_v1.jsonl": Tuning(
         "mixed", "even-crc32 half tuned (statement thresholds), odd half never tuned", split=True
     ),
     "squad2/dev.json": Tuning(
         "mixed",
-        "even-crc32 half of the first 300 tuned (answerability); odd half never tuned since; "
-        + _KEYWORD_RULES,
+        "even-crc32 half of the first 300 tuned (answerability); " + _KEYWORD_RULES,
         split=True,
+        read_first=150,
+        read_span=300,
     ),
     "hotpotqa/dev.jsonl": Tuning(
         "mixed",
-        "even-crc32 half tuned since 2026-11-26 01:01 UTC; odd half never tuned; " + _KEYWORD_RULES,
+        "even-crc32 half tuned since 2026-11-26 01:01 UTC; "
+        + _KEYWORD_RULES
+        + "; its comparison questions (both halves) were read to write the comparison patterns",
         split=True,
+        read_first=150,
+        read_subsets=("comparison",),
+        read_span=300,
     ),
     "eval/scifact": Tuning(
         "mixed",
-        "even-crc32 half tuned since 2026-11-26 07:14 UTC; odd half never tuned; " + _KEYWORD_RULES,
+        "even-crc32 half of the first 300 tuned since 2026-11-26 07:14 UTC; "
+        + _KEYWORD_RULES
+        + "; the retrieval defaults were chosen on all 321 claims with evidence "
+        "(docs/RETRIEVAL.md)",
         split=True,
+        read_first=150,
+        read_span=300,
+        clean_label="mixed",
+        clean_note="never tuned for answering; the retrieval defaults were chosen on all 321 "
+        "claims with evidence, its not-enough-info claims were never read",
     ),
 }
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from evaluation.clean import CleanSubset
 from evaluation.matching import text_overlaps
 from evaluation.records import Citation, EvalItem, GoldEvidence, Outcome, RunInfo, Status, doc_id_of
 from evaluation.stats import wilson
@@ -135,8 +136,13 @@ class Report:
     # Refusal reasons counted separately for answerable (false) and unanswerable (correct) items.
     refusal_reasons: dict[str, dict[str, int]] = field(default_factory=dict)
     # For a split set (RunInfo.tuning "mixed"): the same metrics per half, "tune" (even crc32)
-    # and "report" (odd, never read to choose anything).
+    # and "report" (odd crc32), and where the register gives one (evaluation.clean), "clean"
+    # (the report half less every item read), "clean_no_twin" (less near-twins of read
+    # questions) and "clean_unshared" (less those sharing a source document with a read one
+    # too). What each is labelled comes from the register (Tuning.half_label).
     halves: dict[str, dict[str, Metric]] = field(default_factory=dict)
+    # Sizes of the clean subset (CleanSubset.counts): clean, twin, shared_source, ...
+    clean_counts: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -650,15 +656,16 @@ def score_run(
     bootstrap: BootstrapConfig | None = None,
     run: RunInfo | None = None,
     tune_half: Callable[[str], bool] | None = None,
+    clean: CleanSubset | None = None,
 ) -> Report:
     """Score a run: every item needs exactly one outcome (matched by item id, any order).
 
-    With ``tune_half`` (item id → in the tune half), each half is scored on its own as well.
+    With ``tune_half`` (item id → in the tune half), each half is scored on its own as well;
+    with ``clean`` (evaluation.clean.clean_subset), the clean subset too.
 
     Outcomes with status ERROR are scored (as neither answer nor refusal) and counted by message.
     Raises ValueError when outcomes and items do not pair up, which is a harness bug.
     """
-    config = bootstrap or BootstrapConfig()
     by_id: dict[str, Outcome] = {}
     for outcome in outcomes:
         if outcome.item_id in by_id:
@@ -672,35 +679,63 @@ def score_run(
     if missing or extra:
         raise ValueError(f"outcomes do not match items: missing {missing[:5]}, extra {extra[:5]}")
     scores = [score_item(item, by_id[item.item_id]) for item in items]
-    reported = any(o.retrieved_ids for o in outcomes)
+    return build_report(
+        scores,
+        bootstrap=bootstrap,
+        run=run,
+        retrieval_reported=any(o.retrieved_ids for o in outcomes),
+        tune_half=tune_half,
+        clean=clean,
+    )
+
+
+def build_report(
+    scores: Sequence[ItemScore],
+    *,
+    bootstrap: BootstrapConfig | None = None,
+    run: RunInfo | None = None,
+    retrieval_reported: bool = True,
+    tune_half: Callable[[str], bool] | None = None,
+    clean: CleanSubset | None = None,
+) -> Report:
+    """Every aggregate of a run from its per-item facts (``score_run``, or a stored report's
+    items: ``evaluation.rescore``)."""
+    config = bootstrap or BootstrapConfig()
     subsets = sorted({s.subset for s in scores if s.subset})
     errors = Counter((s.error or "unknown error")[:200] for s in scores if s.status == "error")
+
+    def part(kept: Sequence[ItemScore]) -> dict[str, Metric]:
+        return _aggregate(kept, config, retrieval_reported=retrieval_reported, latency=False)
+
+    halves: dict[str, dict[str, Metric]] = {}
+    if tune_half is not None:
+        for half in ("tune", "report"):
+            halves[half] = part([s for s in scores if tune_half(s.item_id) == (half == "tune")])
+    if clean is not None:
+        halves["clean"] = part([s for s in scores if s.item_id in clean.ids])
+        halves["clean_no_twin"] = part([s for s in scores if s.item_id in clean.no_twin_ids])
+        halves["clean_unshared"] = part([s for s in scores if s.item_id in clean.unshared_ids])
     return Report(
         n_items=len(scores),
-        metrics=_aggregate(scores, config, retrieval_reported=reported, latency=True),
-        subsets={
-            name: _aggregate(
-                [s for s in scores if s.subset == name],
-                config,
-                retrieval_reported=reported,
-                latency=False,
-            )
-            for name in subsets
-        },
+        metrics=_aggregate(scores, config, retrieval_reported=retrieval_reported, latency=True),
+        subsets={name: part([s for s in scores if s.subset == name]) for name in subsets},
         items=tuple(scores),
         errors=dict(errors.most_common()),
         refusal_reasons=_refusal_reasons(scores),
         bootstrap=config,
         run=run,
-        halves={}
-        if tune_half is None
-        else {
-            half: _aggregate(
-                [s for s in scores if tune_half(s.item_id) == (half == "tune")],
-                config,
-                retrieval_reported=reported,
-                latency=False,
-            )
-            for half in ("tune", "report")
-        },
+        halves=halves,
+        clean_counts=clean.counts() if clean is not None else {},
     )
+
+
+def item_score_from_dict(data: dict[str, Any]) -> ItemScore:
+    """An ItemScore back from ``report.json`` (JSON turned the recall@k keys into strings)."""
+    values = dict(data)
+    for key in ("doc_recall", "sentence_recall"):
+        if values.get(key) is not None:
+            values[key] = {int(k): float(v) for k, v in values[key].items()}
+    values["invalid_citations"] = tuple(values.get("invalid_citations") or ())
+    values["latency_ms"] = dict(values.get("latency_ms") or {})
+    known = set(ItemScore.__dataclass_fields__)
+    return ItemScore(**{k: v for k, v in values.items() if k in known})

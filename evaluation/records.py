@@ -43,6 +43,9 @@ class EvalItem:
     ``answer_match`` says how ``gold_answers`` are read: ``"any"`` (one reference answer must be
     contained, SQuAD/HotpotQA) or ``"all"`` (every string must be contained, the IPC golden set).
     ``subset`` names a slice reported separately (HotpotQA type, SciFact label, IPC intent).
+    ``source_docs``: the documents the question was written from, where the data says so beyond
+    the gold (a SQuAD question's paragraph, answerable or not; the abstracts a SciFact claim
+    cites); ``sources`` falls back to the gold documents.
     """
 
     item_id: str
@@ -53,11 +56,17 @@ class EvalItem:
     answer_match: AnswerMatch = "any"
     subset: str = ""
     intent: str = ""
+    source_docs: tuple[str, ...] = ()
 
     @property
     def gold_doc_ids(self) -> tuple[str, ...]:
         """Distinct gold documents in first-seen order."""
         return tuple(dict.fromkeys(g.doc_id for g in self.gold))
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """``source_docs`` and the gold documents, distinct, in first-seen order."""
+        return tuple(dict.fromkeys((*self.source_docs, *self.gold_doc_ids)))
 
     def gold_groups(self) -> dict[int, tuple[GoldEvidence, ...]]:
         """Gold sentences by alternative group, in group order."""

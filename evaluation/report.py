@@ -14,7 +14,8 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from evaluation.datasets import DEFAULT_PATHS
+from evaluation.clean import MIN_ITEMS
+from evaluation.datasets import DEFAULT_PATHS, TWIN_JACCARD, tuning_of
 from evaluation.metrics import HEADLINE, Metric, Report
 
 REPORT_ROOT = Path("reports/eval")
@@ -52,16 +53,81 @@ _SUMMARY_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-# What each half of a split set is (evaluation.datasets.in_tune_half).
-_HALF_LABELS = {"tune": "even crc32, tuned", "report": "odd crc32, never tuned"}
+# The parts of a split set, in the order reports show them (Report.halves); what each is
+# labelled comes from the register (evaluation.datasets.Tuning.half_label).
+HALF_ORDER = ("clean", "clean_no_twin", "clean_unshared", "report", "tune")
+_HALF_TITLES = {
+    "clean": "Clean subset",
+    "clean_no_twin": "Clean subset without near-twins",
+    "clean_unshared": "Clean subset without near-twins or shared sources",
+    "report": "Report half",
+    "tune": "Tune half",
+}
 # The columns of the summary's table of halves.
 _HALF_COLUMNS: tuple[tuple[str, str], ...] = (
     ("citation precision", "citation_precision"),
     ("citation recall", "citation_recall"),
     ("cites a gold doc", "gold_doc_cite_rate"),
+    ("all gold docs cited", "multi_doc_completeness"),
     ("correct refusal", "correct_refusal_rate"),
     ("false refusal", "false_refusal_rate"),
 )
+
+
+def half_label(data_path: str, half: str) -> str:
+    """What a part of a split set is, by the register entry of its data file."""
+    return tuning_of(Path(data_path)).half_label(half)
+
+
+def _clean_caveats(report: Report) -> list[str]:
+    """The sentences under the clean subset: its near-twins and shared sources, in counts."""
+    counts = report.clean_counts
+    if not counts:
+        return []
+    lines = [
+        f"Of the {counts['clean']} clean items, {counts['twin']} have a near-twin (question "
+        f"word sets with Jaccard ≥ {TWIN_JACCARD:g}) among the {counts['read']} items of this "
+        f"run that were read, and {counts['shared_source']} share a source document (a "
+        "paragraph, an abstract) with one of them: the split is by item id, not by document."
+    ]
+    for part, without in (("clean_no_twin", "the near-twins"), ("clean_unshared", "both")):
+        if counts.get(part, 0) < MIN_ITEMS:
+            lines.append(
+                f"Without {without}, {counts.get(part, 0)} items remain, under {MIN_ITEMS}: "
+                "not scored apart."
+            )
+    return lines
+
+
+def _span_caveat(report: Report) -> list[str]:
+    """A run past the register's read span labels its tune half too broadly: say so."""
+    run = report.run
+    if run is None:
+        return []
+    span = tuning_of(Path(run.data_path)).read_span
+    if span is None or report.n_items <= span:
+        return []
+    return [
+        f"This run goes past item {span}: the items after it were never read, in either half, "
+        f"but are counted in the halves above. The headline command is LIMIT {span} "
+        "(docs/EVALUATION.md, How to run)."
+    ]
+
+
+def _shown_halves(report: Report) -> list[str]:
+    """The parts a report shows: a part without near-twins (or shared sources) only when it
+    leaves out some item of the part before it and keeps ``MIN_ITEMS`` or more."""
+    counts = report.clean_counts
+    before = {"clean_no_twin": "clean", "clean_unshared": "clean_no_twin"}
+    return [
+        half
+        for half in HALF_ORDER
+        if half in report.halves
+        and not (
+            half in before
+            and (counts.get(half, 0) < MIN_ITEMS or counts.get(half) == counts.get(before[half]))
+        )
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,14 +207,19 @@ def render_markdown(report: Report, plots: Sequence[Path] = (), extra: str = "")
         *_metrics_table(report.metrics, HEADLINE),
         "",
     ]
-    for half, metrics in report.halves.items():
-        label = _HALF_LABELS[half]
+    data_path = run.data_path if run is not None else ""
+    for half in _shown_halves(report):
         lines += [
-            f"## {half.capitalize()} half ({label})",
+            f"## {_HALF_TITLES[half]} ({half_label(data_path, half)})",
             "",
-            *_metrics_table(metrics, HEADLINE),
+            *_metrics_table(report.halves[half], HEADLINE),
             "",
         ]
+        if half == "clean":
+            lines += [*_clean_caveats(report), ""]
+    span = _span_caveat(report) if report.halves else []
+    if span:
+        lines += [*span, ""]
     lines += [
         "## All metrics",
         "",
@@ -182,6 +253,24 @@ def render_markdown(report: Report, plots: Sequence[Path] = (), extra: str = "")
         lines += ["", "## Plots", ""]
         lines += [f"![{p.stem}]({p.name})" for p in plots]
     return "\n".join(lines) + "\n"
+
+
+def clean_summary(report: Report) -> str | None:
+    """One line on the clean subset for the console: its label, n and the halves' columns."""
+    metrics = report.halves.get("clean")
+    if metrics is None:
+        return None
+    label = half_label(report.run.data_path if report.run else "", "clean")
+    cells = "; ".join(
+        f"{header} {format_metric(metrics.get(name))}"
+        for header, name in _HALF_COLUMNS
+        if metrics.get(name) is not None and metrics[name].value is not None
+    )
+    counts = report.clean_counts
+    return (
+        f"{_dataset(report)} clean subset ({label}): {counts.get('clean', 0)} items "
+        f"({counts.get('twin', 0)} with a near-twin among read items); {cells}"
+    )
 
 
 def _new_figure(width: float, height: float) -> Figure:
@@ -311,12 +400,17 @@ def _summary_row(report: Report) -> dict[str, Any]:
         for header, names in _SUMMARY_COLUMNS
     }
     latency = [report.metrics.get(f"latency_total_p{q}_ms") for q in (50, 95)]
+    data = run.data_path if run else ""
     halves = {
         half: {
-            "n": _half_size(metrics),
-            "cells": {header: format_metric(metrics.get(name)) for header, name in _HALF_COLUMNS},
+            "n": _half_size(report.halves[half]),
+            "label": half_label(data, half),
+            "cells": {
+                header: format_metric(report.halves[half].get(name))
+                for header, name in _HALF_COLUMNS
+            },
         }
-        for half, metrics in report.halves.items()
+        for half in _shown_halves(report)
     }
     return {
         "dataset": _summary_key(report),
@@ -324,6 +418,7 @@ def _summary_row(report: Report) -> dict[str, Any]:
         "tuning": run.tuning if run and run.tuning else "unrecorded",
         "tuning_note": run.tuning_note if run else "",
         "halves": halves,
+        "clean_counts": dict(report.clean_counts),
         "cells": cells,
         "latency": " / ".join(format_metric(m, with_ci=False) for m in latency),
         "data": run.data_path if run else "",
@@ -351,7 +446,7 @@ def _render_summary(rows: list[dict[str, Any]]) -> list[str]:
         "Latest run per dataset (value and 95 % CI: Wilson for proportions, percentile bootstrap "
         "over items for citation precision and recall, recall@10 and latency; written by "
         '`update_summary`). "Tuned on?" says whether the set was read to choose anything: '
-        "**tuned**, **never tuned**, or **mixed** (a split set: the next table gives each half).",
+        "**tuned**, **never tuned**, or **mixed** (a split set: the next table gives its parts).",
         "",
         "| " + " | ".join(headers) + " |",
         "|" + " --- |" * len(headers),
@@ -362,21 +457,33 @@ def _render_summary(rows: list[dict[str, Any]]) -> list[str]:
         lines.append("| " + " | ".join(cells) + " |")
     split = [row for row in rows if row.get("halves")]
     if split:
-        half_headers = ["dataset", "half", "n", *(h for h, _ in _HALF_COLUMNS)]
+        half_headers = ["dataset", "part", "n", *(h for h, _ in _HALF_COLUMNS)]
         lines += [
             "",
-            "The split sets by half (`evaluation.datasets.in_tune_half`; the report half is the "
-            "figure to quote):",
+            "The split sets by part (`evaluation.datasets.in_tune_half` and the register's "
+            "clean subset, `evaluation.clean`; each part labelled from the register, and the "
+            "clean subset is the figure to quote):",
             "",
             "| " + " | ".join(half_headers) + " |",
             "|" + " --- |" * len(half_headers),
         ]
         for row in split:
-            for half in ("report", "tune"):
+            for half in HALF_ORDER:
                 found = row["halves"].get(half)
                 if found:
-                    cells = [row["dataset"], f"{half} ({_HALF_LABELS[half]})", str(found["n"])]
-                    lines.append("| " + " | ".join([*cells, *found["cells"].values()]) + " |")
+                    label = found.get("label") or half_label(row.get("data", ""), half)
+                    cells = [row["dataset"], f"{half} ({label})", str(found["n"])]
+                    values = [found["cells"].get(header, "–") for header, _ in _HALF_COLUMNS]
+                    lines.append("| " + " | ".join([*cells, *values]) + " |")
+        for row in split:
+            counts = row.get("clean_counts") or {}
+            if counts:
+                lines.append("")
+                lines.append(
+                    f"{row['dataset']}: of {counts['clean']} clean items, {counts['twin']} have a "
+                    f"near-twin (Jaccard ≥ {TWIN_JACCARD:g}) among the {counts['read']} read "
+                    f"items and {counts['shared_source']} share a source document with one."
+                )
     lines.append("")
     for row in rows:
         inputs = "; ".join(row.get("inputs", [])) or "n/a"

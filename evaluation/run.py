@@ -41,6 +41,7 @@ from evaluation.ablations import (
     render_ablations,
     threshold_label,
 )
+from evaluation.clean import clean_subset
 from evaluation.client import (
     Client,
     Retrieved,
@@ -63,7 +64,13 @@ from evaluation.datasets import (
 from evaluation.indexes import PreparedIndex, prepare_index
 from evaluation.metrics import Report, score_run
 from evaluation.records import EvalItem, Outcome, Status
-from evaluation.report import REPORT_ROOT, ReportFiles, update_summary, write_report
+from evaluation.report import (
+    REPORT_ROOT,
+    ReportFiles,
+    clean_summary,
+    update_summary,
+    write_report,
+)
 from evaluation.stack import Endpoints
 from evaluation.targets import render_targets
 from services.common.channels import open_channel
@@ -344,11 +351,13 @@ async def evaluate_dataset(
         command=options.command,
         config=_settings(options, index, answered, wall_s, load),
     )
+    tuning = tuning_of(data_path)
     report = score_run(
         dataset.items,
         outcomes,
         run=info,
-        tune_half=in_tune_half if tuning_of(data_path).split else None,
+        tune_half=in_tune_half if tuning.split else None,
+        clean=clean_subset(tuning, dataset.items),
     )
     extra = render_targets(dataset.name, report)
     if options.ablations:
@@ -541,4 +550,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         errors = result.report.metrics["error_rate"]
         failed += round((errors.value or 0.0) * errors.n)
         print(f"{dataset}: {result.report.n_items} items -> {result.files.markdown}")
+        clean = clean_summary(result.report)
+        if clean:
+            print(clean)
     return 1 if failed else 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evaluation.metrics import Metric, Report
-from evaluation.report import format_metric
+from evaluation.report import format_metric, half_label
 
 MET = "met"
 POINT_ONLY = "point estimate meets, CI does not"
@@ -72,8 +72,13 @@ def _shown(verdict: str | None) -> str:
 
 def render_targets(dataset: str, report: Report) -> str:
     """A Markdown table: each target, the measured value with its CI and n, and whether it is
-    met (by the CI)."""
-    label = report.run.tuning if report.run else "unrecorded"
+    met (by the CI). A split set with a clean subset is judged on it too, labelled."""
+    populations: list[tuple[str, dict[str, Metric]]] = [
+        (f"all items (**{report.run.tuning if report.run else 'unrecorded'}**)", report.metrics)
+    ]
+    if "clean" in report.halves:
+        label = half_label(report.run.data_path if report.run else "", "clean")
+        populations.append((f"clean subset ({label})", report.halves["clean"]))
     lines = [
         "## Targets",
         "",
@@ -83,10 +88,11 @@ def render_targets(dataset: str, report: Report) -> str:
         "| --- | --- | --- | --- | --- |",
     ]
     for target in TARGETS.get(dataset, _EVERY):
-        metric = report.metrics.get(target.metric)
-        n = f"{metric.n} {metric.unit}" if metric is not None else "0"
-        lines.append(
-            f"| {target.describe()} | all items (**{label}**) | {format_metric(metric)} | {n} "
-            f"| {_shown(target.verdict(metric))} |"
-        )
+        for population, metrics in populations:
+            metric = metrics.get(target.metric)
+            n = f"{metric.n} {metric.unit}" if metric is not None else "0"
+            lines.append(
+                f"| {target.describe()} | {population} | {format_metric(metric)} | {n} "
+                f"| {_shown(target.verdict(metric))} |"
+            )
     return "\n".join(lines) + "\n"

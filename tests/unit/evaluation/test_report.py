@@ -160,16 +160,20 @@ class TestUpdateSummary:
         text = path.read_text()
         assert "| squad2 | **mixed** | 2 |" in text
         # The answered item is the tune half's, the refused unanswerable one the report half's.
+        # SQuAD's report half is mixed by the register: its first 150 items were read.
         one = "1.000 (0.207–1.000)"
-        assert f"| squad2 | report (odd crc32, never tuned) | 1 | n/a | n/a | n/a | {one} |" in text
-        assert f"| squad2 | tune (even crc32, tuned) | 1 | {one} | {one} | {one} | n/a |" in text
+        report = "report (odd crc32, mixed: its items 1–150 were read for the keyword rules)"
+        assert f"| squad2 | {report} | 1 | n/a | n/a | n/a | n/a | {one} |" in text
+        assert f"| squad2 | tune (even crc32, tuned) | 1 | {one} | {one} | {one} | n/a | n/a |" in (
+            text
+        )
         assert text.index("| squad2 | report") < text.index("| squad2 | tune")
 
     def test_report_markdown_gives_each_half_and_the_tuning(self, tmp_path: Path) -> None:
         files = write_report(_report("squad2", split=True), tmp_path, now=NOW, plots=False)
         markdown = files.markdown.read_text()
         assert "- Tuned on: **mixed** (even half tuned)" in markdown
-        assert "## Report half (odd crc32, never tuned)" in markdown
+        assert "## Report half (odd crc32, mixed: its items 1–150 were read" in markdown
         assert "## Tune half (even crc32, tuned)" in markdown
         decoded = json.loads(files.json.read_text())
         assert decoded["halves"]["report"]["correct_refusal_rate"]["value"] == 1.0
