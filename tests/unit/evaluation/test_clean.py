@@ -344,3 +344,44 @@ class TestWhichPartsAreShown:
         assert "Without both, 28 items remain, under 30: not scored apart." in text
         text = self._report(twins=2, shared=8)
         assert "## Clean subset without near-twins or shared sources (" in text
+
+
+class TestAnswerabilityAblationLabels:
+    def test_split_sets_are_given_by_half_with_the_registers_labels(self) -> None:
+        from bench.answerability_ablation import SETS
+
+        labels = {row[0]: row[4] for row in SETS}
+        assert labels["SciFact, report half"].startswith("odd crc32, mixed")
+        assert labels["HotpotQA, report half"].startswith("odd crc32, mixed")
+        assert labels["SQuAD 2.0, clean subset"] == "odd crc32, item 151 on: never tuned"
+        assert not any("not used for thresholds" in label for label in labels.values())
+        assert all(any(word in label for word in ("tuned", "mixed")) for label in labels.values())
+
+    def test_the_clean_subset_is_chosen_by_position(self, tmp_path: Path) -> None:
+        from bench.answerability_ablation import figures
+
+        ids = [f"q{n}" for n in range(160)]
+        items = [
+            {
+                "item_id": i,
+                "subset": "",
+                "answerable": False,
+                "status": "refused",
+                "gold_size": 0,
+                "cites_gold_doc": False,
+                "gold_hit": 0,
+                "n_supporting": 0,
+                "n_citations": 0,
+            }
+            for i in ids
+        ]
+        report = {
+            "run": {"data_path": str(SQUAD)},
+            "items": items,
+            "metrics": {"latency_total_p50_ms": {"value": 1.0}},
+        }
+        path = tmp_path / "report.json"
+        path.write_text(json.dumps(report))
+        expected = sum(1 for n, i in enumerate(ids) if n >= 150 and not in_tune_half(i))
+        assert figures(path, "clean")["n"] == expected
+        assert figures(path, "odd")["n"] == sum(1 for i in ids if not in_tune_half(i))
