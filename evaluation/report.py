@@ -443,8 +443,8 @@ def _render_summary(rows: list[dict[str, Any]]) -> list[str]:
         "latency p50 / p95 (ms)",
     ]
     lines = [
-        "Latest run per dataset (value and 95 % CI: Wilson for proportions, percentile bootstrap "
-        "over items for citation precision and recall, recall@10 and latency; written by "
+        "Latest run per dataset (value and 95 % CI: Wilson for proportions, where every item "
+        "counts 0 or 1, otherwise a percentile bootstrap over items; written by "
         '`update_summary`). "Tuned on?" says whether the set was read to choose anything: '
         "**tuned**, **never tuned**, or **mixed** (a split set: the next table gives its parts).",
         "",
