@@ -39,6 +39,7 @@ from typing import Any, Final
 import numpy as np
 
 from bench.loadgen import machine_context
+from evaluation.stats import proportion, wilson_share
 from services.common.validation import SentenceVerdict, ValidationOptions
 from services.validator.config import DEFAULT_MODEL_DIR
 from services.validator.engine import EntailmentTier, validate
@@ -746,23 +747,6 @@ def markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95 % Wilson score interval of a proportion k/n."""
-    return wilson_share(k / n, n, z) if n else (0.0, 1.0)
-
-
-def wilson_share(p: float, n: float, z: float = 1.96) -> tuple[float, float]:
-    """Wilson's interval of a share ``p`` observed over ``n`` cases; ``n`` may be an effective
-    sample size (cases over the design effect), so need not be whole."""
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n)
-    return (round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4))
-
-
-def proportion(k: int, n: int) -> dict[str, Any]:
-    return {"k": k, "n": n, "rate": round(k / n, 4) if n else None, "ci95": wilson(k, n)}
-
-
 def cluster_interval(
     hits: Sequence[tuple[str, bool]], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = SEED
 ) -> dict[str, Any]:
@@ -793,7 +777,7 @@ def cluster_interval(
     design_effect = max(1.0, float(shares.var()) / binomial) if binomial > 0 else 1.0
     low, high = np.percentile(shares, [2.5, 97.5])
     return {
-        "ci95_cluster": wilson_share(p, cases / design_effect),
+        "ci95_cluster": tuple(round(x, 4) for x in wilson_share(p, cases / design_effect)),
         "clusters": len(counts),
         "design_effect": round(design_effect, 2),
         "ci95_percentile": (round(float(low), 4), round(float(high), 4)),

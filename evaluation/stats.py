@@ -26,15 +26,21 @@ def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
         raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
     if n == 0:
         return (0.0, 1.0)
+    low, high = wilson_share(k / n, n, confidence)
+    # At k == 0 (k == n) the exact bound is 0 (1); the formula gives it up to rounding error.
+    return (0.0 if k == 0 else low, 1.0 if k == n else high)
+
+
+def wilson_share(p: float, n: float, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson's interval of a share ``p`` observed over ``n`` cases (unrounded). ``n`` may be
+    an effective sample size (cases over a design effect), so it need not be whole."""
+    if n <= 0 or not 0.0 <= p <= 1.0:
+        raise ValueError(f"need n > 0 and 0 <= p <= 1, got p={p}, n={n}")
     z = _z(confidence)
-    p = k / n
     denominator = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    # At k == 0 (k == n) the exact bound is 0 (1); the formula gives it up to rounding error.
-    low = 0.0 if k == 0 else max(0.0, centre - half)
-    high = 1.0 if k == n else min(1.0, centre + half)
-    return (low, high)
+    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 def proportion(k: int, n: int, confidence: float = 0.95) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evaluation.stats import mcnemar_exact, proportion, wilson
+from evaluation.stats import mcnemar_exact, proportion, wilson, wilson_share
 
 
 class TestWilson:
@@ -40,12 +40,13 @@ class TestWilson:
         with pytest.raises(ValueError):
             wilson(k, n)
 
-    def test_matches_the_validator_benches_interval(self) -> None:
-        # bench.validator_accuracy keeps its own copy (rounded to 4 places); the two agree.
-        from bench.validator_accuracy import wilson as bench_wilson
-
-        for k, n in ((86, 118), (0, 12), (12, 12), (3, 61)):
-            assert tuple(round(x, 4) for x in wilson(k, n)) == bench_wilson(k, n)
+    def test_an_effective_sample_size_need_not_be_whole(self) -> None:
+        # The validator bench's intervals over claims: Wilson over cases / design effect.
+        assert wilson_share(12 / 83, 83.0) == pytest.approx(wilson(12, 83))
+        low, high = wilson_share(12 / 83, 83 / 1.24)
+        assert low < wilson(12, 83)[0] and high > wilson(12, 83)[1]
+        with pytest.raises(ValueError):
+            wilson_share(0.5, 0.0)
 
     def test_proportion_rounds_for_reports(self) -> None:
         assert proportion(21, 27) == {"k": 21, "n": 27, "rate": 0.7778, "ci95": (0.5924, 0.8939)}

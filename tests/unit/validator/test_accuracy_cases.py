@@ -51,7 +51,7 @@ class TestSplitsAndIntervals:
         assert same_doc.split == cases[7].split  # a document's cases share a half
 
     def test_wilson_interval_matches_a_known_value(self) -> None:
-        from bench.validator_accuracy import wilson
+        from evaluation.stats import wilson
 
         low, high = wilson(86, 118)
         assert (round(low, 3), round(high, 3)) == (0.642, 0.801)
@@ -83,7 +83,8 @@ class TestClusterIntervals:
     """A claim or section with several cases is one unit: the interval over units."""
 
     def test_independent_cases_give_wilsons_interval(self) -> None:
-        from bench.validator_accuracy import cluster_interval, wilson
+        from bench.validator_accuracy import cluster_interval
+        from evaluation.stats import wilson
 
         hits = [("", i < 12) for i in range(83)]  # no clusters: every case its own
         out = cluster_interval(hits)
@@ -93,7 +94,8 @@ class TestClusterIntervals:
         assert out["ci95_cluster"] == pytest.approx(wilson(12, 83), abs=0.003)
 
     def test_clustered_cases_widen_it_and_the_draws_are_seeded(self) -> None:
-        from bench.validator_accuracy import cluster_interval, wilson
+        from bench.validator_accuracy import cluster_interval
+        from evaluation.stats import wilson
 
         # 20 claims of 4 cases each, every claim all-hit or all-miss: 4 cases say one thing.
         hits = [(f"claim {c}", c < 5) for c in range(20) for _ in range(4)]
@@ -105,7 +107,8 @@ class TestClusterIntervals:
         assert cluster_interval(hits) == out  # seeded: the same every run
 
     def test_a_share_near_zero_keeps_a_sensible_upper_bound(self) -> None:
-        from bench.validator_accuracy import cluster_interval, wilson
+        from bench.validator_accuracy import cluster_interval
+        from evaluation.stats import wilson
 
         # 2 of 83 over 43 claims: the bootstrap's percentile interval is narrower than Wilson's
         # here; the effective-sample-size interval is never narrower.
