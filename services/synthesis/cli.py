@@ -258,34 +258,50 @@ def _stream(
     args: argparse.Namespace,
     metadata: tuple[tuple[str, str], ...],
 ) -> pb.SynthesizeAnswerResponse:
-    """Print StreamAnswer's events as they arrive; return the final response."""
+    """Print StreamAnswer's events as they arrive; return the final response.
+
+    Only a final ANSWERED event delivers the sentences printed before it: a stream that ends
+    with an error after some were printed delivered none, so (in human mode) they are marked
+    withdrawn before the error goes on to ``report_rpc_error``.
+    """
     final = pb.SynthesizeAnswerResponse()
     if not args.json:
         print(f"Question: {args.question}\n")
-    for event in stub.StreamAnswer(request, timeout=args.timeout, metadata=metadata):
-        if args.json:
-            print(json.dumps(json_format.MessageToDict(event), ensure_ascii=False), flush=True)
-        kind = event.WhichOneof("event")
-        if kind == "finished":
-            final = event.finished.response
-            if not args.json:
-                if event.finished.retract:
-                    print(f"\n[retracted: the {event.finished.sentences_sent} sentence(s) above "
-                          "did not survive the whole-answer check]")  # fmt: skip
-                print()
-                _print_human(final, args.verbose)
-        elif kind == "sentence" and not args.json:
-            s = event.sentence
-            where = ", ".join(c.locator for c in s.citations)
-            print(f"  [{s.index}] {s.text}\n      cites {where}", flush=True)
-        elif kind == "evidence" and not args.json:
-            e = event.evidence
+    shown = 0
+    try:
+        for event in stub.StreamAnswer(request, timeout=args.timeout, metadata=metadata):
+            if args.json:
+                print(json.dumps(json_format.MessageToDict(event), ensure_ascii=False), flush=True)
+            kind = event.WhichOneof("event")
+            if kind == "finished":
+                final = event.finished.response
+                if not args.json:
+                    if event.finished.retract:
+                        print(f"\n[retracted: the {event.finished.sentences_sent} sentence(s) "
+                              "above did not survive the whole-answer check]")  # fmt: skip
+                    print()
+                    _print_human(final, args.verbose)
+            elif kind == "sentence" and not args.json:
+                s = event.sentence
+                where = ", ".join(c.locator for c in s.citations)
+                print(f"  [{s.index}] {s.text}\n      cites {where}", flush=True)
+                shown += 1
+            elif kind == "evidence" and not args.json:
+                e = event.evidence
+                print(
+                    f"Evidence: {counted(len(e.evidence), 'passage')} from "
+                    f"{counted(len(e.doc_ids), 'document')}\n\n"
+                    "Validated sentences, as each passes:",
+                    flush=True,
+                )
+    except grpc.RpcError as err:
+        if shown:
             print(
-                f"Evidence: {counted(len(e.evidence), 'passage')} from "
-                f"{counted(len(e.doc_ids), 'document')}\n\n"
-                "Validated sentences, as each passes:",
+                f"\n[withdrawn: the {counted(shown, 'sentence')} above were not delivered: the "
+                f"stream ended with {err.code().name} before its final answer]",
                 flush=True,
             )
+        raise
     return final
 
 
