@@ -3,12 +3,14 @@
 Retrieval, sufficiency, promotion, comparison and generation all read the question; each used
 to run the key-term extractor, the intent classifier and the follow-up rules on it again
 (5–8 times a request). ``analyse_question`` does it once and returns a frozen
-``QuestionAnalysis``; the stages read its fields. Pure: no I/O.
+``QuestionAnalysis``; the stages read its fields. Pure: no I/O. The question is first read
+as a reader sees it (``text.as_read``: NFKC, look-alike letters folded), once, for all of them.
 
-    question + history ──► follow-up? ──► retrieval query (previous question folded in)
-                       ──► intent (of the question; of the query when the question has none)
-                       ──► key terms ──► focus (the question, or the query when it names nothing)
-                       ──► comparison (not for a follow-up) ──► one query per compared term
+    question (as read) + history ──► follow-up? ──► retrieval query (previous question folded in)
+                                 ──► intent (of the question; of the query when it has none)
+                                 ──► key terms ──► focus (the question, or the query when the
+                                                    question names nothing)
+                                 ──► comparison (not for a follow-up) ──► a query per term
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from services.common.intent import Intent, classify_intent
-from services.common.language.text import normalise_query, without_format_marks
+from services.common.language.text import as_read, normalise_query
 from services.synthesis.comparison import Comparison, find_comparison
 from services.synthesis.generation import Turn
 from services.synthesis.limits import MAX_RETRIEVAL_QUERY_CHARS
@@ -118,7 +120,7 @@ def previous_user_question(history: Sequence[Turn], max_turns: int) -> str | Non
     """The last user turn among the last ``max_turns`` turns, if any."""
     for turn in reversed(recent_turns(history, max_turns)):
         if turn.role == "user" and turn.text.strip():
-            return turn.text.strip()
+            return as_read(turn.text).strip()
     return None
 
 
@@ -155,9 +157,10 @@ def is_follow_up(question: str, terms: KeyTerms | None = None) -> bool:
 def analyse_question(
     question: str, history: Sequence[Turn] = (), history_turns: int = 0
 ) -> QuestionAnalysis:
-    """Analyse ``question`` (with up to ``history_turns`` earlier turns of ``history``); its
-    invisible format marks (``text.without_format_marks``) are left out of everything read."""
-    question = without_format_marks(question).strip()
+    """Analyse ``question`` (with up to ``history_turns`` earlier turns of ``history``), read
+    as a reader sees it (``text.as_read``: invisible format marks left out, NFKC, look-alike
+    letters folded) by everything that follows: intent, retrieval query, key terms."""
+    question = as_read(question).strip()
     terms = extract_key_terms(question)
     previous = previous_user_question(history, history_turns)
     follow_up = previous is not None and is_follow_up(question, terms)

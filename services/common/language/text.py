@@ -370,3 +370,15 @@ def _fold_mixed_word(match: re.Match[str]) -> str:
     if word.isascii() or not any("a" <= c.lower() <= "z" for c in word):
         return word
     return word.translate(_LOOKALIKES)
+
+
+def as_read(text: str) -> str:
+    """``text`` as a reader sees it, for everything that reads a question: invisible format
+    marks dropped (``without_format_marks``), NFKC (full-width "Ｗｈａｔ" -> "What", ligatures,
+    compatibility forms), then look-alike letters and other scripts' digits folded
+    (``fold_lookalikes``: "thеft" with a Cyrillic е -> "theft"). Synthesis reads a question
+    this way once, before its intent, retrieval query and key terms (``question.py``), so a
+    cue or a key term cannot hide behind a character that only looks like ASCII."""
+    if text.isascii():
+        return text
+    return fold_lookalikes(unicodedata.normalize("NFKC", without_format_marks(text)))

@@ -1,12 +1,12 @@
-"""Small text helpers: a count and its noun in the CLIs, and how the validator reads look-alike
-characters."""
+"""Small text helpers: a count and its noun in the CLIs, and how the validator and synthesis
+read look-alike characters."""
 
 from __future__ import annotations
 
 import pytest
 
 from services.common.language.links import links, links_not_in
-from services.common.language.text import counted, fold_lookalikes
+from services.common.language.text import as_read, counted, fold_lookalikes
 
 
 @pytest.mark.parametrize(
@@ -35,6 +35,25 @@ def test_fold_lookalikes_reads_what_a_reader_sees(text: str, read: str) -> None:
     folded = fold_lookalikes(text)
     assert folded == read
     assert len(folded) == len(text)  # offsets hold
+
+
+@pytest.mark.parametrize(
+    ("text", "read"),
+    [
+        (
+            "What is the punishment for th\u0435ft?",
+            "What is the punishment for theft?",
+        ),  # Cyrillic е
+        ("Ｗｈａｔ ｉｓ § ３０２？", "What is § 302?"),  # full-width
+        ("\u202eWhat is \ufb01ne?", "What is fine?"),  # a direction mark; the "fi" ligature
+        ("s.\u00a0302", "s. 302"),  # a no-break space
+        ("What is theft?", "What is theft?"),
+        ("TNFα in Москва", "TNFα in Москва"),  # Greek in science, a Russian word: kept
+    ],
+)
+def test_as_read_is_nfkc_then_lookalikes_folded(text: str, read: str) -> None:
+    assert as_read(text) == read
+    assert as_read(read) == read  # once is enough
 
 
 @pytest.mark.parametrize(

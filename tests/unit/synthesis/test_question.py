@@ -97,6 +97,41 @@ class TestAnalyseQuestion:
             plain.parts,
         )
 
+    @pytest.mark.parametrize(
+        ("written", "read"),
+        [
+            ("What is the punishment for th\u0435ft?", "What is the punishment for theft?"),
+            (
+                "\uff37\uff48\uff41\uff54 \uff49\uff53 \uff54\uff48\uff45 "
+                "\uff50\uff55\uff4e\uff49\uff53\uff48\uff4d\uff45\uff4e\uff54 "
+                "\uff46\uff4f\uff52 \uff54\uff48\uff45\uff46\uff54\uff1f",
+                "What is the punishment for theft?",
+            ),
+            ("\uff14\uff12\uff10", "420"),
+        ],
+    )
+    def test_the_question_is_read_as_a_reader_sees_it_before_anything_else(
+        self, written: str, read: str
+    ) -> None:
+        # Found by a tester: a Cyrillic е hid "theft" from the key terms and retrieval (the
+        # model then rescued s.115), and full-width text was classified before NFKC.
+        plain, a = analyse_question(read), analyse_question(written)
+
+        assert a.question == plain.question == read
+        assert (a.intent, a.retrieval_query, a.key_terms, a.parts) == (
+            plain.intent,
+            plain.retrieval_query,
+            plain.key_terms,
+            plain.parts,
+        )
+
+    def test_a_previous_turn_is_read_as_a_reader_sees_it(self) -> None:
+        turns = (Turn("user", "What is the punishment for th\u0435ft?"),)
+
+        a = analyse_question("And for cheating?", turns, history_turns=4)
+
+        assert a.retrieval_query == "What is the punishment for theft? And for cheating?"
+
     def test_history_beyond_the_turn_limit_is_not_read(self) -> None:
         a = analyse_question("What about it?", HISTORY, history_turns=0)
 
