@@ -1,4 +1,5 @@
-"""Section references: the one parser of "section 420", "s. 302 IPC", "Article 21", "IPC 498A".
+"""Section references: the one parser of "section 420", "s. 302 IPC", "Article 21", "IPC 498A",
+and of a section number asked alone ("420").
 
 Retrieval reads them to boost the named provisions; synthesis's sufficiency reads them to
 require evidence from those provisions and to take them out of the question's key terms; the
@@ -33,17 +34,21 @@ _ACT_CODES: Final = tuple(ACT_ALIASES.values())
 _NUMBER = r"\d+(?:-?[A-Za-z]{1,2})?\b"
 # "section 420", "sec. 498A", "s. 302", "ss. 299 and 300", "u/s 379", "Article 21A", "art 14",
 # "law 420", "§ 302".
+_KIND = r"\bsections?|\bsecs?\.?|\bss?\.|\bu/ss?\.?|\barticles?|\barts?\.?|\blaws?|§+"
 _PREFIXED = re.compile(
-    rf"(?P<kind>\bsections?|\bsecs?\.?|\bss?\.|\bu/ss?\.?|\barticles?|\barts?\.?|\blaws?|§+)"
+    rf"(?P<kind>{_KIND})"
     rf"\s*(?P<num>{_NUMBER})"
     rf"(?P<more>(?:\s*(?:,|and|or|&|/)\s*{_NUMBER})*)",
     re.I,
 )
-# A bare number counts only right next to an act name: "302 IPC", "420 of the IPC", "IPC 420".
+# A bare number counts right next to an act name: "302 IPC", "420 of the IPC", "IPC 420" ...
 _NUMBER_THEN_ACT = re.compile(
     rf"\b(?P<num>{_NUMBER})\s+(?:of\s+(?:the\s+)?)?(?=\b{_ANY_ACT}(?!\w))", re.I
 )
 _ACT_THEN_NUMBER = re.compile(rf"\b{_ANY_ACT}\s+(?P<num>{_NUMBER})", re.I)
+# ... or as the whole query: "420", "498A", "498-A", "379?" (what someone types to look a
+# provision up; GetDocument resolves the same). Not inside a sentence: "3 years" never counts.
+_WHOLE_NUMBER = re.compile(rf"^\s*(?P<num>{_NUMBER})\s*[?.!]*\s*$")
 _NUM_IN_LIST = re.compile(_NUMBER)
 
 
@@ -75,7 +80,7 @@ def _groups(query: str) -> list[_Group]:
         ]
         is_article = match.group("kind").lower().startswith("art")
         groups.append((match.start(), match.end(), numbers, is_article))
-    for pattern in (_NUMBER_THEN_ACT, _ACT_THEN_NUMBER):
+    for pattern in (_NUMBER_THEN_ACT, _ACT_THEN_NUMBER, _WHOLE_NUMBER):
         for match in pattern.finditer(query):
             start = match.start("num")
             if not any(a <= start < b for a, b, _, _ in groups):
@@ -112,7 +117,8 @@ def parse_section_refs(query: str) -> tuple[SectionRef, ...]:
 
     Each number takes the act mentioned nearest to it; "Article N" with no act named means the
     Constitution. A bare number is only read as a section right next to an act name
-    ("302 IPC", "IPC 302"), so "3 years" or "2 witnesses" never count.
+    ("302 IPC", "IPC 302") or as the whole query ("420", "498A?"), so "3 years" or
+    "2 witnesses" never count.
     """
     mentions = _act_mentions(query)
     groups = _groups(query)

@@ -39,6 +39,12 @@ class TestParseSectionRefs:
                 [("3", "HMA"), ("4", "HMA"), ("5", "HMA")],
             ),
             ("section 420 and section 420 again", [("420", None)]),
+            # A provision number asked alone is a section reference.
+            ("420", [("420", None)]),
+            ("498A", [("498A", None)]),
+            ("498-A", [("498A", None)]),
+            (" 379? ", [("379", None)]),
+            ("§ 420", [("420", None)]),
         ],
     )
     def test_parse_section_refs_reads_provisions(
@@ -53,6 +59,9 @@ class TestParseSectionRefs:
             "i.e. a person within 2 years",
             "What is the punishment for theft?",
             "Mrs. 5 things",
+            "420 and 421",  # a list of numbers is not one provision asked for
+            "What is 420?",  # only the whole query, never a number inside a sentence
+            "3 years",
         ],
     )
     def test_parse_section_refs_ignores_bare_numbers(self, query: str) -> None:
