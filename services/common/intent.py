@@ -8,6 +8,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from services.common.language.references import REFERENCE_PATTERN
+
 
 class Intent(enum.Enum):
     """What a question asks for: drives retrieval expansion and the synthesis sufficiency rule."""
@@ -125,9 +127,9 @@ PROFILES: Mapping[Intent, IntentProfile] = {
     Intent.GENERAL: IntentProfile(
         Intent.GENERAL,
         re.compile(
-            r"^\s*what (is|are|was|were|does|do) (the )?(section|sec\.?|s\.|law|article|art\."
-            r"|clause)"
-            r"\s*\d"
+            # A provision as the one reference parser writes it ("section 420", "§ 302",
+            # "s. 379", "IPC 420"), or a clause.
+            rf"^\s*what (is|are|was|were|does|do) (the )?(?:{REFERENCE_PATTERN}|clause\s*\d)"
             r"|\bwhat (does|do|did) .+\b(say|says|state|provide|cover|deal with|prescribe"
             r"|require|contain|stipulate|lay down|pertain|concern|relate|discuss|address"
             r"|govern|talk about)\b"

@@ -51,6 +51,14 @@ _ACT_THEN_NUMBER = re.compile(rf"\b{_ANY_ACT}\s+(?P<num>{_NUMBER})", re.I)
 _WHOLE_NUMBER = re.compile(rf"^\s*(?P<num>{_NUMBER})\s*[?.!]*\s*$")
 _NUM_IN_LIST = re.compile(_NUMBER)
 
+# One provision reference in any form the parser reads ("section 420", "§ 302", "s. 379",
+# "IPC 420", "302 IPC"), for patterns built on it elsewhere (the intent classifier's "What is
+# section 420?" cue), so that no other module keeps its own list of the ways to write one.
+REFERENCE_PATTERN: Final = (
+    rf"(?:(?:{_KIND})\s*{_NUMBER}|\b{_ANY_ACT}\s+{_NUMBER}"
+    rf"|\b{_NUMBER}\s+(?:of\s+(?:the\s+)?)?{_ANY_ACT}(?!\w))"
+)
+
 
 @dataclass(frozen=True, slots=True)
 class SectionRef:

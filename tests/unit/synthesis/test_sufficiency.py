@@ -316,6 +316,14 @@ class TestClassifyIntent:
             ("A life sentence is given to repeat offenders in most states.", Intent.GENERAL),
             ("punishment for theft", Intent.PUNISHMENT),
             ("punishment for cheating under section 420 IPC", Intent.PUNISHMENT),
+            # Every way the reference parser reads a provision asks for its content (a tester
+            # found "What is § 302?" refused as a definition while "What is s. 302?" was answered).
+            ("What is § 302?", Intent.GENERAL),
+            ("What is s. 302?", Intent.GENERAL),
+            ("What is IPC 420?", Intent.GENERAL),
+            ("What are ss. 378 and 379?", Intent.GENERAL),
+            ("What is clause 3?", Intent.GENERAL),
+            ("What is the law on theft?", Intent.DEFINITION),
         ],
     )
     def test_classify_intent_reads_question_cues(self, question: str, intent: Intent) -> None:
