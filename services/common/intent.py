@@ -204,13 +204,28 @@ _SENTENCE_MARK = re.compile(
 )
 
 
+# A request is not a claim: "I would like to know more about this." and "Please summarise the
+# document for me." end in a full stop but assert nothing the evidence could state (they were
+# judged as statements, and the entailment model found them "stated"). First-person wishes and
+# requests, and "please" anywhere; imperatives ("Explain ...", "Tell me ...") and "Can you ..."
+# already open a question (``_QUESTION_START``).
+_REQUEST = re.compile(
+    r"^\s*(?:i(?:\s+would|'d|’d)\s+(?:like|love|want)|i\s+(?:want|wish|need|hope)"
+    r"|let\s+me\s+know|help\s+me|show\s+me|kindly)\b"
+    r"|\bplease\b",
+    re.I,
+)
+
+
 def is_statement(text: str) -> bool:
-    """True for a declarative sentence of six or more words: no "?", no question opener, and a
-    finite verb or a closing full stop."""
+    """True for a declarative sentence of six or more words: no "?", no question opener, not
+    a request ("I would like to know ...", "Please ..."), and a finite verb or a closing full
+    stop."""
     return (
         "?" not in text
         and len(text.split()) >= _STATEMENT_MIN_WORDS
         and not _QUESTION_START.search(text)
+        and not _REQUEST.search(text)
         and bool(_SENTENCE_MARK.search(text))
     )
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import pytest
 
 from services.common.evidence import Chunk, ScoredChunk
-from services.common.intent import Intent, classify_intent
+from services.common.intent import Intent, classify_intent, is_statement
 from services.synthesis.sufficiency import (
     Requirement,
     SufficiencyDecision,
@@ -324,10 +324,29 @@ class TestClassifyIntent:
             ("What are ss. 378 and 379?", Intent.GENERAL),
             ("What is clause 3?", Intent.GENERAL),
             ("What is the law on theft?", Intent.DEFINITION),
+            # A request is not a claim, though it ends in a full stop.
+            ("I would like to know more about this.", Intent.GENERAL),
         ],
     )
     def test_classify_intent_reads_question_cues(self, question: str, intent: Intent) -> None:
         assert classify_intent(question) is intent
+
+    @pytest.mark.parametrize(
+        ("text", "statement"),
+        [
+            ("The autophagy process is impaired in aged muscle stem cells.", True),
+            ("A person who steals a bike can be jailed for three years.", True),
+            # Found by a tester: answered with "STATED", the entailment model finding them so.
+            ("I would like to know more about this.", False),
+            ("Please summarise the document for me.", False),
+            ("I'd like to know what the law says on this.", False),
+            ("I want to know everything about the penal code.", False),
+            ("Summarise the sections on theft for me, please.", False),
+            ("Kindly explain the provisions on theft to me.", False),
+        ],
+    )
+    def test_is_statement_is_a_claim_not_a_request(self, text: str, statement: bool) -> None:
+        assert is_statement(text) is statement
 
 
 class TestAnswerType:
