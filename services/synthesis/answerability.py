@@ -107,6 +107,30 @@ RESCUABLE: frozenset[Requirement] = frozenset(
         Requirement.SCOPE_LANGUAGE,
     }
 )
+
+
+# The most key terms a question may have for the model to be kept from rescuing it when the
+# evidence holds none of them (``unrelated_to_evidence``). Chosen on the plain tune set
+# (docs/EVALUATION.md, "The front door"): its answerable questions that share no word with
+# their evidence are situations told in everyday words, of 3 to 8 key terms.
+MAX_UNRELATED_TERMS = 2
+
+
+def unrelated_to_evidence(decision: SufficiencyDecision) -> bool:
+    """A ``KEY_TERM_MATCH`` refusal of a short question (at most ``MAX_UNRELATED_TERMS`` key
+    terms) whose evidence holds none of them (``SufficiencyDecision.shared`` empty: "ok",
+    "pizza", "asdf", "How many sections are there?"). No model or judge overrules it: the
+    model scored "ok" 0.996 against s.109's text. A longer question may name a provision in
+    none of its words ("make someone work against their will" for s.374's "compels ... to
+    labour"), so the model may still rescue it, as it may any question whose words the evidence
+    holds in part."""
+    return (
+        decision.failed is Requirement.KEY_TERM_MATCH
+        and not decision.shared
+        and len(decision.key_terms.effective) <= MAX_UNRELATED_TERMS
+    )
+
+
 # What ``model`` mode keeps of the keyword rules.
 STRUCTURAL: frozenset[Requirement] = frozenset(
     {
@@ -196,6 +220,7 @@ def needs_scores(decision: SufficiencyDecision, options: AnswerabilityOptions) -
         return (
             not decision.sufficient
             and decision.failed in RESCUABLE
+            and not unrelated_to_evidence(decision)
             and not decision.key_terms.sections
         )
     return True
@@ -314,7 +339,7 @@ def combine(
         # scores such questions low (0.11 for s.302's own text), so it decides nothing here.
         return noted
     if mode is AnswerabilityMode.MODEL:
-        if decision.failed in STRUCTURAL:
+        if decision.failed in STRUCTURAL or unrelated_to_evidence(decision):
             return noted
         answering = scores.at_least(options.veto_below)
         if not answering or scores.best < options.veto_below:
@@ -327,7 +352,12 @@ def combine(
             return _refuse(noted, decided=True, requirement=options.requirement)
         return noted
     # A rescue threshold of 1.0 rescues nothing (no calibrated threshold is that high).
-    if mode.rescues and options.rescue_at < 1.0 and decision.failed in RESCUABLE:
+    if (
+        mode.rescues
+        and options.rescue_at < 1.0
+        and decision.failed in RESCUABLE
+        and not unrelated_to_evidence(decision)
+    ):
         answering = scores.at_least(options.rescue_at)
         if answering and scores.best >= options.rescue_at:  # every part answered
             return _answer(noted, answering, rescued=True, requirement=options.requirement)
@@ -393,7 +423,7 @@ def needs_judge(
     """
     if options.mode in (AnswerabilityMode.OFF, AnswerabilityMode.SHADOW):
         return False
-    if keyword.key_terms.sections or keyword.failed in STRUCTURAL:
+    if keyword.key_terms.sections or keyword.failed in STRUCTURAL or unrelated_to_evidence(keyword):
         return False
     return bool(scores.by_id) and band.contains(scores.best)
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import PROFILES, Intent
+from services.common.language.lay_terms import alternatives
 from services.common.language.references import (
     normalise_section,
     parse_section_refs,
@@ -144,6 +145,27 @@ def term_coverage(key_terms: KeyTerms, chunk: Chunk) -> float:
     return hits / len(wanted)
 
 
+def shared_terms(key_terms: KeyTerms, chunks: Iterable[Chunk]) -> tuple[str, ...]:
+    """The question's effective key terms that some chunk holds: as a stem, as one of the
+    statute's words for it ("steal": "theft", ``lay_terms``), or, for a number, as its section.
+
+    Empty when the evidence shares no word with the question ("ok", "pizza"): for a short
+    question, nothing there is about what was asked, whatever a model scores
+    (``answerability.unrelated_to_evidence``).
+    """
+    found: dict[str, None] = {}
+    for chunk in chunks:
+        stems, section = chunk_stems(chunk), chunk_section(chunk)
+        for term in key_terms.effective:
+            if (
+                term in stems
+                or alternatives(term) & stems
+                or (term[0].isdigit() and term == section)
+            ):
+                found[term] = None
+    return tuple(t for t in key_terms.effective if t in found)
+
+
 def required_hits(key_terms: KeyTerms, options: SufficiencyOptions) -> int:
     """How many of the effective key terms a chunk must contain to be relevant.
 
@@ -267,6 +289,11 @@ class SufficiencyDecision:
     relevant_ids: tuple[str, ...] = ()
     supporting_ids: tuple[str, ...] = ()
     best_score: float = 0.0
+    # For a KEY_TERM_MATCH refusal, the key terms some evidence chunk holds all the same
+    # (``shared_terms``): the evidence holds the question's words only partly. Empty when it
+    # holds none of them; the model may then not rescue a short question
+    # (``answerability.unrelated_to_evidence``).
+    shared: tuple[str, ...] = ()
     # A comparison's terms, each checked on its own (comparison.assess_comparison), and the
     # first one the evidence did not support ("" when all were, or for other questions).
     compared: tuple[str, ...] = ()
@@ -324,6 +351,7 @@ def assess_sufficiency(
         failed: Requirement | None,
         relevant: Iterable[ScoredChunk] = (),
         supporting: Iterable[ScoredChunk] = (),
+        shared: tuple[str, ...] = (),
     ) -> SufficiencyDecision:
         return SufficiencyDecision(
             sufficient=failed is None,
@@ -334,6 +362,7 @@ def assess_sufficiency(
             relevant_ids=tuple(s.chunk.semantic_id for s in relevant),
             supporting_ids=tuple(s.chunk.semantic_id for s in supporting),
             best_score=best,
+            shared=shared,
         )
 
     checked.append(Requirement.EVIDENCE_PRESENT)
@@ -354,7 +383,8 @@ def assess_sufficiency(
     checked.append(Requirement.KEY_TERM_MATCH)
     relevant = [s for s in scored if is_relevant(key_terms, s.chunk, opts)]
     if not relevant:
-        return decide(Requirement.KEY_TERM_MATCH)
+        shared = shared_terms(key_terms, (s.chunk for s in scored))
+        return decide(Requirement.KEY_TERM_MATCH, shared=shared)
     if opts.require_named_terms:
         required = required_terms(question, key_terms)
         if required:

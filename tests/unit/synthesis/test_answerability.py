@@ -105,7 +105,11 @@ class StatementCheckFails(EngineValidator):
         return await super().validate(answer, evidence, timeout_s=timeout_s)
 
 
-def decision(failed: Requirement | None) -> SufficiencyDecision:
+def decision(
+    failed: Requirement | None, shared: tuple[str, ...] = ("theft",)
+) -> SufficiencyDecision:
+    """A keyword decision on "what is theft"; a KEY_TERM_MATCH refusal's evidence holds the
+    key terms ``shared`` (some, by default: the words are there, only too few in one chunk)."""
     return SufficiencyDecision(
         sufficient=failed is None,
         intent=Intent.GENERAL,
@@ -114,6 +118,7 @@ def decision(failed: Requirement | None) -> SufficiencyDecision:
         failed=failed,
         relevant_ids=() if failed else ("A",),
         supporting_ids=() if failed else ("A",),
+        shared=shared if failed is Requirement.KEY_TERM_MATCH else (),
     )
 
 
@@ -185,6 +190,42 @@ class TestCombine:
         if effect == "rescued":
             assert combined.failed is None
             assert "B" in combined.supporting_ids and "A" not in combined.supporting_ids
+
+    @pytest.mark.parametrize("mode", ["rescue", "both", "model"])
+    def test_combine_never_rescues_a_short_question_sharing_no_key_term_with_the_evidence(
+        self, mode: str
+    ) -> None:
+        # "ok" against s.109: the model scored 0.996, and no passage holds the word.
+        unrelated = decision(Requirement.KEY_TERM_MATCH, shared=())
+        certain = AnswerabilityScores("m", {"A": 0.996})
+        options = AnswerabilityOptions(AnswerabilityMode(mode), veto_below=0.5, rescue_at=0.9)
+
+        combined = combine(unrelated, certain, options)
+
+        assert not combined.sufficient
+        assert combined.failed is Requirement.KEY_TERM_MATCH
+        assert combined.answerability_effect == ""
+        assert combined.answerability == 0.996  # still reported
+
+    def test_combine_may_rescue_a_longer_question_sharing_no_key_term(self) -> None:
+        # "Is it a crime to make someone work against their will?": s.374's "compels any
+        # person to labour" shares none of its three key terms and answers it.
+        longer = replace(
+            decision(Requirement.KEY_TERM_MATCH, shared=()),
+            key_terms=extract_key_terms("is it a crime to make someone work against their will"),
+        )
+        assert len(longer.key_terms.effective) == 3
+        options = AnswerabilityOptions(AnswerabilityMode.BOTH, veto_below=0.5, rescue_at=0.9)
+
+        combined = combine(longer, SCORES, options)
+
+        assert combined.sufficient and combined.answerability_effect == "rescued"
+
+    def test_needs_scores_skips_a_rescue_that_cannot_happen(self) -> None:
+        options = AnswerabilityOptions(AnswerabilityMode.RESCUE, veto_below=0.5, rescue_at=0.9)
+
+        assert needs_scores(decision(Requirement.KEY_TERM_MATCH), options)
+        assert not needs_scores(decision(Requirement.KEY_TERM_MATCH, shared=()), options)
 
     def test_a_rescue_threshold_of_one_rescues_nothing(self) -> None:
         certain = AnswerabilityScores("m", {"A": 1.0})
@@ -307,7 +348,9 @@ class TestPipeline:
     async def test_rescue_answers_a_question_worded_unlike_the_statute(
         self, ipc: Mapping[str, Chunk]
     ) -> None:
-        # "pinching" is not a word of s.378; the keyword rules refuse (KEY_TERM_MATCH).
+        # "pinching", "bicycle" and "crime" are not words of s.378; the keyword rules refuse
+        # (KEY_TERM_MATCH). Three key terms: a question that long may name a provision in none
+        # of its words, so the model may rescue it.
         question = "Is pinching someone's bicycle a crime?"
         retriever = FakeRetriever(scored(ipc, *THEFT_IDS))
         keyword_only = _pipeline(retriever, None, "off")
@@ -325,6 +368,24 @@ class TestPipeline:
         # The extractive generator quotes the answering sentence, and the validator accepts it.
         assert "[IPC_378_0]" in rescued.answer
         assert rescued.validation is not None
+
+    @pytest.mark.parametrize("question", ["ok", "Is pinching a crime?"])
+    async def test_rescue_never_answers_a_short_question_sharing_no_word_with_the_evidence(
+        self, ipc: Mapping[str, Chunk], question: str
+    ) -> None:
+        # Nothing in s.378-380 says "ok", "pinching" or "crime": however sure the model is, no
+        # passage is about anything a question of one or two key terms says.
+        retriever = FakeRetriever(scored(ipc, *THEFT_IDS))
+        scorer = TableScorer({"intending to take dishonestly": 0.97})
+        synth = _pipeline(retriever, scorer, "both", veto_below=0.5, rescue_at=0.9)
+
+        refused = await synth.answer(SynthesisRequest(question))
+
+        assert refused.answer == REFUSAL
+        assert refused.sufficiency.failed is Requirement.KEY_TERM_MATCH
+        assert refused.sufficiency.shared == ()
+        assert refused.sufficiency.answerability == 0.97
+        assert refused.sufficiency.answerability_effect == ""
 
     @pytest.mark.parametrize(("weight", "leading"), [(0.0, "IPC_379_0"), (1.0, "IPC_380_0")])
     async def test_the_models_scores_reach_the_extractive_generator(
@@ -518,6 +579,8 @@ class TestPipeline:
 
         await synth.answer(SynthesisRequest("Is pinching someone's bicycle a crime?", top_k=3))
         assert len(scorer.calls) == 1  # refused for words alone: scored
+        await synth.answer(SynthesisRequest("Is pinching a crime?", top_k=3))
+        assert len(scorer.calls) == 1  # short, and no word of it in the evidence: not scored
 
     def test_needs_scores_by_mode(self) -> None:
         passed, worded, structural = (
@@ -626,6 +689,11 @@ class TestJudgeDecisions:
     def test_needs_judge_never_for_a_structural_refusal(self) -> None:
         structural = decision(Requirement.NAMED_TERMS_MATCH)
         assert not needs_judge(structural, LOW, self.BOTH, self.BAND)
+
+    def test_needs_judge_never_for_a_short_question_sharing_no_key_term(self) -> None:
+        assert needs_judge(decision(Requirement.KEY_TERM_MATCH), LOW, self.BOTH, self.BAND)
+        unrelated = decision(Requirement.KEY_TERM_MATCH, shared=())
+        assert not needs_judge(unrelated, LOW, self.BOTH, self.BAND)
 
     def test_judge_item_sends_the_best_passages_first(self) -> None:
         evidence = [scored({"A": Chunk("A", "A", "a text")}, "A")[0]]

@@ -17,6 +17,7 @@ from services.synthesis.sufficiency import (
     extract_key_terms,
     has_intent_language,
     required_terms,
+    shared_terms,
 )
 from tests.unit.synthesis.fakes import chunk, scored
 
@@ -99,6 +100,34 @@ class TestIntentLanguage:
     )
     def test_has_intent_language_accepts_statute_phrasing(self, intent: Intent, text: str) -> None:
         assert has_intent_language(intent, text)
+
+
+class TestSharedTerms:
+    @pytest.mark.parametrize(
+        ("question", "shared"),
+        [
+            ("ok", ()),  # the tester's "ok": nothing in the theft sections is about it
+            ("Is pinching someone's bicycle a crime?", ()),
+            ("Is pinching someone's bicycle theft?", ("theft",)),  # a word the evidence holds
+            ("what if I steal a bike", ("steal",)),  # "steal" is the statute's "theft"
+        ],
+    )
+    def test_a_key_term_match_refusal_says_which_key_terms_the_evidence_holds(
+        self, ipc: Mapping[str, Chunk], question: str, shared: tuple[str, ...]
+    ) -> None:
+        decision = assess(question, scored(ipc, "IPC_378_0", "IPC_379_0", "IPC_380_0"))
+
+        assert decision.failed is Requirement.KEY_TERM_MATCH
+        assert decision.shared == shared
+
+    def test_a_number_is_held_by_its_section(self, ipc: Mapping[str, Chunk]) -> None:
+        evidence = [s.chunk for s in scored(ipc, "IPC_379_0")]
+        assert shared_terms(extract_key_terms("379 bicycle"), evidence) == ("379",)
+
+    def test_a_decision_that_got_past_key_terms_records_none(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        assert assess("What is theft?", scored(ipc, "IPC_378_0")).shared == ()
 
 
 class TestAssessSufficiency:
