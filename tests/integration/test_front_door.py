@@ -1,0 +1,102 @@
+"""The front-door probes (data/probes/front_door_probes.jsonl) through the real stack: inputs that
+are not questions are refused with the exact refusal, and a section asked for however it is
+written (a bare number, §, full-width digits, look-alike letters) is answered from that section.
+
+Found by a tester calling the live stack: "ok" came back ANSWERED from s.109, "420" from s.293,
+"What is § 302?" was refused as a definition (docs/EVALUATION.md, "The front door")."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from grounded.synthesis.v1 import synthesis_service_pb2 as spb
+from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
+from grpc import aio
+
+from evaluation.golden import GoldenItem, load_golden
+from services.common.refusal import REFUSAL
+from stack.inprocess import start_in_process
+from tests.integration.conftest import ROOT, Stack
+
+pytestmark = pytest.mark.integration
+
+PROBES = load_golden(ROOT / "data/probes/front_door_probes.jsonl")
+# Refusal probes no change covers yet: each shares a word with some passage ("sit", "help",
+# "good", "made", "know", "document"), so the model may still rescue it. Strict: a fix that
+# makes one pass must move it out of this list.
+OPEN = {
+    "lorem ipsum dolor sit amet",
+    "Hi, can you help me?",
+    "Good morning!",
+    "The moon is made of green cheese and rock.",
+    "I would like to know more about this.",
+    "Please summarise the document for me.",
+    "I want to know everything.",
+    "what if I steal a bike",  # the model scores s.379 at 0.12 for it: a false refusal
+}
+
+
+def _cases(answerable: bool) -> list[object]:
+    return [
+        pytest.param(
+            p,
+            id=p.id,
+            marks=[
+                pytest.mark.xfail(strict=True, reason="open: docs/EVALUATION.md, The front door")
+            ]
+            if p.question in OPEN
+            else [],
+        )
+        for p in PROBES
+        if p.answerable is answerable
+    ]
+
+
+@pytest.fixture(scope="module")
+async def front_door(ipc_index: Path) -> AsyncIterator[Stack]:
+    running = await start_in_process(ipc_index)  # the defaults: answerability "both"
+    yield running
+    await running.stop()
+
+
+async def _ask(address: str, question: str) -> spb.SynthesizeAnswerResponse:
+    async with aio.insecure_channel(address) as channel:
+        response: spb.SynthesizeAnswerResponse = await spb_grpc.SynthesisServiceStub(
+            channel
+        ).SynthesizeAnswer(spb.SynthesizeAnswerRequest(question=question), timeout=30)
+    return response
+
+
+class TestFrontDoor:
+    @pytest.mark.parametrize("probe", _cases(answerable=False))
+    async def test_rpc_a_probe_that_asks_nothing_the_corpus_holds_is_refused(
+        self, front_door: Stack, probe: GoldenItem
+    ) -> None:
+        response = await _ask(front_door.synthesis, probe.question)
+
+        assert response.answer == REFUSAL, probe.rationale
+        assert response.status == spb.ANSWER_STATUS_REFUSED_INSUFFICIENT_EVIDENCE
+
+    @pytest.mark.parametrize("probe", _cases(answerable=True))
+    async def test_rpc_a_probe_is_answered_from_its_section(
+        self, front_door: Stack, probe: GoldenItem
+    ) -> None:
+        response = await _ask(front_door.synthesis, probe.question)
+
+        assert response.status == spb.ANSWER_STATUS_ANSWERED, probe.rationale
+        cited = {c.doc_id for c in response.citations}
+        assert set(probe.gold_doc_ids) & cited, (probe.rationale, cited)
+        # A request is never a claim the evidence "states".
+        assert response.sufficiency.statement_verdict != spb.STATEMENT_VERDICT_STATED
+
+    @pytest.mark.parametrize(
+        "request_", [p.question for p in PROBES if p.rationale.startswith("request")]
+    )
+    async def test_rpc_a_request_is_not_a_statement_the_evidence_states(
+        self, front_door: Stack, request_: str
+    ) -> None:
+        response = await _ask(front_door.synthesis, request_)
+
+        assert response.sufficiency.statement_verdict == spb.STATEMENT_VERDICT_UNSPECIFIED
