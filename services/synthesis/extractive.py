@@ -157,7 +157,7 @@ class ExtractiveGenerator:
             chosen = self._bridges(units, chosen, request)
         if request.synthesis_mode:
             return by_source(chosen, request.evidence)
-        return " ".join(_cite_unit(unit) for unit in _reading_order(chosen))
+        return _plain(chosen)
 
     def _one_per_source(
         self, units: list[_Unit], evidence: tuple[ScoredChunk, ...], seed: list[_Unit]
@@ -204,6 +204,8 @@ class ExtractiveGenerator:
                 stems = text_stems(text)
                 if len(stems - STOP_WORDS) < opts.min_content_words:
                     continue  # "In this section,-" and similar fragments say nothing
+                if _continues(text, piece, chunk):
+                    continue
                 coverage = _coverage(key_terms, stems | context)
                 if coverage <= 0.0 and chunk.semantic_id not in answering:
                     continue
@@ -348,7 +350,7 @@ class ExtractiveGenerator:
                 added.append(max(own, key=lambda u: (u.score, -u.position, -u.piece)))
                 continue
             text = next(iter(sentences(chunk.text)), "")
-            if text:
+            if text and not _continues(text, 0, chunk):
                 added.append(
                     _Unit(
                         position=position,
@@ -447,6 +449,30 @@ def _reading_order(chosen: list[_Unit]) -> list[_Unit]:
     return sorted(chosen, key=lambda u: (first_rank[u.doc_id], u.sentence_index, u.piece))
 
 
+def _continues(text: str, piece: int, chunk: Chunk) -> bool:
+    """True for a sentence that starts in lower case after another of its document: the rest
+    of a sentence the chunker cut (IPC_116_1, "or with such fine as is provided for that
+    offence, or with both", ends s.116's one sentence; IPC_73_1-3 are the items of s.73's).
+
+    The generator never quotes one. After any other quote the one sentence splitter runs it
+    into that quote's sentence, in the answer as in the evidence ("... liable to fine
+    [IPC_115_0]. or with such fine ..., or with both [IPC_116_1]." is one sentence, and the
+    validator rightly finds that s.115 does not allow "or both"), and even after the sentence
+    it continues the validator reads each cited passage's penalty on its own (s.116 whole,
+    quoted across its two passages, fails as "the cited penalty has no fine"): it cannot tell
+    two passages that continue each other from two that do not."""
+    return text[:1].islower() and (piece > 0 or chunk.sentence_index > 0)
+
+
+def _plain(chosen: list[_Unit]) -> str:
+    """The answer as one paragraph in reading order. A quote that opens its document in lower
+    case ("iPhone ...") opens the answer or is left out: after another quote it would run into
+    that one's sentence (``_continues``)."""
+    ordered = _reading_order(chosen)
+    kept = ordered[:1] + [unit for unit in ordered[1:] if not unit.text[:1].islower()]
+    return " ".join(_cite_unit(unit) for unit in kept)
+
+
 def by_source(chosen: list[_Unit], evidence: tuple[ScoredChunk, ...]) -> str:
     """A synthesis-mode answer: one group per document, in evidence order, each opened by a
     heading line that names the source and how its passages relate to an earlier group's.
@@ -467,7 +493,7 @@ def by_source(chosen: list[_Unit], evidence: tuple[ScoredChunk, ...]) -> str:
     for unit in sorted(chosen, key=lambda u: (order[u.doc_id], u.sentence_index, u.piece)):
         groups.setdefault(unit.doc_id, []).append(unit)
     if len(groups) < 2 or any(units[0].text[:1].islower() for units in groups.values()):
-        return " ".join(_cite_unit(unit) for unit in _reading_order(chosen))
+        return _plain(chosen)
     cited = [chunks[unit.semantic_id] for units in groups.values() for unit in units]
     relations = relate(cited)
     lines: list[str] = []
