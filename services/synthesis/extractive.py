@@ -477,15 +477,16 @@ def by_source(chosen: list[_Unit], evidence: tuple[ScoredChunk, ...]) -> str:
     """A synthesis-mode answer: one group per document, in evidence order, each opened by a
     heading line that names the source and how its passages relate to an earlier group's.
 
-        IPC section 379, Punishment for theft:
+        IPC section 379:
         Whoever commits theft shall be punished ... three years ... [IPC_379_0].
-        IPC section 380, Theft in dwelling house etc (differs from IPC section 379 on a number):
+        IPC section 380 (differs from IPC section 379 on a number):
         Whoever commits theft in any building ... seven years ... [IPC_380_0].
 
     A heading is a list introduction (it ends with a colon and is never last), which the
-    validator exempts as a meta statement; every quoted sentence keeps its citation. With one
-    document, or a group whose first quote would continue its heading's line (it starts in
-    lower case: "an illegal act, or"), the answer is the plain one.
+    validator exempts as a meta statement unless it states a penalty (``source_label`` says
+    why a statute's heading never does); every quoted sentence keeps its citation. With one
+    document, or a group whose first quote would continue its heading's line (a document that
+    opens in lower case: "iPhone ..."), the answer is the plain one.
     """
     chunks = {scored.chunk.semantic_id: scored.chunk for scored in evidence}
     order = {doc_id: i for i, doc_id in enumerate(dict.fromkeys(c.doc_id for c in chunks.values()))}
@@ -510,13 +511,19 @@ def by_source(chosen: list[_Unit], evidence: tuple[ScoredChunk, ...]) -> str:
     return "\n".join(lines)
 
 
-def source_label(chunk: Chunk, *, short: bool = False) -> str:
-    """How a heading names a document: "IPC section 379, Punishment for theft" for a statute
-    ("IPC section 379" when ``short``), else its title (or id)."""
+def source_label(chunk: Chunk) -> str:
+    """How a heading names a document: "IPC section 379" for a statute, else its title (or id).
+
+    A statute is named by its act and section, not its title: the heading cites nothing, and
+    the validator exempts an uncited lead-in only while it states no penalty, which it cannot
+    tell from a title (it reads passages' ids and texts, not their titles). "IPC section 382,
+    Theft after preparation made for causing death, hurt or restraint ..." read as a claim
+    that death is the penalty, and the answer was refused (NO_CITATION), as were 31 other IPC
+    titles ("Amount of fine", "Causing death by negligence"). A section reference states
+    nothing; the title is in the response's citations.
+    """
     if chunk.act and chunk.section:
         label = f"{chunk.act} section {chunk.section}"
-        if chunk.title and not short:
-            label = f"{label}, {chunk.title}"
     else:
         label = chunk.title or chunk.doc_id
     label = " ".join(_HEADING_BREAKS.sub(" ", label).split()).strip(" ,")
@@ -531,7 +538,7 @@ _NOTES = {
 
 
 def _note(relation: SourceRelation, earlier: Chunk) -> str:
-    return _NOTES[relation.kind].format(source_label(earlier, short=True))
+    return _NOTES[relation.kind].format(source_label(earlier))
 
 
 def _cite_unit(unit: _Unit) -> str:

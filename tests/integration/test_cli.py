@@ -233,7 +233,7 @@ class TestCliOutput:
     ) -> None:
         response = pb.SynthesizeAnswerResponse(
             status=pb.ANSWER_STATUS_ANSWERED,
-            answer="IPC section 379, Punishment for theft:\nWhoever commits theft [IPC_379_0].",
+            answer="IPC section 379:\nWhoever commits theft [IPC_379_0].",
             synthesis_mode=True,
             source_doc_count=2,
             source_relations=[
@@ -249,7 +249,7 @@ class TestCliOutput:
         cli._print_human(response, verbose=False)
 
         out = capsys.readouterr().out
-        assert "  IPC section 379, Punishment for theft:\n  Whoever commits theft" in out
+        assert "  IPC section 379:\n  Whoever commits theft" in out
         assert "    numeric disagreement: year: 3 in IPC_379_0, 7 in IPC_380_0" in out
 
 

@@ -567,7 +567,8 @@ class TestMetaStatements:
             "## Punishment\n\n",
             "# Theft\n",
             "The punishments are as follows:\n",
-            "IPC section 379, Punishment for theft:\n",  # the extractive generator's heading
+            "IPC section 379:\n",  # the extractive generator's heading
+            "IPC section 379, Punishment for theft:\n",
         ],
     )
     def test_a_heading_or_lead_in_that_states_nothing_is_exempt(self, framing: str) -> None:
