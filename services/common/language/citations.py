@@ -33,6 +33,9 @@ class EvidenceIndex:
     texts: tuple[str, ...]
     position: Mapping[str, int]
     max_id_length: int
+    # The kinds (``_word_kind``) of the ids that are plain words ("A", "alpha"): a bracketed
+    # word of one of these kinds is a citation attempt here, not editorial text.
+    word_kinds: frozenset[str] = frozenset()
 
     @classmethod
     def build(cls, evidence: Sequence[EvidenceLike]) -> EvidenceIndex:
@@ -50,6 +53,11 @@ class EvidenceIndex:
             texts=tuple(texts),
             position=position,
             max_id_length=max((len(i) for i in ids), default=0),
+            word_kinds=frozenset(
+                _word_kind(i)
+                for i in position
+                if _ID_SHAPED_RE.fullmatch(i) and not _looks_like_id(i)
+            ),
         )
 
 
@@ -172,7 +180,9 @@ def _classify(raw: str, content: str, start: int, index: EvidenceIndex) -> Citat
             else:
                 ids.extend(index.ids[first - 1 : last])
                 positional = True
-        elif _looks_like_id(part):
+        elif _looks_like_id(part) or (
+            _ID_SHAPED_RE.fullmatch(part) and _word_kind(part) in index.word_kinds
+        ):
             invalid.append(part)
         elif _HAS_ID_CHAR_RE.search(part) and len(part.split()) <= _MAX_CITATION_WORDS:
             problems.append(f"'{part}' is not an evidence id (ids contain no spaces)")
@@ -253,6 +263,18 @@ def _looks_like_id(part: str) -> bool:
     return bool(_HAS_ID_CHAR_RE.search(part)) or (
         len(letters) >= 2 and all(c.isupper() for c in letters)
     )
+
+
+def _word_kind(word: str) -> str:
+    """How a word is written: "upper" ("A", "B"), "lower" ("sic"), "title" ("Repealed"), else
+    "mixed". Where the evidence ids are plain words, "[B]" beside an id "A" is a citation to an
+    id the evidence lacks (INVALID_CITATION), while "[sic]" and "[Repealed]" stay text; an
+    answer whose ids are words like "Alpha" cannot write "[Repealed]" as an editorial note."""
+    if word.isupper():
+        return "upper"
+    if word.islower():
+        return "lower"
+    return "title" if word.istitle() else "mixed"
 
 
 def _unmatched(answer: str, paired: Sequence[tuple[int, int]]) -> list[Citation]:

@@ -19,6 +19,26 @@ class TestScan:
         assert scan("The clause [Repealed] and [sic] remain [T_1_0].", index)[0].ids == ("T_1_0",)
         assert len(scan("The clause [Repealed] and [sic] remain [T_1_0].", index)) == 1
 
+    def test_scan_reads_a_word_written_like_the_evidence_ids_as_a_citation(self) -> None:
+        # The evidence ids are plain words ("A"), so "[B]" is a citation to an id the evidence
+        # lacks, not editorial text: it was NO_CITATION with missing_ids ["A"].
+        evidence = [chunk("A", "Theft is punishable.")]
+
+        report = validate("Theft is punishable [B].", evidence)
+
+        assert report.reason is Reason.INVALID_CITATION
+        assert report.invalid_citations == ("B",)
+        assert report.sentences[0].invalid_ids == ("B",)
+
+    def test_scan_leaves_words_written_unlike_the_evidence_ids_as_text(self) -> None:
+        index = EvidenceIndex.build([chunk("A", "Theft is punishable.")])
+
+        (citation,) = scan("Theft is punishable [A] [sic] [Repealed] [emphasis added].", index)
+
+        assert citation.ids == ("A",)
+        # With ids written as code ("T_1_0") a bracketed word is never an id.
+        assert scan("Theft is punishable [B].", EvidenceIndex.build([TRIAL])) == []
+
     def test_scan_treats_a_bracket_quoted_from_the_evidence_as_text(self) -> None:
         answer = "Aspirin lowered the risk of stroke (OR, 0.69 [95% CI, 0.64-0.74]) [T_1_0]."
 
