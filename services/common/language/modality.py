@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from services.common.language.stopwords import NUMBER_WORDS
-from services.common.language.text import Token, phrase_at, phrase_index
+from services.common.language.text import Token, phrase_at, phrase_index, surface
 
 # Terms read after a cue: the verb and what closely follows it ("may ... commute the punishment").
 _WIDTH = 2
@@ -123,6 +123,6 @@ def duties_for_permissions(
         cited_owed |= owed
     made_duty = (claim_owed & cited_allowed) - cited_owed - claim_allowed
     return [
-        f"the claim makes '{term}' a duty where the cited text only allows it"
-        for term in sorted(made_duty)
+        f"the claim makes '{word}' a duty where the cited text only allows it"
+        for word in surface(claim_tokens, sorted(made_duty))
     ]

@@ -14,6 +14,7 @@ from services.common.language.text import (
     Token,
     phrase_at,
     phrase_index,
+    surface,
     term_of,
     word_list,
 )
@@ -79,6 +80,10 @@ class NegationScope:
     after: tuple[str, ...] = ()
     # The scan stopped at its token bound before any term: what the cue negates is unread.
     cut: bool = False
+    # The words from the cue to its last term, lower-cased ("never be punished with
+    # imprisonment"), and each term as written ("punished" for "punish"): what messages quote.
+    text: str = ""
+    words: tuple[str, ...] = ()
 
 
 def is_cue(tokens: Sequence[Token], i: int) -> bool:
@@ -123,16 +128,24 @@ def scopes(
         phrase = i + 1 < len(tokens) and (token.norm, tokens[i + 1].norm) in _PHRASE_CUES
         if (token.term and not phrase) or not is_cue(tokens, i):
             continue
-        bound = _bound(tokens, i)
+        bound, stop = _bound(tokens, i)
         if bound:
             negated.add(i + 1)
             found.append(
                 NegationScope(
-                    token.norm, token.start, token.end, (bound,), True, *_context(tokens, i)
+                    token.norm,
+                    token.start,
+                    token.end,
+                    (bound,),
+                    True,
+                    *_context(tokens, i),
+                    text=_written(tokens, i, stop),
+                    words=tuple(t.norm for t in tokens[i:stop] if t.norm in _BOUND_FORMS[bound]),
                 )
             )
             continue
         terms: list[str] = []
+        last = i
         clause = token.clause
         jumped = False
         # A scope reads at most _SCOPE_TOKENS_PER_TERM tokens per term it may hold: a cue
@@ -154,6 +167,7 @@ def scopes(
             term = follower.term or ("#" + follower.norm if number else "")
             if term:
                 negated.add(j)
+                last = j
                 if term not in terms:
                     terms.append(term)
         else:
@@ -167,20 +181,28 @@ def scopes(
                 False,
                 *_context(tokens, i),
                 cut=cut,
+                text=_written(tokens, i, last + 1),
+                words=tuple(surface(tokens[i + 1 : last + 1], terms)),
             )
         )
     return tuple(found), frozenset(negated)
 
 
-def _bound(tokens: Sequence[Token], i: int) -> str:
+def _written(tokens: Sequence[Token], start: int, stop: int) -> str:
+    return " ".join(t.norm for t in tokens[start:stop])
+
+
+def _bound(tokens: Sequence[Token], i: int) -> tuple[str, int]:
+    """The comparative a negated bound states ("not be less than": "less") and the index after
+    its last word; ("", 0) when token ``i`` opens none."""
     if tokens[i].norm not in ("not", "no"):
-        return ""
+        return "", 0
     # The statutes' usual form puts "be" between: "shall not be less than seven years".
     first = i + 2 if i + 1 < len(tokens) and tokens[i + 1].norm == "be" else i + 1
     for phrase, comparative in _BOUNDS.items():
         if tuple(t.norm for t in tokens[first : first + len(phrase)]) == phrase:
-            return comparative
-    return ""
+            return comparative, first + len(phrase)
+    return "", 0
 
 
 def mismatches(
@@ -229,8 +251,7 @@ def mismatches(
             and evidence_implicit.isdisjoint(scope.terms)
         ):
             problems.append(
-                f"claim says '{scope.cue} {' '.join(scope.terms)}' but the cited evidence "
-                "has no matching negation"
+                f"claim says '{scope.text}' but the cited evidence has no matching negation"
             )
     reported: set[str] = set()
     for scope in evidence_list:
@@ -250,9 +271,10 @@ def mismatches(
             stated -= claim_implicit
         if stated:
             reported |= stated
+            written = dict(zip(scope.terms, scope.words, strict=False))
             problems.append(
-                f"evidence says '{scope.cue} {' '.join(scope.terms)}' but the claim states "
-                f"{', '.join(sorted(stated))} without negation"
+                f"evidence says '{scope.text}' but the claim states "
+                f"{', '.join(written.get(t, t) for t in sorted(stated))} without negation"
             )
     return problems
 
@@ -577,8 +599,8 @@ def lexical_antonyms(
             hit = sorted({t.term for t in window if t.term} & excluded)
             if hit:
                 problems.append(
-                    f"the claim says '{token.norm}' {', '.join(hit)} where the cited evidence "
-                    "excludes it"
+                    f"the claim says '{token.norm}' {', '.join(surface(window, hit))} where the "
+                    "cited evidence excludes it"
                 )
                 break
     return problems
@@ -631,8 +653,8 @@ def exceptions_reversed(
             shared = [t for t in conceded if t in terms]
             if len(shared) >= _EXCEPTION_SHARED:
                 problems.append(
-                    f"the claim concedes '{' '.join(shared)}' where the cited evidence makes it "
-                    "an exception ('unless')"
+                    f"the claim concedes '{' '.join(surface(claim_tokens, shared))}' where the "
+                    "cited evidence makes it an exception ('unless')"
                 )
                 return problems
     return problems

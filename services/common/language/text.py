@@ -249,6 +249,16 @@ def tokenize(text: str) -> tuple[Token, ...]:
     return tuple(tokens)
 
 
+def surface(tokens: Sequence[Token], terms: Sequence[str]) -> list[str]:
+    """Each of ``terms`` as ``tokens`` write it (lower-cased, the first word with that term), for
+    messages a person reads: "commute", not the stem "commut". A term no token has stays as is."""
+    written: dict[str, str] = {}
+    for token in tokens:
+        if token.term:
+            written.setdefault(token.term, token.norm)
+    return [written.get(term, term) for term in terms]
+
+
 def id_terms(semantic_id: str) -> frozenset[str]:
     """Terms carried by an evidence id (``IPC_420_0`` gives ``ipc`` and ``420``); the trailing
     sentence index is a position, not content, so it is left out."""

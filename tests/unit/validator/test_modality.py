@@ -62,6 +62,12 @@ class TestPermissionMadeDuty:
     def test_a_faithful_sentence_passes(self, claim: str, evidence: str) -> None:
         assert made_duty(claim, evidence) == []
 
+    def test_the_message_quotes_the_claims_word_not_its_stem(self) -> None:
+        # The README's example once read "the claim makes 'commut' a duty ...".
+        assert made_duty("The Government must commute a sentence.", S54) == [
+            "the claim makes 'commute' a duty where the cited text only allows it"
+        ]
+
     def test_validate_names_the_reason(self) -> None:
         report = validate(
             "The appropriate Government must commute a death sentence [IPC_54_0].",
@@ -88,6 +94,13 @@ class TestExceptionTurnedRound:
     def test_an_exception_made_a_concession_is_found(self) -> None:
         claim = "He is punished even if he proves that he acted without intent to defraud."
         assert negation.exceptions_reversed(tokenize(claim), [tokenize(self.S482)])
+
+    def test_the_message_quotes_the_claims_words(self) -> None:
+        claim = "He is punished even if he proves that he acted without intent to defraud."
+        assert negation.exceptions_reversed(tokenize(claim), [tokenize(self.S482)]) == [
+            "the claim concedes 'proves acted intent defraud' where the cited evidence makes it "
+            "an exception ('unless')"
+        ]
 
     def test_the_exception_restated_passes(self) -> None:
         claim = "He is punished except where he proves that he acted without intent to defraud."
@@ -129,6 +142,14 @@ class TestClosedListAntonyms:
     )
     def test_an_antonym_is_found(self, claim: str, evidence: str) -> None:
         assert antonyms(claim, evidence)
+
+    def test_an_inclusion_message_quotes_the_claims_words(self) -> None:
+        found = antonyms(
+            "Movable property includes corporeal property of every description, including houses.",
+            "The words movable property are intended to include corporeal property of every "
+            "description, except houses and things attached to the earth.",
+        )
+        assert found == ["the claim says 'including' houses where the cited evidence excludes it"]
 
     @pytest.mark.parametrize(
         ("claim", "evidence"),

@@ -28,6 +28,32 @@ def mismatches(claim: str, evidence: str) -> list[str]:
     )
 
 
+class TestMessages:
+    """Messages quote the words as written (lower-cased), not the stems the rules compare."""
+
+    def test_a_claim_negation_is_quoted_from_its_cue_to_its_last_term(self) -> None:
+        assert mismatches(
+            "Whoever commits theft shall never be punished with imprisonment.",
+            "Whoever commits theft shall be punished with imprisonment.",
+        ) == [
+            "claim says 'never be punished with imprisonment' but the cited evidence has no "
+            "matching negation"
+        ]
+
+    def test_an_evidence_negation_names_the_word_the_claim_states(self) -> None:
+        assert mismatches(
+            "Children under seven years of age are punished for offences.",
+            "Nothing is an offence which is done by a child under seven years of age.",
+        ) == [
+            "evidence says 'nothing is an offence which is done by a child' but the claim states "
+            "offence without negation"
+        ]
+
+    def test_a_negated_bound_is_quoted_whole(self) -> None:
+        c = analyse("It shall not be less than seven years.")
+        assert [(s.text, s.words) for s in c.negations] == [("not be less than", ("less",))]
+
+
 class TestBounds:
     def test_mismatches_rejects_a_bound_whose_negation_was_dropped(self) -> None:
         found = mismatches(
