@@ -160,7 +160,8 @@ def strip_citations(answer: str) -> str:
 def answer_claims(answer: str) -> str:
     """What an answer states, for scoring it against gold answers: citations removed, and the
     headings of a synthesis-mode answer too (a line ending in ":" that cites nothing names a
-    source, such as "IPC section 379, Punishment for theft:", and states nothing)."""
+    source, such as "IPC section 379:" (a statute) or a document title (another source), and states
+    nothing)."""
     kept = [
         line
         for line in answer.split("\n")
