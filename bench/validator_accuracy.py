@@ -703,8 +703,14 @@ def tune_reasons(group: Sequence[Case], top: int | None = None) -> dict[str, int
     return dict(Counter(c.outcome["reason"] for c in group if c.split == TUNE).most_common(top))
 
 
-def markdown(summary: dict[str, Any]) -> str:
-    """The summary as Markdown tables."""
+def _without_categories(summary: dict[str, Any], *, keep: bool) -> dict[str, Any]:
+    """``summary`` as it is (``keep``), or without its per-category table."""
+    return summary if keep else {k: v for k, v in summary.items() if k != "categories"}
+
+
+def markdown(summary: dict[str, Any], categories: dict[str, Any]) -> str:
+    """The summary's headline groups (both halves) and the tune half's ``categories`` as
+    Markdown tables."""
     head = summary["overall_accuracy"]
     lines = [
         "| figure | lenient | strict (reason must match) | n |",
@@ -735,10 +741,10 @@ def markdown(summary: dict[str, Any]) -> str:
         )
     lines += [
         "",
-        "| category | expected | n | accuracy | strict | top reasons (tune half only) |",
+        "| category (tune half only) | expected | n | accuracy | strict | top reasons |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
-    for name, row in summary["categories"].items():
+    for name, row in categories.items():
         reasons = ", ".join(f"{r} {k}" for r, k in list(row["reasons_tune_half"].items())[:3])
         lines.append(
             f"| {name} | {row['expected']} | {row['n']} | {row['accuracy']:.1%} "
@@ -1065,7 +1071,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 [c for c in adversarial if c.split == half], per_category=half == TUNE
             ),
             "dataset": dataset_labelled([c for c in labelled if c.split == half], shared),
-            "perturbations": summarise([c for c in labelled if c.split == half]),
+            "perturbations": _without_categories(
+                summarise([c for c in labelled if c.split == half]), keep=half == TUNE
+            ),
         }
         for half in (TUNE, REPORT)
     }
@@ -1096,7 +1104,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "numeric_probe_tuned": adversarial_summary(numeric_probe),
         "probe_training_overlap": hand_written_overlap(PROBE_FILE),
         "numeric_probe_training_overlap": hand_written_overlap(NUMERIC_PROBE_FILE),
-        "all": summary,
+        # Both halves pooled, headline groups only: pooled categories less the tune half's
+        # would be the report half's breakdown.
+        "all": _without_categories(summary, keep=False),
         "wrong_examples": [
             {
                 "category": c.category,
@@ -1113,7 +1123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     headline = split_markdown(report)
-    tables = markdown(summary)
+    tables = markdown(summary, halves[TUNE]["perturbations"]["categories"])
     load = ", ".join(f"{x:.2f}" for x in context["loadavg"])
     args.out.with_suffix(".md").write_text(
         "# Validator accuracy on labelled dev cases\n\n"
