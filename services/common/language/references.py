@@ -47,8 +47,9 @@ _NUMBER_THEN_ACT = re.compile(
 )
 _ACT_THEN_NUMBER = re.compile(rf"\b{_ANY_ACT}\s+(?P<num>{_NUMBER})", re.I)
 # ... or as the whole query: "420", "498A", "498-A", "379?" (what someone types to look a
-# provision up; GetDocument resolves the same). Not inside a sentence: "3 years" never counts.
-_WHOLE_NUMBER = re.compile(rf"^\s*(?P<num>{_NUMBER})\s*[?.!]*\s*$")
+# provision up; GetDocument resolves the same). Not inside a sentence: "3 years" never counts,
+# and not an ordinal: "1st" or "10th" alone is not section 1ST.
+_WHOLE_NUMBER = re.compile(rf"^\s*(?!\d+(?:st|nd|rd|th)\b)(?P<num>{_NUMBER})\s*[?.!]*\s*$", re.I)
 _NUM_IN_LIST = re.compile(_NUMBER)
 
 # One provision reference in any form the parser reads ("section 420", "§ 302", "s. 379",

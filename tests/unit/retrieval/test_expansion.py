@@ -62,6 +62,9 @@ class TestParseSectionRefs:
             "420 and 421",  # a list of numbers is not one provision asked for
             "What is 420?",  # only the whole query, never a number inside a sentence
             "3 years",
+            "1st",  # an ordinal alone is not section 1ST
+            "10th?",
+            "2ND",
         ],
     )
     def test_parse_section_refs_ignores_bare_numbers(self, query: str) -> None:
