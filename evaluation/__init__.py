@@ -1,1 +1,2 @@
-"""Offline evaluation: golden data, dataset adapters, metrics with bootstrap CIs, and reports."""
+"""Offline evaluation: golden data, dataset adapters, metrics with CIs (Wilson for proportions,
+bootstrap otherwise), and reports."""

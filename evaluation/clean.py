@@ -94,8 +94,8 @@ def clean_subset(tuning: Tuning, items: Sequence[EvalItem]) -> CleanSubset | Non
     read_sources = {doc for item in read for doc in item.sources}
     twins = frozenset(
         item.item_id
-        for item in clean
-        if any(jaccard(question_words(item.question), w) >= TWIN_JACCARD for w in read_words)
+        for item, words in ((item, question_words(item.question)) for item in clean)
+        if any(jaccard(words, w) >= TWIN_JACCARD for w in read_words)
     )
     shared = frozenset(item.item_id for item in clean if set(item.sources) & read_sources)
     return CleanSubset(

@@ -38,11 +38,6 @@ class Target:
         bound = metric.ci_low if self.op == ">=" else metric.ci_high
         return MET if bound is not None and self._meets(bound) else POINT_ONLY
 
-    def met(self, metric: Metric | None) -> bool | None:
-        """True only when the CI clears the target; None when the metric was not measured."""
-        verdict = self.verdict(metric)
-        return None if verdict is None else verdict == MET
-
     def describe(self) -> str:
         return f"{self.metric} {self.op} {self.bound:g}"
 

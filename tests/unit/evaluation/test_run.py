@@ -286,12 +286,11 @@ class TestTargets:
     ) -> None:
         target = Target("x", op, 0.90 if op == ">=" else 0.10)
         assert target.verdict(self._metric(value, low, high)) == verdict
-        assert target.met(self._metric(value, low, high)) is (verdict == MET)
 
     def test_no_ci_is_never_met_and_nothing_measured_is_none(self) -> None:
         target = Target("x", ">=", 0.5)
         assert target.verdict(Metric("x", 0.9, 3, "items", 3, None, None)) == POINT_ONLY
-        assert target.verdict(None) is None and target.met(None) is None
+        assert target.verdict(None) is None
 
     def test_zero_invalid_citations_is_a_point_estimate_only(self) -> None:
         # 0 invalid of 5 citations in 2 items: the Wilson upper bound (over the items) is above
