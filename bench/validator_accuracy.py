@@ -29,7 +29,6 @@ import json
 import random
 import re
 import time
-import zlib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from typing import Any, Final
 import numpy as np
 
 from bench.loadgen import machine_context
+from evaluation.datasets import in_tune_half
 from evaluation.stats import proportion, wilson_share
 from services.common.validation import SentenceVerdict, ValidationOptions
 from services.validator.config import DEFAULT_MODEL_DIR
@@ -128,7 +128,7 @@ class Case:
         key = self.group or (
             self.evidence[0].semantic_id.rsplit("_", 1)[0] if self.evidence else ""
         )
-        return TUNE if zlib.crc32(f"{self.source}:{key}".encode()) % 2 == 0 else REPORT
+        return TUNE if in_tune_half(f"{self.source}:{key}") else REPORT
 
 
 # --------------------------------------------------------------------------- text rewrites

@@ -29,12 +29,12 @@ import argparse
 import gzip
 import json
 import lzma
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from evaluation.datasets import in_tune_half
 from training.build_data import read_jsonl
 from training.near_duplicates import CLAIM_SETS, EVALUATION_SETS
 
@@ -63,8 +63,8 @@ def section_id(raw: object) -> str:
 
 
 def odd_half(item_id: str) -> bool:
-    """The report half of a golden set: odd crc32 of the id (``evaluation.datasets``'s split)."""
-    return zlib.crc32(item_id.encode()) % 2 == 1
+    """The report half of a golden set (``evaluation.datasets``'s split)."""
+    return not in_tune_half(item_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +208,7 @@ def pair_items(path: Path) -> list[Item]:
             sections=(section_id(r["section"]),),
             # The adversarial set splits by section in bench.validator_accuracy; the probes do not.
             report_half=(
-                zlib.crc32(f"adversarial:{r['section']}".encode()) % 2 == 1
+                not in_tune_half(f"adversarial:{r['section']}")  # Case.split's key
                 if "adversarial" in path.parent.name
                 else None
             ),
