@@ -27,7 +27,9 @@ class TestFrontDoorProbes:
         assert len(probes) >= 40
         assert set(categories) == {
             "gibberish", "greeting", "chit-chat", "request", "look-alike", "full-width",
-            "bare-section", "section-sign", "plain",
+            "bare-section", "section-sign", "plain", "ordinary-word",
         }  # fmt: skip
         assert categories["plain"] >= 10
-        assert all(p.answerable for p in probes if p.rationale.startswith(("plain", "bare")))
+        assert all(
+            p.answerable for p in probes if p.rationale.startswith(("plain", "bare", "ordinary"))
+        )
