@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from services.common.intent import Intent, classify_intent
+from services.common.language.conversation import is_pleasantry
 from services.common.language.text import as_read, normalise_query
 from services.synthesis.comparison import Comparison, find_comparison
 from services.synthesis.generation import Turn
@@ -145,7 +146,13 @@ def fold_previous(previous: str, question: str, limit: int = MAX_RETRIEVAL_QUERY
 
 
 def is_follow_up(question: str, terms: KeyTerms | None = None) -> bool:
-    """Elliptical follow-up: starts with a continuation, points back, or names nothing itself."""
+    """Elliptical follow-up: starts with a continuation, points back, or names nothing itself.
+
+    Greetings and thanks alone ("Thanks!", "ok", "Good evening, how are you?") name nothing but
+    ask nothing either, not even about the turn before: never a follow-up (refused, not the
+    previous question asked again)."""
+    if is_pleasantry(question):
+        return False
     terms = terms if terms is not None else extract_key_terms(question)
     return bool(
         _CONTINUATION.search(question)

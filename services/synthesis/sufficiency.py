@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import PROFILES, Intent
+from services.common.language.conversation import conversation_spans
 from services.common.language.lay_terms import alternatives
 from services.common.language.references import (
     normalise_section,
@@ -76,13 +77,16 @@ class KeyTerms:
 
 
 def extract_key_terms(question: str) -> KeyTerms:
-    """Drop stop, question and cue words; keep section references as their own key terms."""
+    """Drop stop, question and cue words; keep section references as their own key terms; leave
+    out the conversation (greetings, thanks, request frames: ``conversation_spans``)."""
     # Sections as the shared parser reads them, lower-cased like every key term ("498a"); the
-    # references are cut out of the question (spans of the original text) before lower-casing.
+    # references, and the words that are conversation rather than content ("Hi,", "can you help
+    # me", "I would like to know", "the document" after "please summarise"), are blanked out of
+    # the question (spans of the original text) before lower-casing.
     sections = [ref.section.lower() for ref in parse_section_refs(question)]
     remainder = question
-    for start, end in reversed(reference_spans(question)):
-        remainder = f"{remainder[:start]} {remainder[end:]}"
+    for start, end in (*reference_spans(question), *conversation_spans(question)):
+        remainder = f"{remainder[:start]}{' ' * (end - start)}{remainder[end:]}"
     remainder = remainder.lower()
     terms: list[str] = []
     generic: list[str] = []

@@ -369,12 +369,13 @@ class TestPipeline:
         assert "[IPC_378_0]" in rescued.answer
         assert rescued.validation is not None
 
-    @pytest.mark.parametrize("question", ["ok", "Is pinching a crime?"])
+    @pytest.mark.parametrize("question", ["pizza", "Is pinching a crime?"])
     async def test_rescue_never_answers_a_short_question_sharing_no_word_with_the_evidence(
         self, ipc: Mapping[str, Chunk], question: str
     ) -> None:
-        # Nothing in s.378-380 says "ok", "pinching" or "crime": however sure the model is, no
-        # passage is about anything a question of one or two key terms says.
+        # Nothing in s.378-380 says "pizza", "pinching" or "crime": however sure the model is, no
+        # passage is about anything a question of one or two key terms says. (The tester's "ok"
+        # names nothing at all now: the next test.)
         retriever = FakeRetriever(scored(ipc, *THEFT_IDS))
         scorer = TableScorer({"intending to take dishonestly": 0.97})
         synth = _pipeline(retriever, scorer, "both", veto_below=0.5, rescue_at=0.9)
@@ -385,6 +386,26 @@ class TestPipeline:
         assert refused.sufficiency.failed is Requirement.KEY_TERM_MATCH
         assert refused.sufficiency.shared == ()
         assert refused.sufficiency.answerability == 0.97
+        assert refused.sufficiency.answerability_effect == ""
+
+    @pytest.mark.parametrize("mode", ["both"])
+    @pytest.mark.parametrize(
+        "question", ["ok", "Hi, can you help me?", "Please summarise the document for me."]
+    )
+    async def test_no_mode_answers_a_greeting_or_a_request_naming_nothing(
+        self, ipc: Mapping[str, Chunk], question: str, mode: str
+    ) -> None:
+        # "Please summarise the document for me." was rescued from s.29 ("document"): a
+        # question that names nothing asks about nothing a passage could answer.
+        retriever = FakeRetriever(scored(ipc, *THEFT_IDS))
+        scorer = TableScorer({"intending to take dishonestly": 0.97})
+        synth = _pipeline(retriever, scorer, mode, veto_below=0.5, rescue_at=0.9)
+
+        refused = await synth.answer(SynthesisRequest(question))
+
+        assert refused.answer == REFUSAL
+        assert refused.status is SynthesisStatus.REFUSED_INSUFFICIENT_EVIDENCE
+        assert refused.sufficiency.failed is Requirement.QUESTION_HAS_KEY_TERMS
         assert refused.sufficiency.answerability_effect == ""
 
     @pytest.mark.parametrize(("weight", "leading"), [(0.0, "IPC_379_0"), (1.0, "IPC_380_0")])

@@ -49,6 +49,21 @@ class TestAnalyseQuestion:
         assert not (a.key_terms.terms or a.key_terms.sections)
         assert a.answer_terms is a.focus_terms and "cheat" in a.focus_terms.terms
 
+    @pytest.mark.parametrize("greeting", ["Thanks!", "ok", "Good evening, how are you?"])
+    def test_greetings_alone_are_never_a_follow_up(self, greeting: str) -> None:
+        # They name nothing, but ask nothing either: refused, not the previous question again.
+        a = analyse_question(greeting, HISTORY, history_turns=4)
+
+        assert not a.follow_up and a.focus == a.retrieval_query == a.question
+        assert a.focus_terms.is_empty
+
+    def test_a_request_naming_nothing_asks_about_the_previous_question(self) -> None:
+        a = analyse_question("I would like to know more about this.", HISTORY, history_turns=4)
+
+        assert a.follow_up and a.key_terms.is_empty
+        assert a.focus == a.retrieval_query
+        assert a.focus_terms.terms == ("cheat",)  # the frame of the question is left out too
+
     def test_a_long_previous_turn_is_folded_in_only_as_far_as_retrieval_takes(self) -> None:
         # A user turn may hold 8,000 characters; retrieval's query at most 2,000. Found by a new
         # user: the call failed with INVALID_ARGUMENT on a field named `query` the request

@@ -71,6 +71,49 @@ class TestKeyTerms:
         # The stem is the shared one (tests/unit/common/test_stem.py).
         assert extract_key_terms("Cheats, cheating or cheated goods?").terms == ("cheat", "good")
 
+    @pytest.mark.parametrize(
+        "question",
+        [
+            # Each was answered: "help", "good", "like", "know", "summarise", "document" and
+            # "everything" are words of some passage (docs/EVALUATION.md, "The front door", F).
+            "Hi, can you help me?",
+            "Good morning!",
+            "I would like to know more about this.",
+            "Please summarise the document for me.",
+            "I want to know everything.",
+            "Thank you for your help.",
+            "Good evening, how are you?",
+            "Tell me everything.",
+        ],
+    )
+    def test_a_greeting_or_a_request_naming_nothing_has_no_key_terms(self, question: str) -> None:
+        assert extract_key_terms(question).is_empty
+
+    @pytest.mark.parametrize(
+        ("question", "terms"),
+        [
+            # the frame goes, the subject stays
+            ("I want to know the punishment for theft.", ("theft",)),
+            ("Hello, what is the punishment for murder?", ("murder",)),
+            ("I would like to know more about cheating.", ("cheat",)),
+            # the same words as the subject: never stop words
+            ("What is a document?", ("docu",)),
+            ("I want to know what a document is.", ("docu",)),
+            ("Can a person help another commit theft?", ("person", "help", "another", "commit",
+                                                         "theft")),
+            ("What is good faith?", ("good", "faith")),
+        ],
+    )  # fmt: skip
+    def test_a_frame_around_a_subject_keeps_the_subject(
+        self, question: str, terms: tuple[str, ...]
+    ) -> None:
+        assert extract_key_terms(question).terms == terms
+
+    def test_a_request_naming_a_section_keeps_the_section(self) -> None:
+        terms = extract_key_terms("Please explain section 420.")
+
+        assert terms.terms == () and terms.sections == ("420",)
+
 
 class TestIntentLanguage:
     def test_has_intent_language_rejects_obligation_as_definition(self) -> None:
@@ -106,7 +149,7 @@ class TestSharedTerms:
     @pytest.mark.parametrize(
         ("question", "shared"),
         [
-            ("ok", ()),  # the tester's "ok": nothing in the theft sections is about it
+            ("pizza", ()),  # the tester's "pizza": nothing in the theft sections is about it
             ("Is pinching someone's bicycle a crime?", ()),
             ("Is pinching someone's bicycle theft?", ("theft",)),  # a word the evidence holds
             ("what if I steal a bike", ("steal",)),  # "steal" is the statute's "theft"
@@ -253,6 +296,12 @@ class TestAssessSufficiency:
         decision = assess("What is it?", scored(ipc, "IPC_378_0"))
 
         assert decision.failed is Requirement.QUESTION_HAS_KEY_TERMS
+
+    def test_a_greeting_is_refused_as_naming_nothing(self, ipc: Mapping[str, Chunk]) -> None:
+        decision = assess("Hi, can you help me?", scored(ipc, "IPC_107_0"))
+
+        assert decision.failed is Requirement.QUESTION_HAS_KEY_TERMS
+        assert decision.reason == "the question names nothing the evidence could match"
 
     def test_long_question_needs_at_most_three_matching_terms(
         self, ipc: Mapping[str, Chunk]

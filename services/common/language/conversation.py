@@ -1,0 +1,122 @@
+"""Conversation, not content: greetings, thanks and request frames in a question.
+
+A question's key terms say what it is about (``sufficiency.extract_key_terms``). Some of its words
+only say how the user talks: "Hi, can you help me?", "Good morning!", "I would like to know more
+about this.", "Please summarise the document for me." Each shares an ordinary word with some
+passage ("help", "good", "know", "document"), so read as key terms they tied the question to a
+passage and it was answered (docs/EVALUATION.md, "The front door", F). Here such words are found
+in their frame only, never as stop words: "help" in "Can a person help another commit theft?",
+"good" in "What is good faith?" and "document" in "What is a document?" are the subject.
+
+- A **greeting** (or thanks, or goodbye) counts only when it fills a clause, from the start or a
+  punctuation mark to a punctuation mark or the end: "Hi,", "Good morning!", "Thank you for your
+  help.", "Hey there!"; "Good morning star" and "Is it good faith ...?" are no greeting.
+- A **request frame** counts only where it opens a clause ("can you help me", "I would like to
+  know", "please summarise", "tell me", "I have a question"); the rest of that clause goes with it
+  when it only points at the conversation ("more about this", "the document for me",
+  "everything"), and stays when it names anything ("I want to know the punishment for theft",
+  "I want to know what a document is").
+
+``conversation_spans`` gives the character spans a key-term reader leaves out; ``is_pleasantry``
+says an input is greetings and nothing else (never a follow-up to the turn before).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from services.common.language.text import word_list
+
+# Clauses: the text between marks that end one ("4.0" and "10,000" do not). Quotes do not end a
+# clause, so a quoted title ('"Hello, Goodbye"') is never a clause of its own.
+_CLAUSE_END: Final = re.compile(r"[;:!?\n]|[.,](?![0-9])")
+
+_GREETING_CORE = (
+    r"hi|hello|hey|hiya|howdy|greetings|namaste|good\s+(?:morning|afternoon|evening|day|night)"
+    r"|(?:many\s+)?thanks|thank\s+(?:you|u)|thx|cheers|bye|goodbye|good\s*bye|see\s+you"
+    r"|ok|okay|how\s+are\s+you(?:\s+doing)?|nice\s+to\s+meet\s+you"
+    # A bare plea names nothing either: "Help!", "Please help me."
+    r"|(?:please\s+)?help(?:\s+(?:me|us))?(?:\s+please)?"
+)
+_GREETING_TAIL = (
+    r"there|again|everyone|everybody|all|sir|madam|so\s+much|very\s+much|a\s+lot|in\s+advance"
+    r"|today|to\s+you|for\s+(?:all\s+)?(?:your|the|this)\s+(?:help|assistance|time|answers?)"
+    r"|for\s+helping(?:\s+(?:me|us))?"
+)
+_GREETING: Final = re.compile(
+    rf"^\s*(?:{_GREETING_CORE})(?:\s+(?:{_GREETING_TAIL}))*\s*$", re.IGNORECASE
+)
+
+# What opens a request and says only that something is asked for.
+_I_WANT = r"i\s+(?:(?:would|'d|’d|should)\s+(?:like|love|want)|want|wish|need|hope)"
+_LEARN = r"(?:know|learn|understand|ask|hear|find\s+out|see)"
+_REQUEST: Final = re.compile(
+    rf"^\s*(?:(?:{_GREETING_CORE}|please|kindly|so|and|now|then)\s+)*"
+    r"(?:"
+    r"(?:(?:can|could|would|will)\s+(?:you|u)\s+)?(?:please\s+|kindly\s+)?"
+    r"(?:(?:help|assist)\s+(?:me|us)(?:\s+out)?|(?:tell|show|give|teach)\s+(?:me|us)"
+    r"|explain|describe|summari[sz]e|sum\s+up|outline|elaborate(?:\s+on)?"
+    r"|let\s+(?:me|us)\s+know)"
+    rf"|{_I_WANT}\s+to\s+{_LEARN}"
+    rf"|{_I_WANT}\s+(?:some\s+)?(?:help|assistance|information|info)"
+    r"|i\s+(?:have|got|had)\s+(?:a|one|some|another)\s+(?:question|query|doubt)s?"
+    r"|(?:what\s+)?(?:do|did)\s+you\s+know"
+    r")\b",
+    re.IGNORECASE,
+)
+# The rest of a request's clause that names nothing: pointers at the conversation and its
+# material. Closed on purpose: any other word is a subject, and the clause keeps it.
+_POINTER_WORDS: Final = frozenset(
+    word_list("""
+    a an the this that these those it its them all everything anything something whole entire
+    more further some bit little few above below following here there again out up please me
+    us my our your of about on with regarding for to in so then now too also briefly quickly
+    simply detail details detailed
+    document documents text texts passage passages evidence context source sources information
+    info material materials page pages file files content contents summary overview answer
+    answers question questions excerpt excerpts thing things stuff topic subject matter
+    provided given attached uploaded shared relevant main key point points
+    """)
+)
+_WORD: Final = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+
+
+def _clauses(text: str) -> list[tuple[int, int]]:
+    """The (start, end) spans of ``text``'s clauses, marks left out."""
+    spans, start = [], 0
+    for mark in _CLAUSE_END.finditer(text):
+        spans.append((start, mark.start()))
+        start = mark.end()
+    spans.append((start, len(text)))
+    return [(s, e) for s, e in spans if text[s:e].strip()]
+
+
+def _only_pointers(text: str) -> bool:
+    return all(w.lower() in _POINTER_WORDS for w in _WORD.findall(text))
+
+
+def conversation_spans(text: str) -> list[tuple[int, int]]:
+    """Spans of ``text`` that are conversation, not content: clauses that are greetings, and
+    request frames opening a clause (with the rest of the clause when it names nothing)."""
+    spans: list[tuple[int, int]] = []
+    for start, end in _clauses(text):
+        clause = text[start:end]
+        if _GREETING.match(clause):
+            spans.append((start, end))
+            continue
+        frame = _REQUEST.match(clause)
+        if frame is None:
+            continue
+        if _only_pointers(clause[frame.end() :]):
+            spans.append((start, end))
+        else:
+            spans.append((start, start + frame.end()))
+    return spans
+
+
+def is_pleasantry(text: str) -> bool:
+    """True when ``text`` is greetings, thanks or goodbyes and nothing else ("ok", "Thanks!",
+    "Good evening, how are you?"): it asks nothing, not even about the turn before."""
+    clauses = _clauses(text)
+    return bool(clauses) and all(_GREETING.match(text[s:e]) for s, e in clauses)

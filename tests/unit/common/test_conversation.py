@@ -1,0 +1,93 @@
+"""Conversation, not content (services/common/language/conversation.py): greetings, thanks and
+request frames name no subject, in their frame only. Found on the front-door probes: "Hi, can you
+help me?", "Good morning!" and "Please summarise the document for me." were answered because
+"help", "good" and "document" are words of some passage (docs/EVALUATION.md, "The front door")."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.common.language.conversation import conversation_spans, is_pleasantry
+
+
+def _left(text: str) -> str:
+    """``text`` with its conversation blanked, spaces squeezed."""
+    for start, end in conversation_spans(text):
+        text = f"{text[:start]}{' ' * (end - start)}{text[end:]}"
+    return " ".join(text.split())
+
+
+class TestConversationSpans:
+    @pytest.mark.parametrize(
+        ("text", "left"),
+        [
+            # greetings, thanks and goodbyes that fill a clause
+            ("Good morning!", "!"),
+            ("Hi, can you help me?", ", ?"),
+            ("Hey there!", "!"),
+            ("Thank you for your help.", "."),
+            ("Good evening, how are you?", ", ?"),
+            ("thanks a lot", ""),
+            ("Help!", "!"),
+            # request frames, with a rest that only points at the conversation
+            ("I would like to know more about this.", "."),
+            ("Please summarise the document for me.", "."),
+            ("Could you summarise this for me?", "?"),
+            ("I want to know everything.", "."),
+            ("Tell me everything.", "."),
+            ("Can you help me with this?", "?"),
+            ("Please explain the key points of the provided documents.", "."),
+            # a frame before a subject: the subject stays
+            ("I want to know the punishment for theft.", "the punishment for theft."),
+            ("Hello, what is the punishment for murder?", ", what is the punishment for murder?"),
+            ("Thanks. What is extortion?", ". What is extortion?"),
+            ("I would like to know more about cheating.", "more about cheating."),
+            ("Can you help me understand abetment?", "understand abetment?"),
+            ("I have a question about bail.", "about bail."),
+            ("I want to know what a document is.", "what a document is."),
+            ("Please summarise the document on forgery.", "the document on forgery."),
+        ],
+    )
+    def test_conversation_is_left_out_and_content_stays(self, text: str, left: str) -> None:
+        assert _left(text) == left
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "What is a document?",  # s.29: "document" is the subject
+            "Can a person help another commit theft?",  # "help" names the act
+            "What does the law say about help given to a murderer?",
+            "Is it good faith if something is done without due care?",
+            "What is good faith?",
+            "Good morning star is a flower?",  # a greeting must fill its clause
+            "Is saying hello to a woman an offence?",
+            'Who sang "Hello, Goodbye"?',  # quotes end no clause: a title is no greeting
+            "What is the punishment for making a false document, and who can be punished?",
+            "How do I know if property is stolen?",  # "know" outside an opening frame
+            "Can my friend help me commit theft?",  # "help me" not opening the clause
+        ],
+    )
+    def test_words_outside_a_frame_are_content(self, text: str) -> None:
+        assert conversation_spans(text) == []
+
+
+class TestIsPleasantry:
+    @pytest.mark.parametrize(
+        "text", ["ok", "hello", "Thanks!", "Good evening, how are you?", "Hey there!", "bye"]
+    )
+    def test_greetings_alone_are_pleasantries(self, text: str) -> None:
+        assert is_pleasantry(text)
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "Hi, can you help me?",  # a request: after a question it asks about that question
+            "I would like to know more about this.",
+            "Hello, what is theft?",
+            "What is good faith?",
+            "",
+            "?",
+        ],
+    )
+    def test_anything_more_is_not(self, text: str) -> None:
+        assert not is_pleasantry(text)
