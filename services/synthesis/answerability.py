@@ -131,10 +131,13 @@ def unrelated_to_evidence(decision: SufficiencyDecision) -> bool:
     )
 
 
-# What ``model`` mode keeps of the keyword rules.
+# What ``model`` mode keeps of the keyword rules, and what the judge is never asked about. A
+# question that names nothing ("Hi, can you help me?", "Please summarise the document for me.":
+# ``QUESTION_HAS_KEY_TERMS``) asks about nothing a passage could answer, whatever a model scores.
 STRUCTURAL: frozenset[Requirement] = frozenset(
     {
         Requirement.EVIDENCE_PRESENT,
+        Requirement.QUESTION_HAS_KEY_TERMS,
         Requirement.SECTION_MATCH,
         Requirement.NAMED_TERMS_MATCH,
     }

@@ -149,6 +149,10 @@ class TestCombine:
             ("rescue", Requirement.SECTION_MATCH, SCORES, False, ""),
             ("rescue", Requirement.NAMED_TERMS_MATCH, SCORES, False, ""),
             ("model", Requirement.NAMED_TERMS_MATCH, SCORES, False, ""),
+            # a question that names nothing ("Hi, can you help me?") is never answered either
+            ("rescue", Requirement.QUESTION_HAS_KEY_TERMS, SCORES, False, ""),
+            ("both", Requirement.QUESTION_HAS_KEY_TERMS, SCORES, False, ""),
+            ("model", Requirement.QUESTION_HAS_KEY_TERMS, SCORES, False, ""),
             # both does both
             ("both", None, LOW, False, "vetoed"),
             ("both", Requirement.KEY_TERM_MATCH, SCORES, True, "rescued"),
@@ -388,7 +392,7 @@ class TestPipeline:
         assert refused.sufficiency.answerability == 0.97
         assert refused.sufficiency.answerability_effect == ""
 
-    @pytest.mark.parametrize("mode", ["both"])
+    @pytest.mark.parametrize("mode", ["both", "model"])
     @pytest.mark.parametrize(
         "question", ["ok", "Hi, can you help me?", "Please summarise the document for me."]
     )
@@ -707,8 +711,11 @@ class TestJudgeDecisions:
     ) -> None:
         assert not needs_judge(decision(None), LOW, AnswerabilityOptions(mode), self.BAND)
 
-    def test_needs_judge_never_for_a_structural_refusal(self) -> None:
-        structural = decision(Requirement.NAMED_TERMS_MATCH)
+    @pytest.mark.parametrize(
+        "failed", [Requirement.NAMED_TERMS_MATCH, Requirement.QUESTION_HAS_KEY_TERMS]
+    )
+    def test_needs_judge_never_for_a_structural_refusal(self, failed: Requirement) -> None:
+        structural = decision(failed)
         assert not needs_judge(structural, LOW, self.BOTH, self.BAND)
 
     def test_needs_judge_never_for_a_short_question_sharing_no_key_term(self) -> None:
