@@ -23,18 +23,20 @@ from tests.integration.conftest import ROOT, Stack
 pytestmark = pytest.mark.integration
 
 PROBES = load_golden(ROOT / "data/probes/front_door_probes.jsonl")
-# Refusal probes no change covers yet: each shares a word with some passage ("sit", "help",
-# "good", "made", "know", "document"), so the model may still rescue it. Strict: a fix that
-# makes one pass must move it out of this list.
+# Probes no change covers yet. Strict: a fix that makes one pass must move it out of this list.
+# Greetings and requests that name nothing are refused since F (docs/EVALUATION.md, "The front
+# door"); these two are content, not conversation, and each shares a word with some passage
+# ("sit", "made"), so the model may still rescue it.
 OPEN = {
     "lorem ipsum dolor sit amet",
-    "Hi, can you help me?",
-    "Good morning!",
     "The moon is made of green cheese and rock.",
-    "I would like to know more about this.",
-    "Please summarise the document for me.",
-    "I want to know everything.",
     "what if I steal a bike",  # the model scores s.379 at 0.12 for it: a false refusal
+    # Answered from s.470 ("a forged document"), not from s.29's definition: open before F too.
+    "What is a document?",
+    # Abetment and harbouring in everyday words, refused before F too: the first vetoed
+    # (ANSWERING_SENTENCE), the second for its key terms (KEY_TERM_MATCH).
+    "Can a person help another commit theft?",
+    "What does the law say about help given to a murderer?",
 }
 
 
