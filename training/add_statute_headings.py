@@ -25,6 +25,7 @@ from pathlib import Path
 
 from services.common.evidence import passage_text
 from services.retrieval.store import load_corpus
+from training import vendored
 from training.build_data import write_jsonl_gz
 from training.train_entailment import read_pairs
 
@@ -65,26 +66,36 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path("var/train/data/answerability_plain"))
     parser.add_argument("--out", type=Path, default=Path("training/data/answerability"))
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace the mix in --out even when this build's bytes differ (without it such a "
+        "build stops, naming the differences: training/vendored.py)",
+    )
     args = parser.parse_args(argv)
     unique, shared = headed_premises()
     manifest = json.loads((args.data / "manifest.json").read_text())
-    args.out.mkdir(parents=True, exist_ok=True)
     files: dict[str, str] = {}
     counts: dict[str, dict[str, int]] = {}
-    for name in manifest["files"]:
-        rows, counted = convert(read_pairs(args.data / name), unique, shared)
-        out_name = "train.jsonl.xz" if name.startswith("train.") else name
-        if out_name != name:
-            (args.out / name).unlink(missing_ok=True)  # the trainer would read the xz anyway
-        files[out_name] = write_jsonl_gz(args.out / out_name, rows)
-        counts[name] = dict(sorted(counted.items()))
-        print(name, counts[name])
-    manifest.update(
-        files=files,
-        passage_format=PASSAGE_FORMAT,
-        derived_from={"data": str(args.data), "files": manifest["files"], "ipc_premises": counts},
-    )
-    (args.out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    with vendored.staging(args.out) as built:
+        for name in manifest["files"]:
+            rows, counted = convert(read_pairs(args.data / name), unique, shared)
+            # xz: the trainer reads it first; install removes a train.jsonl.gz left beside it
+            out_name = "train.jsonl.xz" if name.startswith("train.") else name
+            files[out_name] = write_jsonl_gz(built / out_name, rows)
+            counts[name] = dict(sorted(counted.items()))
+            print(name, counts[name])
+        manifest.update(
+            files=files,
+            passage_format=PASSAGE_FORMAT,
+            derived_from={
+                "data": str(args.data),
+                "files": manifest["files"],
+                "ipc_premises": counts,
+            },
+        )
+        (built / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        vendored.install(built, args.out, force=args.force)
 
 
 if __name__ == "__main__":

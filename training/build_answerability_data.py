@@ -36,6 +36,7 @@ import argparse
 import json
 import random
 import re
+import sys
 import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -263,6 +264,31 @@ def ipc_question_pairs(
             yield pair(x, question, NOT_ANSWERS, source, group)
 
 
+VENDORED = Path("training/data/answerability/manifest.json")
+
+
+def vendored_source_note(manifest: dict[str, object], vendored: Path = VENDORED) -> str:
+    """A warning when this plain mix is not the one the vendored mix was derived from (its
+    ``derived_from.files``): ``add_statute_headings`` would then refuse to replace it."""
+    if not vendored.exists():
+        return ""
+    derived = json.loads(vendored.read_text()).get("derived_from", {}).get("files")
+    if derived is None or derived == manifest["files"]:
+        return ""
+    files = manifest["files"]
+    assert isinstance(files, dict)
+    changed = ", ".join(
+        f"{name} {str(sha)[:8]}… (the vendored mix's: {str(derived.get(name))[:8]}…)"
+        for name, sha in sorted(files.items())
+        if derived.get(name) != sha
+    )
+    return (
+        f"note: this plain mix is not the one {vendored.parent} was derived from: {changed}. "
+        "training.add_statute_headings will not replace the vendored mix without --force; "
+        f"{vendored.parent / 'SOURCE.md'} says how to rebuild the vendored one."
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shared", type=Path, default=Path("../shared/data/train"))
@@ -327,6 +353,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     rng.shuffle(train)
     manifest = write_mix(args.out, train, heldback, args.seed, labels=(ANSWERS, NOT_ANSWERS))
     print(json.dumps(manifest, indent=2))
+    note = vendored_source_note(manifest)
+    if note:
+        print(note, file=sys.stderr)
 
 
 if __name__ == "__main__":

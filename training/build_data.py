@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from services.common.cross_encoder import sha256
-from training import statute_pairs
+from training import statute_pairs, vendored
 
 LABELS = ("entailment", "neutral", "contradiction")
 DEFAULT_SEED = 20261124
@@ -336,6 +336,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=3,
         help="how many times each --ipc-written-more file is added",
     )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace a mix already in --out even when this build's bytes differ "
+        "(without it such a build stops, naming the differences: training/vendored.py)",
+    )
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
 
@@ -362,8 +368,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         rows += scifact_tune_pairs(SCIFACT, rng) * args.scifact_tune_repeats
     rng.shuffle(rows)
 
-    manifest = write_mix(args.out, rows, heldback, args.seed, train_name="train.jsonl.xz")
-    print(json.dumps(manifest, indent=2))
+    with vendored.staging(args.out) as built:
+        manifest = write_mix(built, rows, heldback, args.seed, train_name="train.jsonl.xz")
+        print(json.dumps(manifest, indent=2))
+        vendored.install(built, args.out, force=args.force)
 
 
 if __name__ == "__main__":
