@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -45,35 +45,88 @@ def adamw_linear(model: Any, lr: float, total: int, warmup: float) -> tuple[Any,
 
 
 def save_checkpoint(
-    path: Path, model: Any, optimizer: Any, scheduler: Any, state: dict[str, Any]
+    path: Path,
+    model: Any,
+    optimizer: Any,
+    scheduler: Any,
+    state: dict[str, Any],
+    fingerprint: Mapping[str, Any],
 ) -> None:
+    saved = {
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict(),
+        "state": state,
+        "fingerprint": dict(fingerprint),
+        "torch_rng": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        saved["cuda_rng"] = torch.cuda.get_rng_state_all()  # dropout draws on the GPU's generator
     tmp = path.with_suffix(".tmp")
-    torch.save(
-        {
-            "model": model.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(),
-            "state": state,
-            "torch_rng": torch.get_rng_state(),
-        },
-        tmp,
-    )
+    torch.save(saved, tmp)
     tmp.replace(path)  # atomic: a kill during the save never leaves a half-written checkpoint
 
 
+def fingerprint_changes(saved: Mapping[str, Any] | None, now: Mapping[str, Any]) -> list[str]:
+    """What differs between the run a checkpoint was written by and this one (empty: the same)."""
+    if saved is None:
+        return ["the checkpoint has no fingerprint (written before checkpoints carried one)"]
+    return [
+        f"{key}: {saved.get(key, 'absent')!r} in the checkpoint, {now.get(key, 'absent')!r} now"
+        for key in sorted(set(saved) | set(now))
+        if saved.get(key) != now.get(key)
+    ]
+
+
 def resume(
-    ckpt: Path, model: Any, optimizer: Any, scheduler: Any, logger: logging.Logger
+    ckpt: Path,
+    model: Any,
+    optimizer: Any,
+    scheduler: Any,
+    logger: logging.Logger,
+    fingerprint: Mapping[str, Any],
+    *,
+    fresh: bool = False,
 ) -> dict[str, Any]:
-    """The training position: a fresh one, or the checkpoint's (restoring every state in it)."""
+    """The training position: a fresh one, or the checkpoint's (restoring every state in it).
+
+    A checkpoint is resumed only by the run that wrote it: its ``fingerprint`` (the data's
+    sha256s, the base weights, every argument that shapes training, the total steps) must equal
+    this run's, else ``SystemExit`` names what differs. ``fresh``: the checkpoint is ignored
+    (and replaced by this run's first one). Loaded onto the CPU first, so a checkpoint written
+    on a GPU resumes on a machine without one."""
     state: dict[str, Any] = {"step": 0, "epoch": 0, "batch": 0, "loss_ema": None}
-    if ckpt.exists():
-        saved = torch.load(ckpt, weights_only=False)
-        model.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        scheduler.load_state_dict(saved["scheduler"])
-        torch.set_rng_state(saved["torch_rng"])
-        state = saved["state"]
-        logger.info("resumed from %s at step %d", ckpt, state["step"])
+    if not ckpt.exists():
+        return state
+    saved = torch.load(ckpt, weights_only=False, map_location="cpu")
+    if fresh:
+        logger.info(
+            "--fresh: not resuming %s (step %d); this run starts at step 0 and replaces it",
+            ckpt, saved["state"]["step"],
+        )  # fmt: skip
+        return state
+    changes = fingerprint_changes(saved.get("fingerprint"), fingerprint)
+    if changes:
+        raise SystemExit(
+            f"{ckpt} was written by another run, so it is not resumed:\n"
+            + "".join(f"  {line}\n" for line in changes)
+            + "Start over with --fresh (the checkpoint is replaced), or give another --out."
+        )
+    model.load_state_dict(saved["model"])
+    optimizer.load_state_dict(saved["optimizer"])  # moves its state to the parameters' device
+    scheduler.load_state_dict(saved["scheduler"])
+    torch.set_rng_state(saved["torch_rng"])
+    if "cuda_rng" in saved:
+        if torch.cuda.is_available() and torch.cuda.device_count() == len(saved["cuda_rng"]):
+            torch.cuda.set_rng_state_all(saved["cuda_rng"])
+        else:
+            logger.info("the checkpoint's CUDA RNG state is not restored: no such GPU here")
+    state = saved["state"]
+    logger.info(
+        "resumed from %s at step %d (epoch %d, batch %d; fingerprint matches: %s)",
+        ckpt, state["step"], state["epoch"], state["batch"],
+        ", ".join(f"{k}={v}" for k, v in sorted(fingerprint.items()) if not k.startswith("sha256 ")),
+    )  # fmt: skip
     return state
 
 
@@ -90,6 +143,7 @@ def optimise(
     batch_loss: Callable[[Sequence[int]], torch.Tensor],
     checkpoint_every: int,
     logger: logging.Logger,
+    fingerprint: Mapping[str, Any],
     ema_decay: float = 0.98,
     rate_format: str = "%.2f",
 ) -> bool:
@@ -117,7 +171,7 @@ def optimise(
             state["batch"] = b + 1
             progress.update(1)
             if state["step"] % checkpoint_every == 0:
-                save_checkpoint(ckpt, model, optimizer, scheduler, state)
+                save_checkpoint(ckpt, model, optimizer, scheduler, state, fingerprint)
                 rate = state["step"] / max(1e-9, time.monotonic() - started)
                 logger.info(
                     "step %d/%d epoch %d loss_ema %.4f lr %.2e (" + rate_format + " steps/s this run)",
@@ -128,7 +182,7 @@ def optimise(
             state["epoch"] += 1
             state["batch"] = 0
     progress.close()
-    save_checkpoint(ckpt, model, optimizer, scheduler, state)
+    save_checkpoint(ckpt, model, optimizer, scheduler, state, fingerprint)
     if state["step"] < total:
         logger.info(
             "stopped at step %d of %d (--max-steps); run again to resume", state["step"], total

@@ -5,7 +5,9 @@ Premise = evidence, hypothesis = claim, labels entailment / neutral / contradict
 Length-bucketed batches with padding to each batch's real length (most pairs are 30-60 tokens,
 so this roughly doubles throughput over fixed padding), linear warm-up and decay, a checkpoint
 every ``--checkpoint-every`` steps (model, optimiser, scheduler, RNG and position, so a killed
-run resumes where it stopped), a log file and tqdm progress. The final model is written in
+run resumes where it stopped; only a run with the same data, base weights and training
+arguments resumes it, ``training.loop.resume``, and ``--fresh`` starts over), a log file and
+tqdm progress. The data files are checked against their manifest's sha256 first. The final model is written in
 Hugging Face format to ``<out>/final`` together with its held-back accuracy.
 """
 
@@ -26,6 +28,7 @@ import numpy as np
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+from services.common.cross_encoder import sha256
 from training.loop import adamw_linear, optimise, resume, training_log
 
 # The NLI labels; another task's data names its own in its manifest.json ("labels").
@@ -56,6 +59,41 @@ def read_pairs(path: Path) -> list[dict[str, str]]:
     opener = lzma.open if path.suffix == ".xz" else gzip.open
     with opener(path, "rt", encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
+
+
+def checked_data(data: Path, names: Sequence[str]) -> dict[str, str]:
+    """The sha256 of each named file of a mix, after checking it against the mix's
+    ``manifest.json``: a file the manifest does not list, or lists with another sha256, stops
+    training (``SystemExit`` naming it), so a run never trains on data other than its manifest
+    (and a model's manifest) says."""
+    path = data / "manifest.json"
+    if not path.is_file():
+        raise SystemExit(
+            f"{data} has no manifest.json: training reads a mix the builders wrote, whose "
+            "sha256s it checks (python -m training.build_data / build_answerability_data)"
+        )
+    listed = json.loads(path.read_text()).get("files", {})
+    found = {name: sha256(data / name) for name in names}
+    problems = [
+        f"{name}: not listed in {path}"
+        if name not in listed
+        else f"{name}: sha256 {found[name]}, {path} says {listed[name]}"
+        for name in names
+        if listed.get(name) != found[name]
+    ]
+    if problems:
+        raise SystemExit(
+            f"{data} is not the mix its manifest describes:\n  " + "\n  ".join(problems)
+        )
+    return found
+
+
+def weights_sha256(base: Path) -> str | None:
+    """The sha256 of a model directory's weights file (None when it has none we know)."""
+    for name in ("model.safetensors", "pytorch_model.bin"):
+        if (base / name).is_file():
+            return sha256(base / name)
+    return None
 
 
 def training_file(data: Path) -> Path:
@@ -162,10 +200,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--max-steps", type=int, default=0, help="stop after N steps (a later run resumes)"
     )
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="start at step 0 even if --out holds a checkpoint (without it, a checkpoint of "
+        "another run, i.e. other data, base or training arguments, stops this one)",
+    )
     args = parser.parse_args(argv)
 
     with training_log(logger, args.out):
         _train(args)
+
+
+# The arguments that shape what is trained (not --threads, --device, --max-steps, --out,
+# --checkpoint-every or --heldback-limit): a checkpoint resumes only under the same ones.
+SHAPING = ("limit", "epochs", "batch_size", "lr", "warmup", "max_length", "seed", "layers")
 
 
 def _train(args: argparse.Namespace) -> None:
@@ -175,7 +224,10 @@ def _train(args: argparse.Namespace) -> None:
 
     base = args.base or base_model_path()
     tokenizer = AutoTokenizer.from_pretrained(str(base))
-    rows = read_pairs(training_file(args.data))
+    train_file = training_file(args.data)
+    data_sha = checked_data(args.data, [train_file.name, "heldback.jsonl.gz"])
+    base_sha = weights_sha256(base)
+    rows = read_pairs(train_file)
     if args.limit:
         rows = rows[: args.limit]
     heldback = read_pairs(args.data / "heldback.jsonl.gz")
@@ -206,8 +258,15 @@ def _train(args: argparse.Namespace) -> None:
     total = max(1, int(steps_per_epoch * args.epochs))
     optimizer, scheduler = adamw_linear(model, args.lr, total, args.warmup)
 
+    fingerprint = {
+        **{f"sha256 {name}": digest for name, digest in data_sha.items()},
+        "sha256 base weights": base_sha,
+        **{name: getattr(args, name) for name in SHAPING},
+        "labels": list(names),
+        "total_steps": total,
+    }
     ckpt = args.out / "checkpoint.pt"
-    state = resume(ckpt, model, optimizer, scheduler, logger)
+    state = resume(ckpt, model, optimizer, scheduler, logger, fingerprint, fresh=args.fresh)
     pad = int(tokenizer.pad_token_id)
     loss_fn = torch.nn.CrossEntropyLoss()
 
@@ -231,6 +290,7 @@ def _train(args: argparse.Namespace) -> None:
         batch_loss=batch_loss,
         checkpoint_every=args.checkpoint_every,
         logger=logger,
+        fingerprint=fingerprint,
     )
     if not done:
         return

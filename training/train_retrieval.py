@@ -12,9 +12,10 @@ Loss: sentence-transformers' MultipleNegativesRankingLoss (in-batch negatives pl
 negative); batches never hold the same question or the same sentence twice, because either
 would turn a right answer into an in-batch "negative". A checkpoint every
 ``--checkpoint-every`` steps (model, optimiser, scheduler, RNG and position: a killed run
-resumes), a log file and tqdm progress. Before training and at the end, recall@1/@10 of the
-held-back pairs (``heldback.jsonl.gz``: groups the training split never saw) over the pool of
-every held-back sentence is logged, base model and fine-tuned side by side. The final model is
+resumes; only under the same data, base, rows and arguments, ``training.loop.resume``), a log
+file and tqdm progress. Before training and at the end, recall@1/@10 of the held-back pairs
+(``heldback.jsonl.gz``: groups the training split never saw) over the pool of every held-back
+sentence is logged, base model and fine-tuned side by side. The final model is
 written in sentence-transformers format to ``<out>/final``; retrieval loads it with
 ``RETRIEVAL_MODEL_PATH=<out>/final`` (and ``python -m evaluation --set
 RETRIEVAL_MODEL_PATH=...`` builds its indexes with it). Not shipped: the first model trained
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import hashlib
 import json
 import logging
 import random
@@ -44,7 +46,13 @@ from training.near_duplicates import (
     nearest_similarity,
     questions,
 )
-from training.train_entailment import base_model_path, read_pairs, training_file
+from training.train_entailment import (
+    base_model_path,
+    checked_data,
+    read_pairs,
+    training_file,
+    weights_sha256,
+)
 
 logger = logging.getLogger("training.retrieval")
 
@@ -156,10 +164,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--max-steps", type=int, default=0, help="stop after N steps (a later run resumes)"
     )
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="start at step 0 even if --out holds a checkpoint (without it, a checkpoint of "
+        "another run stops this one)",
+    )
     args = parser.parse_args(argv)
 
     with training_log(logger, args.out):
         _train(args)
+
+
+# The arguments that shape what is trained: a checkpoint resumes only under the same ones.
+SHAPING = ("limit", "epochs", "batch_size", "lr", "warmup", "scale", "max_length", "seed")
 
 
 def _train(args: argparse.Namespace) -> None:
@@ -173,6 +191,7 @@ def _train(args: argparse.Namespace) -> None:
     model = SentenceTransformer(str(base_model_path()), device="cpu")
     encoder = SentenceTransformerEncoder(model, "training")  # the model as retrieval encodes
     serving_length = model.max_seq_length
+    data_sha = checked_data(args.data, [training_file(args.data).name, "heldback.jsonl.gz"])
     rows = read_pairs(training_file(args.data))
     heldback = read_pairs(args.data / "heldback.jsonl.gz")
     items = triplets(rows, rng)
@@ -198,7 +217,15 @@ def _train(args: argparse.Namespace) -> None:
     epoch_batches = batches(items, args.batch_size, random.Random(args.seed))
     total = max(1, int(len(epoch_batches) * args.epochs))
     optimizer, scheduler = adamw_linear(model, args.lr, total, args.warmup)
-    state = resume(ckpt, model, optimizer, scheduler, logger)
+    fingerprint = {
+        **{f"sha256 {name}": digest for name, digest in data_sha.items()},
+        "sha256 base weights": weights_sha256(base_model_path()),
+        # the rows after the near-duplicate filter, which follows the evaluation sets' list
+        "sha256 training rows": hashlib.sha256(json.dumps(items).encode()).hexdigest(),
+        **{name: getattr(args, name) for name in SHAPING},
+        "total_steps": total,
+    }
+    state = resume(ckpt, model, optimizer, scheduler, logger, fingerprint, fresh=args.fresh)
 
     def batch_loss(idx: Sequence[int]) -> torch.Tensor:
         chosen = [items[i] for i in idx]
@@ -220,6 +247,7 @@ def _train(args: argparse.Namespace) -> None:
         batch_loss=batch_loss,
         checkpoint_every=args.checkpoint_every,
         logger=logger,
+        fingerprint=fingerprint,
         ema_decay=0.95,
         rate_format="%.3f",
     )

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -109,3 +110,178 @@ def test_the_answerability_mix_rebuilt_at_this_code_is_refused(
     assert "derived_from.files.train.jsonl.gz: vendored 7a183a0f" in str(refused.value)
     for name, expected in json.loads((out / "manifest.json").read_text())["files"].items():
         assert sha(out / name) == expected == sha(DATA / "answerability" / name)
+
+
+def tiny_run(lr: float = 1e-2) -> tuple[Any, Any, Any]:
+    import torch
+
+    from training.loop import adamw_linear
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    optimizer, scheduler = adamw_linear(model, lr, 10, 0.1)
+    return model, optimizer, scheduler
+
+
+FP = {"sha256 train.jsonl.xz": "a" * 64, "lr": 6e-5, "seed": 1, "total_steps": 10}
+
+
+class TestCheckpointFingerprint:
+    """training.loop.resume: a checkpoint resumes only the run that wrote it."""
+
+    def saved(self, path: Path, step: int = 3) -> None:
+        import torch
+
+        from training.loop import save_checkpoint
+
+        model, optimizer, scheduler = tiny_run()
+        state = {"step": step, "epoch": 0, "batch": step, "loss_ema": 0.5}
+        with torch.no_grad():
+            model.weight.fill_(7.0)
+        save_checkpoint(path, model, optimizer, scheduler, state, FP)
+
+    def test_the_same_run_resumes_and_says_from_where(
+        self, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        import logging
+
+        from training.loop import resume
+
+        self.saved(tmp_path / "checkpoint.pt")
+        model, optimizer, scheduler = tiny_run()
+        with caplog.at_level(logging.INFO):
+            state = resume(
+                tmp_path / "checkpoint.pt", model, optimizer, scheduler,
+                logging.getLogger("t"), dict(FP),
+            )  # fmt: skip
+        assert state["step"] == 3 and model.weight[0, 0].item() == 7.0
+        assert "resumed from" in caplog.text and "at step 3" in caplog.text
+        assert "lr=6e-05" in caplog.text and "aaaa" not in caplog.text
+
+    def test_another_run_is_refused_naming_what_differs(self, tmp_path: Path) -> None:
+        import logging
+
+        from training.loop import resume
+
+        self.saved(tmp_path / "checkpoint.pt")
+        model, optimizer, scheduler = tiny_run()
+        other = {**FP, "lr": 9e-5, "total_steps": 20}
+        with pytest.raises(SystemExit) as refused:
+            resume(
+                tmp_path / "checkpoint.pt", model, optimizer, scheduler,
+                logging.getLogger("t"), other,
+            )  # fmt: skip
+        message = str(refused.value)
+        assert "lr: 6e-05 in the checkpoint, 9e-05 now" in message
+        assert "total_steps: 10 in the checkpoint, 20 now" in message
+        assert "--fresh" in message and "seed" not in message
+        assert model.weight[0, 0].item() != 7.0  # nothing was loaded
+
+    def test_fresh_starts_over(self, tmp_path: Path) -> None:
+        import logging
+
+        from training.loop import resume
+
+        self.saved(tmp_path / "checkpoint.pt")
+        model, optimizer, scheduler = tiny_run()
+        other = {**FP, "seed": 7}
+        state = resume(
+            tmp_path / "checkpoint.pt", model, optimizer, scheduler,
+            logging.getLogger("t"), other, fresh=True,
+        )  # fmt: skip
+        assert state["step"] == 0 and model.weight[0, 0].item() != 7.0
+
+    def test_a_checkpoint_without_a_fingerprint_is_refused(self, tmp_path: Path) -> None:
+        import logging
+
+        import torch
+
+        from training.loop import resume
+
+        self.saved(tmp_path / "checkpoint.pt")
+        saved = torch.load(tmp_path / "checkpoint.pt", weights_only=False)
+        del saved["fingerprint"]
+        torch.save(saved, tmp_path / "checkpoint.pt")
+        model, optimizer, scheduler = tiny_run()
+        with pytest.raises(SystemExit, match="has no fingerprint"):
+            resume(
+                tmp_path / "checkpoint.pt", model, optimizer, scheduler,
+                logging.getLogger("t"), dict(FP),
+            )  # fmt: skip
+
+    def test_a_gpu_checkpoint_resumes_without_a_gpu(
+        self, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A checkpoint with a CUDA RNG state, loaded where torch sees no GPU: the state is
+        left alone (and said so); everything else resumes; the load maps onto the CPU."""
+        import logging
+
+        import torch
+
+        from training.loop import resume
+
+        self.saved(tmp_path / "checkpoint.pt")
+        saved = torch.load(tmp_path / "checkpoint.pt", weights_only=False)
+        saved["cuda_rng"] = [torch.zeros(16, dtype=torch.uint8)]
+        torch.save(saved, tmp_path / "checkpoint.pt")
+        asked: dict[str, object] = {}
+        load = torch.load
+
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            asked.update(kwargs)
+            return load(*args, **kwargs)
+
+        monkeypatch.setattr(torch, "load", spy)
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+        model, optimizer, scheduler = tiny_run()
+        with caplog.at_level(logging.INFO):
+            state = resume(
+                tmp_path / "checkpoint.pt", model, optimizer, scheduler,
+                logging.getLogger("t"), dict(FP),
+            )  # fmt: skip
+        assert state["step"] == 3 and asked.get("map_location") == "cpu"
+        assert "CUDA RNG state is not restored" in caplog.text
+
+
+@pytest.mark.slow
+def test_a_rerun_with_other_arguments_does_not_resume_a_stale_checkpoint(tmp_path: Path) -> None:
+    """The audit's case: a run stopped at step 2, then one with other data size, lr and seed in
+    the same --out. It used to resume at step 2 under the old scheduler while final/training.json
+    recorded the new arguments; now it stops, and --fresh trains the new run from step 0."""
+    from training.train_entailment import main as train
+
+    common = [
+        "--data", str(DATA / "entailment"), "--batch-size", "16", "--epochs", "1",
+        "--heldback-limit", "4", "--checkpoint-every", "1", "--threads", "1",
+        "--out", str(tmp_path),
+    ]  # fmt: skip
+    train([*common, "--limit", "48", "--max-steps", "2"])
+    with pytest.raises(SystemExit) as refused:
+        train([*common, "--limit", "96", "--lr", "9e-5", "--seed", "7"])
+    message = str(refused.value)
+    for changed in ("limit: 48 in the checkpoint, 96 now", "lr: 5e-05", "seed: 20261124",
+                    "total_steps: 3 in the checkpoint, 6 now"):  # fmt: skip
+        assert changed in message
+    assert not (tmp_path / "final").exists()
+    train([*common, "--limit", "96", "--lr", "9e-5", "--seed", "7", "--fresh"])
+    summary = json.loads((tmp_path / "final" / "training.json").read_text())
+    assert summary["steps"] == 6 and summary["lr"] == 9e-5 and summary["seed"] == 7
+    assert "--fresh: not resuming" in (tmp_path / "train.log").read_text()
+
+
+def test_training_stops_on_data_its_manifest_does_not_describe(tmp_path: Path) -> None:
+    from training.train_entailment import checked_data
+
+    shutil.copytree(DATA / "entailment", tmp_path / "mix")
+    names = ["train.jsonl.xz", "heldback.jsonl.gz"]
+    assert (
+        checked_data(tmp_path / "mix", names)
+        == json.loads((DATA / "entailment" / "manifest.json").read_text())["files"]
+    )
+    with (tmp_path / "mix" / "heldback.jsonl.gz").open("ab") as handle:
+        handle.write(b"\0")
+    with pytest.raises(SystemExit, match=r"heldback.jsonl.gz: sha256 [0-9a-f]{64}, .* says 7a317c"):
+        checked_data(tmp_path / "mix", names)
+    (tmp_path / "mix" / "manifest.json").unlink()
+    with pytest.raises(SystemExit, match=r"has no manifest\.json"):
+        checked_data(tmp_path / "mix", names)
