@@ -27,9 +27,13 @@ import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from services.common.cross_encoder import sha256
-from training.train_entailment import base_model_path, data_labels, read_pairs
+from training.train_entailment import base_model_path, data_labels, library_versions, read_pairs
 
 MAX_TOKENS = 256
+# What the model's manifest keeps of the run's training.json: the recipe, and what a rerun must
+# match (device, base weights, data, library versions; training/README.md).
+TRAINING_FIELDS = ("seed", "epochs", "lr", "batch_size", "steps", "train_pairs", "device",
+                   "base_sha256", "data_sha256", "versions")  # fmt: skip
 
 
 def load_model(
@@ -279,11 +283,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         "passage_format": data_manifest.get("passage_format", "text"),
         "files": {n: sha256(args.out / n) for n in ("model.onnx", "tokenizer.json")},
         "training_data_manifest_sha256": sha256(args.data / "manifest.json"),
-        "training": {
-            k: training[k]
-            for k in ("seed", "epochs", "lr", "batch_size", "steps", "train_pairs")
-            if k in training
-        },
+        "training": {k: training[k] for k in TRAINING_FIELDS if k in training},
+        # What exported and quantised the graph (the training side's are under "training").
+        "export": library_versions("torch", "transformers", "onnx", "onnxruntime"),
         "calibration": calibration,
     }
     previous.write_text(json.dumps(manifest, indent=2) + "\n")

@@ -96,6 +96,30 @@ def weights_sha256(base: Path) -> str | None:
     return None
 
 
+def library_versions(*names: str) -> dict[str, str]:
+    """The installed version of each distribution (and Python's): what a rerun must match to
+    repeat a CPU run (training/README.md, "What a rerun reproduces")."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {"python": platform.python_version()}
+    for name in names:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = "not installed"
+    return found
+
+
+def describe_device(device: torch.device, threads: int) -> str:
+    """``cuda: NVIDIA H200`` or ``cpu: 2 CPUs, 2 torch threads`` (the machine a run used)."""
+    if device.type == "cuda":
+        return f"cuda: {torch.cuda.get_device_name(device)}"
+    import os
+
+    return f"cpu: {os.cpu_count()} CPUs, {threads} torch threads"
+
+
 def training_file(data: Path) -> Path:
     """A mix's training pairs: ``train.jsonl.xz`` (the entailment mix: its repeated pairs make
     the gzip file over 5 MB, xz's larger window keeps it under 2 MB) or ``train.jsonl.gz``."""
@@ -308,7 +332,10 @@ def _train(args: argparse.Namespace) -> None:
         "data": str(args.data),
         "out": str(args.out),
         "base_dir": str(base),
-        "device": str(device),
+        "base_sha256": base_sha,
+        "data_sha256": data_sha,
+        "device": describe_device(device, args.threads),
+        "versions": library_versions("torch", "transformers", "tokenizers"),
         "steps": state["step"],
         "heldback_accuracy": accuracy,
         "train_pairs": len(rows),

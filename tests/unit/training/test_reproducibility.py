@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import shutil
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -285,3 +286,43 @@ def test_training_stops_on_data_its_manifest_does_not_describe(tmp_path: Path) -
     (tmp_path / "mix" / "manifest.json").unlink()
     with pytest.raises(SystemExit, match=r"has no manifest\.json"):
         checked_data(tmp_path / "mix", names)
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny run (32 pairs, 2 steps) exported to int8 ONNX as a model folder."""
+    from training.export_onnx import main as export
+    from training.train_entailment import main as train
+
+    run = tmp_path_factory.mktemp("run")
+    train([
+        "--data", str(DATA / "entailment"), "--limit", "32", "--batch-size", "16",
+        "--epochs", "1", "--heldback-limit", "4", "--threads", "1", "--out", str(run),
+    ])  # fmt: skip
+    # The exporter uses torch's TorchScript-based ONNX export (dynamo=False) on purpose; it and
+    # the tracer warn about the model's own code, which is not what these tests check.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        export([
+            "--model", str(run / "final"), "--data", str(DATA / "entailment"), "--threads", "1",
+            "--heldback-limit", "4", "--out", str(run / "model"), "--name", "tiny",
+        ])  # fmt: skip
+    return run
+
+
+@pytest.mark.slow
+def test_a_run_records_what_a_rerun_must_match(exported: Path) -> None:
+    """training.json and the exported manifest name the device, the base weights' and data's
+    sha256s and the library versions (training and export)."""
+    from training.train_entailment import base_model_path
+
+    summary = json.loads((exported / "final" / "training.json").read_text())
+    base = sha(base_model_path() / "model.safetensors")
+    data = json.loads((DATA / "entailment" / "manifest.json").read_text())["files"]
+    assert summary["base_sha256"] == base and summary["data_sha256"] == data
+    assert summary["device"].startswith(("cpu: ", "cuda: "))
+    assert set(summary["versions"]) == {"python", "torch", "transformers", "tokenizers"}
+    manifest = json.loads((exported / "model" / "manifest.json").read_text())
+    for key in ("device", "base_sha256", "data_sha256", "versions"):
+        assert manifest["training"][key] == summary[key], key
+    assert {"torch", "transformers", "onnx", "onnxruntime"} <= set(manifest["export"])
