@@ -6,7 +6,9 @@ Writes ``model.onnx`` (int8, dynamic quantisation of the linear layers), ``token
 ``manifest.json`` (sha256 of each file, labels, window, metrics). The fp32 graph is measured
 beside the int8 one in the same run (held-back accuracy, latency per pair and per batch), so
 the choice of int8 is a measured one; ``export.json`` beside the model keeps those numbers.
-Calibrated thresholds are added by ``python -m training.calibrate``.
+The manifest is marked uncalibrated (``"calibration": {"calibrated_on": "not yet"}``, no thresholds,
+also when ``--out`` held a calibrated one): services refuse it until ``python -m
+training.calibrate`` (or ``training.calibrate_answerability``) writes its thresholds.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import numpy as np
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-from services.common.cross_encoder import sha256
+from services.common.cross_encoder import UNCALIBRATED, sha256
 from training.train_entailment import base_model_path, data_labels, library_versions, read_pairs
 
 MAX_TOKENS = 256
@@ -262,13 +264,15 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     previous = args.out / "manifest.json"
     nli = "entailment" in labels
-    calibration = (
-        json.loads(previous.read_text())["calibration"]
-        if previous.exists()
-        else {"entail_threshold": 0.5, "contradiction_threshold": 0.5, "calibrated_on": "not yet"}
+    # A new graph has no thresholds of its own yet, and another graph's (a previous manifest's in
+    # --out) would pass every checksum while meaning nothing for it: the manifest is marked
+    # uncalibrated, which services refuse to serve, until a calibrator replaces "calibration".
+    calibration = {
+        "calibrated_on": UNCALIBRATED,
+        "next": "python -m training.calibrate"
         if nli
-        else {"calibrated_on": "not yet"}
-    )
+        else "python -m training.calibrate_answerability",
+    }
     training = json.loads((args.model / "training.json").read_text()) if args.model else {}
     data_manifest = json.loads((args.data / "manifest.json").read_text())
     manifest = {

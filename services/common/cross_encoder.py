@@ -41,6 +41,13 @@ REQUIRED_FILES = ("model.onnx", "tokenizer.json")
 # every pair still runs alone, so the scores are identical.
 
 
+# The exporter writes a new graph's manifest with ``"calibration": {"calibrated_on": "not yet"}``
+# and no thresholds; only the calibrators (training.calibrate, training.calibrate_answerability)
+# replace it. A threshold asked of such a manifest is refused, so a service never runs a new
+# graph with another model's thresholds (an export in place, then a failed calibration).
+UNCALIBRATED = "not yet"
+
+
 # Scorings of (first, second) pairs kept per model and process: a few MiB; the most a setting
 # may ask for.
 DEFAULT_CACHE_SIZE = 20_000
@@ -123,8 +130,26 @@ class ModelManifest:
                 f"(expected one of {', '.join(PASSAGE_FORMATS)})"
             )
 
+    @property
+    def calibrated(self) -> bool:
+        """False for a manifest the exporter wrote and no calibrator has replaced since."""
+        return self.calibration.get("calibrated_on") != UNCALIBRATED
+
     def threshold(self, name: str, default: float | None = None) -> float:
-        """A calibrated threshold; a missing one is a broken manifest unless given a default."""
+        """A calibrated threshold; a missing one is a broken manifest unless given a default.
+
+        A manifest marked uncalibrated has none: asked without a default (every serving mode
+        that decides with the model), it is refused; with one (shadow mode only scores, which
+        is how calibration data is gathered) the default is used."""
+        if not self.calibrated:
+            if default is not None:
+                return float(default)
+            raise ModelUnavailableError(
+                f"model manifest of {self.name} is marked uncalibrated (calibration.calibrated_on "
+                f"{UNCALIBRATED!r}: exported, never calibrated), so it has no {name!r}; run "
+                "python -m training.calibrate (entailment) or training.calibrate_answerability "
+                "(answerability) on it, or put back the shipped model"
+            )
         value = self.calibration.get(name, default)
         if value is None:
             raise ModelUnavailableError(f"model manifest of {self.name} has no {name!r}")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from services.common.cross_encoder import ModelManifest, OnnxCrossEncoder
+from services.common.cross_encoder import UNCALIBRATED, ModelManifest, OnnxCrossEncoder
 from services.common.errors import ModelUnavailableError
 from services.validator.config import DEFAULT_MODEL_DIR
 from services.validator.nli_onnx import OnnxNliModel
@@ -60,6 +60,49 @@ class TestManifest:
         assert manifest.threshold("other", 0.5) == 0.5
         with pytest.raises(ModelUnavailableError, match="other"):
             manifest.threshold("other")
+
+    def test_the_shipped_manifests_are_calibrated_and_load(self) -> None:
+        from services.synthesis.config import DEFAULT_ANSWERABILITY_DIR
+        from services.validator.nli_onnx import load_tier
+
+        for directory in (DEFAULT_MODEL_DIR, DEFAULT_ANSWERABILITY_DIR):
+            assert ModelManifest.read(directory).calibrated, directory
+        assert load_tier(DEFAULT_MODEL_DIR).thresholds.entail == ModelManifest.read(
+            DEFAULT_MODEL_DIR
+        ).threshold("entail_threshold")
+        answerability = ModelManifest.read(DEFAULT_ANSWERABILITY_DIR)
+        assert 0 < answerability.threshold("veto_below") < answerability.threshold("rescue_at")
+
+    def test_a_manifest_marked_uncalibrated_has_no_thresholds(self) -> None:
+        # An export in place keeps no other graph's thresholds (training/export_onnx.py).
+        marked = {"calibrated_on": UNCALIBRATED, "entail_threshold": 0.2}
+        manifest = ModelManifest("m", {}, ("a",), 256, marked)
+        assert not manifest.calibrated
+        with pytest.raises(
+            ModelUnavailableError, match=r"marked uncalibrated.*training\.calibrate"
+        ):
+            manifest.threshold("entail_threshold")
+        assert manifest.threshold("veto_below", 0.3) == 0.3  # shadow mode's default: scores only
+
+    def test_services_refuse_an_uncalibrated_model(self, tmp_path: Path) -> None:
+        from types import SimpleNamespace
+        from typing import Any
+
+        from services.synthesis.answerability_onnx import options_from_manifest
+        from services.validator.nli_onnx import load_tier
+
+        target = tmp_path / "model"
+        shutil.copytree(DEFAULT_MODEL_DIR, target)
+        manifest = json.loads((target / "manifest.json").read_text())
+        manifest["calibration"] = {"calibrated_on": UNCALIBRATED}
+        (target / "manifest.json").write_text(json.dumps(manifest))
+        with pytest.raises(ModelUnavailableError, match="uncalibrated"):
+            load_tier(target)
+        marked = ModelManifest("a", {}, ("answers", "not_answers"), 256, manifest["calibration"])
+        scorer: Any = SimpleNamespace(encoder=SimpleNamespace(manifest=marked))
+        with pytest.raises(ModelUnavailableError, match="uncalibrated"):
+            options_from_manifest(scorer, "both")
+        assert options_from_manifest(scorer, "shadow").mode.value == "shadow"
 
     def test_nli_wrapper_rejects_a_model_of_another_task(self, tmp_path: Path) -> None:
         target = tmp_path / "model"

@@ -299,6 +299,11 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "--data", str(DATA / "entailment"), "--limit", "32", "--batch-size", "16",
         "--epochs", "1", "--heldback-limit", "4", "--threads", "1", "--out", str(run),
     ])  # fmt: skip
+    # A calibrated manifest already in --out (an export in place): its thresholds must not stay.
+    (run / "model").mkdir()
+    shutil.copyfile(
+        ROOT / "models" / "entailment-minilm-l6" / "manifest.json", run / "model" / "manifest.json"
+    )
     # The exporter uses torch's TorchScript-based ONNX export (dynamo=False) on purpose; it and
     # the tracer warn about the model's own code, which is not what these tests check.
     with warnings.catch_warnings():
@@ -326,3 +331,18 @@ def test_a_run_records_what_a_rerun_must_match(exported: Path) -> None:
     for key in ("device", "base_sha256", "data_sha256", "versions"):
         assert manifest["training"][key] == summary[key], key
     assert {"torch", "transformers", "onnx", "onnxruntime"} <= set(manifest["export"])
+
+
+@pytest.mark.slow
+def test_an_export_in_place_is_marked_uncalibrated_and_refused(exported: Path) -> None:
+    from services.common.cross_encoder import UNCALIBRATED, ModelManifest
+    from services.common.errors import ModelUnavailableError
+    from services.validator.nli_onnx import load_tier
+
+    manifest = ModelManifest.read(exported / "model")
+    assert manifest.calibration == {
+        "calibrated_on": UNCALIBRATED,
+        "next": "python -m training.calibrate",
+    }
+    with pytest.raises(ModelUnavailableError, match="uncalibrated"):
+        load_tier(exported / "model")
