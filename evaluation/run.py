@@ -63,6 +63,7 @@ from evaluation.datasets import (
 )
 from evaluation.indexes import PreparedIndex, prepare_index
 from evaluation.metrics import Report, score_run
+from evaluation.models import models_used
 from evaluation.records import EvalItem, Outcome, Status
 from evaluation.report import (
     REPORT_ROOT,
@@ -294,6 +295,7 @@ def _settings(
     answered: Sequence[_Answered],
     wall_s: float,
     load: float,
+    models: Mapping[str, str],
 ) -> dict[str, str]:
     versions = sorted({a.retrieved.index_version for a in answered if a.retrieved})
     endpoints = options.endpoints
@@ -318,6 +320,7 @@ def _settings(
         )
     else:
         settings["redis cache"] = "off"
+    settings |= models or {"models": "not known here (a deployed stack loads its own)"}
     if index:
         settings["index"] = index
     return settings
@@ -333,6 +336,8 @@ async def evaluate_dataset(
 ) -> DatasetResult:
     """Ask every item, score, run the ablations if asked, and write the report files."""
     started, load = time.perf_counter(), os.getloadavg()[0]
+    # Read before the first question: the files the in-process services loaded at start.
+    models = models_used(options.server_settings) if options.endpoints is None else {}
     logger.info("%s: %d questions (of %d)", dataset.name, len(dataset.items), dataset.n_total)
     answered = await _bounded_map(
         dataset.items, lambda item: _ask(client, item), options.concurrency, dataset.name
@@ -349,7 +354,7 @@ async def evaluate_dataset(
         dataset,
         data_path=data_path,
         command=options.command,
-        config=_settings(options, index, answered, wall_s, load),
+        config=_settings(options, index, answered, wall_s, load, models),
     )
     tuning = tuning_of(data_path)
     report = score_run(

@@ -30,7 +30,9 @@ SQuAD 2.0 items whose id has an even crc32 (the same split ``probe_answerability
 team's IPC golden set (tuned on since the keyword rules were written) and, since v2, the
 plain-language IPC tune set (``ipc_plain_tune_v1``, written for tuning and never trained on).
 The SQuAD report half and the report-only plain-language IPC set (``ipc_plain_v1``) are never
-read here.
+read here. The shadow reports must be of the model in ``--model-dir``: reports name each model's
+``model.onnx`` sha256 (``evaluation.models``); the newest report of that model is picked, and a
+report given by path that names another model is refused.
 """
 
 from __future__ import annotations
@@ -44,7 +46,9 @@ from pathlib import Path
 import numpy as np
 
 from evaluation.datasets import in_tune_half, load_dataset
+from evaluation.models import ANSWERABILITY, sha_key
 from evaluation.report import newest_report
+from services.common.cross_encoder import sha256
 from services.synthesis.answerability import RESCUABLE, STRUCTURAL
 from services.synthesis.sufficiency import extract_key_terms
 
@@ -180,11 +184,30 @@ def choose(
     return float(best[0]), float(best[1])
 
 
-def newest_shadow(dataset: str, data_name: str) -> Path:
-    report = newest_report(dataset, data_name, "SYNTHESIS_ANSWERABILITY=shadow")
+def newest_shadow(dataset: str, data_name: str, model_sha: str) -> Path:
+    """The newest shadow-mode report of ``dataset`` made with the model whose ``model.onnx`` has
+    ``model_sha`` (reports name it since evaluation.models; older ones are passed over)."""
+    report = newest_report(dataset, data_name, "SYNTHESIS_ANSWERABILITY=shadow", model_sha)
     if report is None:
-        raise SystemExit(f"no shadow-mode report for {dataset} ({data_name}); run the evaluation")
+        raise SystemExit(
+            f"no shadow-mode report for {dataset} ({data_name}) made with this model "
+            f"(model.onnx sha256 {model_sha[:12]}…); run the evaluation"
+        )
     return report
+
+
+def check_model(report: Path, model_sha: str) -> None:
+    """A report made with another answerability model is refused; one that does not name its
+    model (made before reports did, or against a deployed stack) is used with a note."""
+    config = json.loads(report.read_text())["run"].get("config") or {}
+    measured = config.get(sha_key(ANSWERABILITY))
+    if measured is None:
+        print(f"note: {report} does not name its answerability model; not checked")
+    elif measured != model_sha:
+        raise SystemExit(
+            f"{report} measured another answerability model (model.onnx sha256 "
+            f"{measured[:12]}…, not {model_sha[:12]}…): its scores say nothing of this one"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -206,9 +229,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--max-rate-change", type=float, default=MAX_RATE_CHANGE)
     parser.add_argument("--dry-run", action="store_true", help="print, do not write the manifest")
     args = parser.parse_args(argv)
-    squad = args.squad or newest_shadow("squad2", "squad2")
-    ipc = args.ipc or newest_shadow("ipc", "ipc_golden_v1")
-    plain = args.plain or newest_shadow("ipc", PLAIN_TUNE.name)
+    model_sha = sha256(args.model_dir / "model.onnx")
+    squad = args.squad or newest_shadow("squad2", "squad2", model_sha)
+    ipc = args.ipc or newest_shadow("ipc", "ipc_golden_v1", model_sha)
+    plain = args.plain or newest_shadow("ipc", PLAIN_TUNE.name, model_sha)
+    for report in (squad, ipc, plain):  # the baselines measured what ships: another model
+        check_model(report, model_sha)
     sets = [
         tune_rows(squad, split=True, dataset="squad2"),
         tune_rows(ipc, split=False, dataset="ipc"),

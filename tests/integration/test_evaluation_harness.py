@@ -85,6 +85,16 @@ class TestEvaluationHarness:
         assert "## Targets" in markdown and "## Ablations" in markdown
         assert "--limit 5" in markdown  # the exact command is recorded
 
+    async def test_the_report_names_the_models_it_measured(self, result: DatasetResult) -> None:
+        from evaluation.models import ANSWERABILITY, ENTAILMENT, sha_key
+
+        config = json.loads(result.files.json.read_text())["run"]["config"]
+        for model, folder in ((ENTAILMENT, "entailment-minilm-l6"),
+                              (ANSWERABILITY, "answerability-minilm-l6")):  # fmt: skip
+            manifest = json.loads((ROOT / "models" / folder / "manifest.json").read_text())
+            assert config[model].startswith(manifest["name"] + " (")
+            assert config[sha_key(model)] == manifest["files"]["model.onnx"]
+
     async def test_harness_scores_every_item_without_errors(self, result: DatasetResult) -> None:
         report = result.report
         assert report.n_items == 5

@@ -346,3 +346,65 @@ def test_an_export_in_place_is_marked_uncalibrated_and_refused(exported: Path) -
     }
     with pytest.raises(ModelUnavailableError, match="uncalibrated"):
         load_tier(exported / "model")
+
+
+class TestReportsNameTheirModel:
+    """evaluation.models in a report's run.config; the answerability calibrator reads it."""
+
+    def test_the_models_an_in_process_stack_loads(self, tmp_path: Path) -> None:
+        from evaluation.models import ANSWERABILITY, ENTAILMENT, STATEMENT, models_used, sha_key
+
+        shipped = ROOT / "models" / "answerability-minilm-l6"
+        other = tmp_path / "answerability"
+        shutil.copytree(shipped, other)
+        manifest = json.loads((other / "manifest.json").read_text())
+        (other / "manifest.json").write_text(json.dumps({**manifest, "name": "candidate"}))
+        (other / "model.onnx").write_bytes(b"another graph")
+        found = models_used({"SYNTHESIS_ANSWERABILITY_MODEL_DIR": str(other)})
+        entailment = json.loads(
+            (ROOT / "models" / "entailment-minilm-l6" / "manifest.json").read_text()
+        )
+        assert found[ENTAILMENT].startswith(entailment["name"] + " (")
+        assert found[sha_key(ENTAILMENT)] == entailment["files"]["model.onnx"]
+        assert found[sha_key(STATEMENT)] == entailment["files"]["model.onnx"]
+        assert found[ANSWERABILITY] == f"candidate ({other})"
+        assert found[sha_key(ANSWERABILITY)] == hashlib.sha256(b"another graph").hexdigest()
+        broken = models_used({"VALIDATOR_ENTAILMENT_MODEL_DIR": str(tmp_path / "none")})
+        assert broken[ENTAILMENT].startswith("unreadable: ") and sha_key(ENTAILMENT) not in broken
+
+    @staticmethod
+    def report(folder: Path, model_sha: str | None) -> Path:
+        from evaluation.models import ANSWERABILITY, sha_key
+
+        config = {"server settings": "SYNTHESIS_ANSWERABILITY=shadow"}
+        if model_sha is not None:
+            config[sha_key(ANSWERABILITY)] = model_sha
+        folder.mkdir(parents=True)
+        path = folder / "report.json"
+        path.write_text(json.dumps({"run": {"data_path": "squad2", "config": config}, "items": []}))
+        return path
+
+    def test_the_calibrator_refuses_a_report_of_another_model(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        from training.calibrate_answerability import check_model
+
+        check_model(self.report(tmp_path / "same", "a" * 64), "a" * 64)
+        with pytest.raises(SystemExit, match=r"another answerability model .*aaaaaaaaaaaa"):
+            check_model(self.report(tmp_path / "other", "a" * 64), "b" * 64)
+        check_model(self.report(tmp_path / "unnamed", None), "b" * 64)
+        assert "does not name its answerability model" in capsys.readouterr().out
+
+    def test_the_newest_report_of_this_model_is_picked_not_the_newest(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from evaluation import report as report_module
+        from training.calibrate_answerability import newest_shadow
+
+        # newest_report's root is keyword-only, defaulting to reports/eval
+        monkeypatch.setattr(report_module.newest_report, "__kwdefaults__", {"root": tmp_path})
+        mine = self.report(tmp_path / "20261126T010000Z-squad2", "a" * 64)
+        self.report(tmp_path / "20261126T020000Z-squad2", "b" * 64)  # newer, another model
+        assert newest_shadow("squad2", "squad2", "a" * 64) == mine
+        with pytest.raises(SystemExit, match="made with this model"):
+            newest_shadow("squad2", "squad2", "c" * 64)
