@@ -14,8 +14,9 @@ Sources (licences allow shipping a model trained on them; see SOURCE.md):
   SQuAD 2.0's own unanswerables were written: an answerable question changed so that its answer
   sentence no longer answers it (a name from another paragraph swapped in, a number or year
   changed, a negation inserted) and paired with that very sentence.
-- HotpotQA (train-side files): a supporting sentence answers (part of) its question; the
-  distractor sentences sharing most words with it do not.
+- HotpotQA (500 train questions; 300 official-dev questions outside the evaluation slices): a
+  supporting sentence answers (part of) its question; the distractor sentences sharing most
+  words with it do not.
 - IPC: template questions about each section ("What is the punishment for X?", "What is X?")
   against the section's sentences and other sections' penalty sentences.
 - IPC, in plain words (``--ipc-questions``, ``training/sources/ipc_plain_questions_v*.jsonl``):

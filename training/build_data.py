@@ -13,8 +13,9 @@ the permissive NLI mix (SNLI, MNLI, CAD-SNLI, FEVER), "related but not saying th
 pairs made from FEVER and HotpotQA evidence, and rule-made statute pairs over the IPC; with
 ``--ipc-written-repeats N`` also the team's hand-written statute pairs
 (``training/sources/ipc_nli_pairs_v1.jsonl``, on sections the adversarial evaluation set does not
-use; the 2026-11-25 v2 experiment, not shipped). The restricted NLI file (non-commercial / no
-licence) is never read.
+use; first tried in the 2026-11-25 v2 experiment, which was not shipped; ×3 in every shipped mix
+since v3, as by default), their contrasting paraphrases and the second hand-written batch (v4's
+defaults, below). The restricted NLI file (non-commercial / no licence) is never read.
 """
 
 from __future__ import annotations
