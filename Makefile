@@ -141,6 +141,9 @@ soak: install index ## The 10-minute soak variant of make load (concurrency 8).
 SHARED_TRAIN ?= ../shared/data/train
 TRAIN_DIR    ?= var/train/entailment
 EPOCHS       ?= 1.8
+# A checkpoint in the output folder resumes only the run that wrote it (same data, base and
+# arguments); another run stops, naming what differs. FRESH=1 starts over instead.
+FRESH        ?=
 
 # A build that would change a vendored mix's bytes stops, naming what differs (the answerability
 # mix no longer rebuilds at today's code: its SOURCE.md); FORCE=1 replaces it.
@@ -162,7 +165,8 @@ train-models: train-entailment train-answerability ## Train, export (int8 ONNX) 
 
 .PHONY: train-entailment
 train-entailment: install ## The entailment model (validator): train, export, calibrate.
-	nice -n 19 $(PY) -m training.train_entailment --out $(TRAIN_DIR) --epochs $(EPOCHS) --lr 6e-5
+	nice -n 19 $(PY) -m training.train_entailment --out $(TRAIN_DIR) --epochs $(EPOCHS) --lr 6e-5 \
+		$(if $(FRESH),--fresh)
 	$(PY) -m training.export_onnx --model $(TRAIN_DIR)/final --out models/entailment-minilm-l6 \
 		--name entailment-minilm-l6-v4
 	$(PY) -m training.calibrate --model-dir models/entailment-minilm-l6
@@ -170,7 +174,7 @@ train-entailment: install ## The entailment model (validator): train, export, ca
 .PHONY: train-answerability
 train-answerability: install ## The answerability model (synthesis): train, export, then calibrate on shadow-mode runs of the tune sets.
 	nice -n 19 $(PY) -m training.train_entailment --data training/data/answerability --out $(ANSWER_DIR) \
-		--epochs 4 --batch-size 64 --lr 8e-5
+		--epochs 4 --batch-size 64 --lr 8e-5 $(if $(FRESH),--fresh)
 	$(PY) -m training.export_onnx --model $(ANSWER_DIR)/final --data training/data/answerability \
 		--out models/answerability-minilm-l6 --name answerability-minilm-l6-v6
 	$(PY) -m evaluation --dataset squad2 --limit 300 --no-docs --set SYNTHESIS_ANSWERABILITY=shadow
@@ -182,7 +186,7 @@ train-answerability: install ## The answerability model (synthesis): train, expo
 
 .PHONY: train-retrieval
 train-retrieval: install ## Experiment (not shipped): fine-tune the retrieval bi-encoder into var/train/retrieval/final.
-	nice -n 19 $(PY) -m training.train_retrieval --out var/train/retrieval
+	nice -n 19 $(PY) -m training.train_retrieval --out var/train/retrieval $(if $(FRESH),--fresh)
 
 # ---------------------------------------------------------------------------- quality gates
 # npm ci installs exactly what package-lock.json pins and never rewrites it (npm install did,

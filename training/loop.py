@@ -110,7 +110,8 @@ def resume(
         raise SystemExit(
             f"{ckpt} was written by another run, so it is not resumed:\n"
             + "".join(f"  {line}\n" for line in changes)
-            + "Start over with --fresh (the checkpoint is replaced), or give another --out."
+            + "Start over with --fresh (make: FRESH=1; the checkpoint is replaced), or give "
+            "another --out."
         )
     model.load_state_dict(saved["model"])
     optimizer.load_state_dict(saved["optimizer"])  # moves its state to the parameters' device
