@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+import re
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
@@ -29,6 +30,10 @@ TARGETS: dict[str, Path] = {
     },
 }
 PROD_TARGETS = ("prod", "prod-openai", "prod-tracing", "prod-judge")
+# Targets that use components/redis-metrics: every prod variant (prod, and those built on it).
+REDIS_METRICS_TARGETS = PROD_TARGETS
+REDIS_METRICS_PORT = 9121
+EXPORTER_UID = 59000  # the USER of the oliver006/redis_exporter image
 # Edges the judge overlay adds to the call graph: the verdict cache in Redis.
 JUDGE_EDGES = {("synthesis", "redis", 6379), ("validator", "redis", 6379)}
 
@@ -822,6 +827,93 @@ class TestTracing:
             env = rendered.container(app.name).get("env", [])
             present = any(v["name"] == "OTEL_RESOURCE_ATTRIBUTES" for v in env)
             assert present == (rendered.target == "prod-tracing"), app.name
+
+
+class TestRedisMetrics:
+    @pytest.fixture(params=REDIS_METRICS_TARGETS)
+    def scraped(self, request: pytest.FixtureRequest) -> Rendered:
+        target: str = request.param
+        return Rendered(target, render(target))
+
+    def exporter(self, scraped: Rendered) -> Manifest:
+        return scraped.container("redis", "redis-exporter")
+
+    def test_exporter_only_where_the_component_is_used(self, rendered: Rendered) -> None:
+        used = rendered.target in REDIS_METRICS_TARGETS
+        # Redis stays first: the container kubectl logs and exec pick without -c.
+        assert rendered.container_names("redis") == ["redis", *(["redis-exporter"] if used else [])]
+        ports = [port["name"] for port in rendered.get("Service", "redis")["spec"]["ports"]]
+        assert ports == ["redis", *(["metrics"] if used else [])]
+        images = [container["image"] for _, container in all_containers(rendered)]
+        assert any("redis_exporter" in image for image in images) is used
+
+    def test_exporter_image_is_a_pinned_release(self, scraped: Rendered) -> None:
+        image = self.exporter(scraped)["image"]
+        name, _, tag = image.partition("@")[0].rpartition(":")
+        assert name == "oliver006/redis_exporter"
+        # A release tag (vX.Y.Z, the scratch image), never latest, alpine or a moving vX.Y.
+        assert re.fullmatch(r"v\d+\.\d+\.\d+", tag), image
+
+    def test_exporter_is_restricted_and_runs_as_its_image_user(self, scraped: Rendered) -> None:
+        context = self.exporter(scraped)["securityContext"]
+        assert context["runAsNonRoot"] is True
+        assert context["runAsUser"] == context["runAsGroup"] == EXPORTER_UID
+        assert context["readOnlyRootFilesystem"] is True
+        assert context["allowPrivilegeEscalation"] is False
+        assert context["privileged"] is False
+        assert context["capabilities"] == {"drop": ["ALL"]}
+        assert context["seccompProfile"]["type"] == "RuntimeDefault"
+        assert "volumeMounts" not in self.exporter(scraped)  # it writes nothing
+
+    def test_exporter_requests_and_limits_are_small(self, scraped: Rendered) -> None:
+        resources = self.exporter(scraped)["resources"]
+        for resource, most in (("cpu", 0.2), ("memory", 128 * 2**20)):
+            request = quantity(resources["requests"][resource])
+            limit = quantity(resources["limits"][resource])
+            assert 0 < request <= limit <= most, resource
+
+    def test_exporter_liveness_asks_its_health_endpoint(self, scraped: Rendered) -> None:
+        exporter = self.exporter(scraped)
+        assert named_port(exporter, "metrics") == REDIS_METRICS_PORT
+        probe = exporter["livenessProbe"]["httpGet"]
+        assert (probe["path"], probe["port"]) == ("/health", "metrics")
+
+    def test_exporter_cannot_take_the_cache_out_of_service(self, scraped: Rendered) -> None:
+        # The pod is Ready only when every container is, and its readiness is what puts Redis
+        # in the Service's endpoints: an exporter readiness probe could cut retrieval off.
+        assert "readinessProbe" not in self.exporter(scraped)
+        assert "startupProbe" not in self.exporter(scraped)
+
+    def test_exporter_reads_the_redis_in_its_own_pod(self, scraped: Rendered) -> None:
+        env = {item["name"]: item["value"] for item in self.exporter(scraped)["env"]}
+        redis_port = named_port(scraped.container("redis"), "redis")
+        assert env["REDIS_ADDR"] == f"redis://localhost:{redis_port}"
+        assert env["REDIS_EXPORTER_WEB_LISTEN_ADDRESS"] == f"0.0.0.0:{REDIS_METRICS_PORT}"
+        # /scrape?target= would let a scraper point the exporter at any address.
+        assert env["REDIS_EXPORTER_DISABLE_SCRAPE_ENDPOINT"] == "true"
+
+    def test_redis_service_and_pod_name_the_metrics_port(self, scraped: Rendered) -> None:
+        ports = {p["name"]: p for p in scraped.get("Service", "redis")["spec"]["ports"]}
+        assert ports["metrics"]["port"] == REDIS_METRICS_PORT
+        assert ports["metrics"]["targetPort"] == "metrics"
+        template = scraped.get("Deployment", "redis")["spec"]["template"]["metadata"]
+        annotations = template["annotations"]
+        assert annotations["prometheus.io/port"] == str(REDIS_METRICS_PORT)
+        assert annotations["prometheus.io/path"] == "/metrics"
+        assert annotations["kubectl.kubernetes.io/default-container"] == "redis"
+
+    def test_only_the_monitoring_namespace_reaches_the_exporter(self, scraped: Rendered) -> None:
+        policies = scraped.of_kind("NetworkPolicy")
+        redis = pod(scraped, "redis")
+        prometheus = Endpoint({"app": "prometheus"}, {"kubernetes.io/metadata.name": "monitoring"})
+        elsewhere = Endpoint({"app": "prometheus"}, {"kubernetes.io/metadata.name": "default"})
+        port = REDIS_METRICS_PORT
+        assert _direction_allows(policies, redis, prometheus, port, "TCP", "Ingress")
+        assert not _direction_allows(policies, redis, elsewhere, port, "TCP", "Ingress")
+        for app in APPS:
+            assert not connection_allowed(policies, pod(scraped, app.name), redis, port), app.name
+        # Nothing else new: monitoring may not use the cache itself.
+        assert not _direction_allows(policies, redis, prometheus, 6379, "TCP", "Ingress")
 
 
 class TestComponentsAlone:
