@@ -32,13 +32,16 @@ from services.common.language.text import word_list
 # clause, so a quoted title ('"Hello, Goodbye"') is never a clause of its own.
 _CLAUSE_END: Final = re.compile(r"[;:!?\n]|[.,](?![0-9])")
 
-_GREETING_CORE = (
+# Each greeting reads one way only ("goodbye" is good\s*bye, never also a word of its own): the
+# request pattern below repeats them, and two readings of one phrase made its failures
+# exponential ("please help please ..." x 10 took 1.5 s, and a question may be 2,000 characters).
+_GREETING_WORDS = (
     r"hi|hello|hey|hiya|howdy|greetings|namaste|good\s+(?:morning|afternoon|evening|day|night)"
-    r"|(?:many\s+)?thanks|thank\s+(?:you|u)|thx|cheers|bye|goodbye|good\s*bye|see\s+you"
+    r"|(?:many\s+)?thanks|thank\s+(?:you|u)|thx|cheers|bye|good\s*bye|see\s+you"
     r"|ok|okay|how\s+are\s+you(?:\s+doing)?|nice\s+to\s+meet\s+you"
-    # A bare plea names nothing either: "Help!", "Please help me."
-    r"|(?:please\s+)?help(?:\s+(?:me|us))?(?:\s+please)?"
 )
+# A bare plea names nothing either: "Help!", "Please help me." (a whole clause only).
+_GREETING_CORE = rf"{_GREETING_WORDS}|(?:please\s+)?help(?:\s+(?:me|us))?(?:\s+please)?"
 _GREETING_TAIL = (
     r"there|again|everyone|everybody|all|sir|madam|so\s+much|very\s+much|a\s+lot|in\s+advance"
     r"|today|to\s+you|for\s+(?:all\s+)?(?:your|the|this)\s+(?:help|assistance|time|answers?)"
@@ -52,7 +55,7 @@ _GREETING: Final = re.compile(
 _I_WANT = r"i\s+(?:(?:would|'d|’d|should)\s+(?:like|love|want)|want|wish|need|hope)"
 _LEARN = r"(?:know|learn|understand|ask|hear|find\s+out|see)"
 _REQUEST: Final = re.compile(
-    rf"^\s*(?:(?:{_GREETING_CORE}|please|kindly|so|and|now|then)\s+)*"
+    rf"^\s*(?:(?:{_GREETING_WORDS}|please|kindly|so|and|now|then)\s+)*"
     r"(?:"
     r"(?:(?:can|could|would|will)\s+(?:you|u)\s+)?(?:please\s+|kindly\s+)?"
     r"(?:(?:help|assist)\s+(?:me|us)(?:\s+out)?|(?:tell|show|give|teach)\s+(?:me|us)"
@@ -73,11 +76,21 @@ _POINTER_WORDS: Final = frozenset(
     more further some bit little few above below following here there again out up please me
     us my our your of about on with regarding for to in so then now too also briefly quickly
     simply detail details detailed
-    document documents text texts passage passages evidence context source sources information
-    info material materials page pages file files content contents summary overview answer
-    answers question questions excerpt excerpts thing things stuff topic subject matter
+    context summary overview answer answers question questions thing things stuff
     provided given attached uploaded shared relevant main key point points
     """)
+)
+# Words that name the conversation's material only after a word that points at it ("the
+# document for me", "this text"): "Tell me about documents" asks about the IPC's documents
+# (s.29). Evidence, information and a matter are subjects of the Code and never pointers.
+_MATERIAL_WORDS: Final = frozenset(
+    word_list("""
+    document documents text texts passage passages source sources material materials page pages
+    file files content contents excerpt excerpts topic subject
+    """)
+)
+_POINTING: Final = frozenset(
+    word_list("the this that these those my our your its above provided given attached uploaded")
 )
 _WORD: Final = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 
@@ -93,7 +106,11 @@ def _clauses(text: str) -> list[tuple[int, int]]:
 
 
 def _only_pointers(text: str) -> bool:
-    return all(w.lower() in _POINTER_WORDS for w in _WORD.findall(text))
+    words = [w.lower() for w in _WORD.findall(text)]
+    return all(
+        w in _POINTER_WORDS or (w in _MATERIAL_WORDS and i > 0 and words[i - 1] in _POINTING)
+        for i, w in enumerate(words)
+    )
 
 
 def conversation_spans(text: str) -> list[tuple[int, int]]:

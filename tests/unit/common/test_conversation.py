@@ -70,6 +70,41 @@ class TestConversationSpans:
     def test_words_outside_a_frame_are_content(self, text: str) -> None:
         assert conversation_spans(text) == []
 
+    @pytest.mark.parametrize(
+        ("text", "left"),
+        [
+            # Subjects of the Code, never pointers (the review of F): before, each was blanked
+            # whole, and with history the question was taken for a follow-up.
+            ("Tell me about evidence.", "about evidence."),
+            ("Explain the evidence", "the evidence"),
+            ("Tell me about documents", "about documents"),
+            ("Tell me about the matter", "about the matter"),
+            ("Please explain the law on information.", "the law on information."),
+            # ... while the conversation's own material, pointed at, still names nothing
+            ("Please summarise this text for me.", "."),
+            ("Explain the attached documents.", "."),
+        ],
+    )
+    def test_the_codes_subjects_stay(self, text: str, left: str) -> None:
+        assert _left(text) == left
+
+    @pytest.mark.timeout(10)  # a hang guard, not a speed target: an exponential match never ends
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "please help please " * 100 + "zzz",  # two readings of each phrase, once
+            "goodbye " * 240 + "zzz",  # goodbye and good bye, once
+            "hi " * 600 + "x",
+            "please " * 250 + "tell me " * 10 + "x",
+        ],
+    )
+    def test_long_repetitive_questions_are_read_in_linear_time(self, text: str) -> None:
+        # 2,000 characters is the longest question; "please help please " x 10 took 1.5 s
+        # before, doubling with each repeat.
+        assert len(text) <= 2_000
+        conversation_spans(text)
+        is_pleasantry(text)
+
 
 class TestIsPleasantry:
     @pytest.mark.parametrize(
