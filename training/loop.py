@@ -98,13 +98,11 @@ def resume(
     state: dict[str, Any] = {"step": 0, "epoch": 0, "batch": 0, "loss_ema": None}
     if not ckpt.exists():
         return state
-    saved = torch.load(ckpt, weights_only=False, map_location="cpu")
     if fresh:
-        logger.info(
-            "--fresh: not resuming %s (step %d); this run starts at step 0 and replaces it",
-            ckpt, saved["state"]["step"],
-        )  # fmt: skip
+        # Not opened: --fresh is also the way past a checkpoint that cannot be read.
+        logger.info("--fresh: not resuming %s; this run starts at step 0 and replaces it", ckpt)
         return state
+    saved = torch.load(ckpt, weights_only=False, map_location="cpu")
     changes = fingerprint_changes(saved.get("fingerprint"), fingerprint)
     if changes:
         raise SystemExit(

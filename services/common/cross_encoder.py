@@ -156,6 +156,14 @@ class ModelManifest:
         return float(value)
 
 
+def require_calibrated(manifest: ModelManifest) -> None:
+    """Refuse a manifest the exporter marked uncalibrated, for a caller that decides with its
+    own thresholds (synthesis's statement check reads the entailment model with settings chosen
+    for the shipped one, and never asks the manifest for a threshold)."""
+    if not manifest.calibrated:
+        manifest.threshold("entail_threshold")  # raises ModelUnavailableError, naming the fix
+
+
 def sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:

@@ -9,6 +9,7 @@ from grounded.synthesis.v1 import synthesis_service_pb2_grpc as pb_grpc
 
 from services.common.answerability_model import CONTRADICTION, ENTAILMENT, load_scorer
 from services.common.channels import ChannelPolicy, open_channel
+from services.common.cross_encoder import require_calibrated
 from services.common.errors import ModelUnavailableError
 from services.common.judge_client import build_judge, judge_band
 from services.common.metrics import set_build_info
@@ -196,6 +197,8 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
                 if statements is StatementCheck.ENTAILMENT
                 else None
             )
+            if claims is not None and a.mode != "shadow":
+                require_calibrated(claims.encoder.manifest)
         except ModelUnavailableError as exc:
             logger.error(
                 "answerability model unavailable, not serving: %s (set "

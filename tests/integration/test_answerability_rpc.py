@@ -14,6 +14,7 @@ from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
 from grpc import aio
 from grpc_health.v1 import health_pb2
 
+from services.common.cross_encoder import UNCALIBRATED
 from services.common.errors import ModelUnavailableError
 from services.common.refusal import REFUSAL
 from services.synthesis import server as synthesis_server
@@ -152,3 +153,34 @@ class TestAnswerabilityOverGrpc:
         status = await health_status(f"127.0.0.1:{app.port}", SERVICE_NAME)
         await app.stop(None)
         assert status == health_pb2.HealthCheckResponse.NOT_SERVING
+
+    @pytest.mark.parametrize(
+        ("variable", "default"),
+        [
+            ("SYNTHESIS_ANSWERABILITY_MODEL_DIR", DEFAULT_ANSWERABILITY_DIR),
+            # The statement check reads the entailment model with synthesis's own thresholds,
+            # so it never asked the manifest for one (the late review's finding 3).
+            ("SYNTHESIS_STATEMENT_MODEL_DIR", DEFAULT_STATEMENT_MODEL_DIR),
+        ],
+    )
+    async def test_rpc_an_uncalibrated_model_never_serves(
+        self, tmp_path: Path, variable: str, default: Path
+    ) -> None:
+        marked = tmp_path / "model"
+        shutil.copytree(default, marked)
+        manifest = json.loads((marked / "manifest.json").read_text())
+        manifest["calibration"] = {"calibrated_on": UNCALIBRATED}
+        (marked / "manifest.json").write_text(json.dumps(manifest))
+        app = synthesis_server.create_app(
+            SynthesisConfig.from_env(
+                {
+                    "SYNTHESIS_PORT": "0",
+                    "SYNTHESIS_METRICS_PORT": "0",
+                    "SYNTHESIS_ANSWERABILITY": "both",
+                    variable: str(marked),
+                }
+            )
+        )
+        with pytest.raises(ModelUnavailableError, match="uncalibrated"):
+            await app.start()
+        await app.stop(None)

@@ -195,6 +195,19 @@ class TestCheckpointFingerprint:
         )  # fmt: skip
         assert state["step"] == 0 and model.weight[0, 0].item() != 7.0
 
+    def test_fresh_gets_past_an_unreadable_checkpoint(self, tmp_path: Path) -> None:
+        import logging
+
+        from training.loop import resume
+
+        (tmp_path / "checkpoint.pt").write_bytes(b"truncated")  # a run killed while saving
+        model, optimizer, scheduler = tiny_run()
+        state = resume(
+            tmp_path / "checkpoint.pt", model, optimizer, scheduler,
+            logging.getLogger("t"), FP, fresh=True,
+        )  # fmt: skip
+        assert state["step"] == 0
+
     def test_a_checkpoint_without_a_fingerprint_is_refused(self, tmp_path: Path) -> None:
         import logging
 
