@@ -135,6 +135,15 @@ class ModelManifest:
         """False for a manifest the exporter wrote and no calibrator has replaced since."""
         return self.calibration.get("calibrated_on") != UNCALIBRATED
 
+    def uncalibrated(self, missing: str) -> ModelUnavailableError:
+        """The error for using a manifest marked uncalibrated, which has no ``missing``."""
+        return ModelUnavailableError(
+            f"model manifest of {self.name} is marked uncalibrated (calibration.calibrated_on "
+            f"{UNCALIBRATED!r}: exported, never calibrated), so it has no {missing}; run "
+            "python -m training.calibrate (entailment) or training.calibrate_answerability "
+            "(answerability) on it, or put back the shipped model"
+        )
+
     def threshold(self, name: str, default: float | None = None) -> float:
         """A calibrated threshold; a missing one is a broken manifest unless given a default.
 
@@ -144,12 +153,7 @@ class ModelManifest:
         if not self.calibrated:
             if default is not None:
                 return float(default)
-            raise ModelUnavailableError(
-                f"model manifest of {self.name} is marked uncalibrated (calibration.calibrated_on "
-                f"{UNCALIBRATED!r}: exported, never calibrated), so it has no {name!r}; run "
-                "python -m training.calibrate (entailment) or training.calibrate_answerability "
-                "(answerability) on it, or put back the shipped model"
-            )
+            raise self.uncalibrated(repr(name))
         value = self.calibration.get(name, default)
         if value is None:
             raise ModelUnavailableError(f"model manifest of {self.name} has no {name!r}")
@@ -161,7 +165,7 @@ def require_calibrated(manifest: ModelManifest) -> None:
     own thresholds (synthesis's statement check reads the entailment model with settings chosen
     for the shipped one, and never asks the manifest for a threshold)."""
     if not manifest.calibrated:
-        manifest.threshold("entail_threshold")  # raises ModelUnavailableError, naming the fix
+        raise manifest.uncalibrated("thresholds")
 
 
 def sha256(path: Path) -> str:

@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 from grounded.synthesis.v1 import synthesis_service_pb2 as spb
-from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
-from grpc import aio
 from grpc_health.v1 import health_pb2
 
 from services.common.cross_encoder import UNCALIBRATED
@@ -26,7 +24,7 @@ from services.synthesis.config import (
 )
 from stack.inprocess import start_in_process
 from tests.integration.conftest import Stack
-from tests.support.grpc_helpers import health_status
+from tests.support.grpc_helpers import health_status, synthesize
 
 pytestmark = pytest.mark.integration
 
@@ -44,19 +42,11 @@ async def both_stack(ipc_index: Path) -> AsyncIterator[Stack]:
     await running.stop()
 
 
-async def _ask(address: str, question: str) -> spb.SynthesizeAnswerResponse:
-    async with aio.insecure_channel(address) as channel:
-        response: spb.SynthesizeAnswerResponse = await spb_grpc.SynthesisServiceStub(
-            channel
-        ).SynthesizeAnswer(spb.SynthesizeAnswerRequest(question=question), timeout=30)
-    return response
-
-
 class TestAnswerabilityOverGrpc:
     async def test_rpc_an_answerable_question_reports_the_models_score(
         self, both_stack: Stack
     ) -> None:
-        response = await _ask(both_stack.synthesis, "What is the punishment for theft?")
+        response = await synthesize(both_stack.synthesis, "What is the punishment for theft?")
 
         assert response.status == spb.ANSWER_STATUS_ANSWERED
         report = response.sufficiency
@@ -71,7 +61,7 @@ class TestAnswerabilityOverGrpc:
         assert any(t.stage == "answerability" and t.ran for t in response.timings)
 
     async def test_rpc_an_out_of_corpus_question_is_refused(self, both_stack: Stack) -> None:
-        response = await _ask(both_stack.synthesis, "Who painted the Mona Lisa?")
+        response = await synthesize(both_stack.synthesis, "Who painted the Mona Lisa?")
 
         assert response.answer == REFUSAL
         assert response.status == spb.ANSWER_STATUS_REFUSED_INSUFFICIENT_EVIDENCE
@@ -83,7 +73,7 @@ class TestAnswerabilityOverGrpc:
         # 256-token window holds beside any evidence. Found by a new user with grpcurl: it used
         # to fail the call as MODEL_UNAVAILABLE and take synthesis out of rotation for good.
         question = ("What is theft? " * 70)[:1000]
-        response = await _ask(both_stack.synthesis, question)
+        response = await synthesize(both_stack.synthesis, question)
 
         report = response.sufficiency
         assert report.answerability_effect == spb.ANSWERABILITY_EFFECT_QUESTION_TOO_LONG
@@ -94,14 +84,14 @@ class TestAnswerabilityOverGrpc:
         )
         status = await health_status(both_stack.synthesis, SERVICE_NAME)
         assert status == health_pb2.HealthCheckResponse.SERVING
-        after = await _ask(both_stack.synthesis, "What is the punishment for theft?")
+        after = await synthesize(both_stack.synthesis, "What is the punishment for theft?")
         assert after.status == spb.ANSWER_STATUS_ANSWERED
         assert after.sufficiency.HasField("answerability_score")
 
     async def test_rpc_with_the_model_off_no_score_is_reported(self, ipc_index: Path) -> None:
         off = await start_in_process(ipc_index, settings={"SYNTHESIS_ANSWERABILITY": "off"})
         try:
-            response = await _ask(off.synthesis, "What is the punishment for theft?")
+            response = await synthesize(off.synthesis, "What is the punishment for theft?")
         finally:
             await off.stop()
 
@@ -114,7 +104,7 @@ class TestAnswerabilityOverGrpc:
     ) -> None:
         # A claim to verify: the entailment model scores it (P(a chunk entails it)), not the
         # answerability model, and the report names it.
-        stated = await _ask(
+        stated = await synthesize(
             both_stack.synthesis,
             "Whoever commits theft shall be punished with imprisonment which may extend to "
             "three years.",
@@ -122,7 +112,7 @@ class TestAnswerabilityOverGrpc:
         assert stated.sufficiency.answerability_model == STATEMENT_MODEL_NAME
         assert stated.status == spb.ANSWER_STATUS_ANSWERED
         assert stated.sufficiency.answerability_score >= 0.5
-        question = await _ask(both_stack.synthesis, "What is the punishment for theft?")
+        question = await synthesize(both_stack.synthesis, "What is the punishment for theft?")
         assert question.sufficiency.answerability_model == MODEL_NAME
 
     @pytest.mark.parametrize(

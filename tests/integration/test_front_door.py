@@ -12,13 +12,12 @@ from pathlib import Path
 
 import pytest
 from grounded.synthesis.v1 import synthesis_service_pb2 as spb
-from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
-from grpc import aio
 
 from evaluation.golden import GoldenItem, load_golden
 from services.common.refusal import REFUSAL
 from stack.inprocess import start_in_process
 from tests.integration.conftest import ROOT, Stack
+from tests.support.grpc_helpers import synthesize
 
 pytestmark = pytest.mark.integration
 
@@ -63,20 +62,12 @@ async def front_door(ipc_index: Path) -> AsyncIterator[Stack]:
     await running.stop()
 
 
-async def _ask(address: str, question: str) -> spb.SynthesizeAnswerResponse:
-    async with aio.insecure_channel(address) as channel:
-        response: spb.SynthesizeAnswerResponse = await spb_grpc.SynthesisServiceStub(
-            channel
-        ).SynthesizeAnswer(spb.SynthesizeAnswerRequest(question=question), timeout=30)
-    return response
-
-
 class TestFrontDoor:
     @pytest.mark.parametrize("probe", _cases(answerable=False))
     async def test_rpc_a_probe_that_asks_nothing_the_corpus_holds_is_refused(
         self, front_door: Stack, probe: GoldenItem
     ) -> None:
-        response = await _ask(front_door.synthesis, probe.question)
+        response = await synthesize(front_door.synthesis, probe.question)
 
         assert response.answer == REFUSAL, probe.rationale
         assert response.status == spb.ANSWER_STATUS_REFUSED_INSUFFICIENT_EVIDENCE
@@ -85,7 +76,7 @@ class TestFrontDoor:
     async def test_rpc_a_probe_is_answered_from_its_section(
         self, front_door: Stack, probe: GoldenItem
     ) -> None:
-        response = await _ask(front_door.synthesis, probe.question)
+        response = await synthesize(front_door.synthesis, probe.question)
 
         assert response.status == spb.ANSWER_STATUS_ANSWERED, probe.rationale
         cited = {c.doc_id for c in response.citations}
@@ -99,6 +90,6 @@ class TestFrontDoor:
     async def test_rpc_a_request_is_not_a_statement_the_evidence_states(
         self, front_door: Stack, request_: str
     ) -> None:
-        response = await _ask(front_door.synthesis, request_)
+        response = await synthesize(front_door.synthesis, request_)
 
         assert response.sufficiency.statement_verdict == spb.STATEMENT_VERDICT_UNSPECIFIED

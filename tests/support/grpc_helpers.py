@@ -1,9 +1,11 @@
-"""Helpers to unpack rich gRPC errors in tests."""
+"""Helpers for tests over gRPC: rich errors unpacked, health, a question asked."""
 
 from __future__ import annotations
 
 import grpc
 from google.rpc import error_details_pb2
+from grounded.synthesis.v1 import synthesis_service_pb2 as spb
+from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
 from grpc import aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
@@ -49,3 +51,12 @@ async def health_status(address: str, service: str) -> int:
             health_pb2.HealthCheckRequest(service=service), timeout=5
         )
     return int(reply.status)
+
+
+async def synthesize(address: str, question: str) -> spb.SynthesizeAnswerResponse:
+    """SynthesizeAnswer for ``question`` at ``address`` (30 s deadline)."""
+    async with aio.insecure_channel(address) as channel:
+        response: spb.SynthesizeAnswerResponse = await spb_grpc.SynthesisServiceStub(
+            channel
+        ).SynthesizeAnswer(spb.SynthesizeAnswerRequest(question=question), timeout=30)
+    return response
