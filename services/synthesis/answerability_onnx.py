@@ -7,6 +7,7 @@ shared with retrieval's rerank.
 from __future__ import annotations
 
 from services.common.answerability_model import OnnxAnswerabilityScorer
+from services.common.cross_encoder import require_calibrated
 from services.synthesis.answerability import (
     AnswerabilityMode,
     AnswerabilityOptions,
@@ -33,11 +34,17 @@ def options_from_manifest(
     ``rescue_only_at`` for ``rescue``, ``model_only_threshold`` for ``model``. A manifest from
     before the per-mode keys (v1) has only the pair for ``both``, which the other two then share.
     Shadow mode only scores (it is how the thresholds are calibrated), so it needs none.
+
+    Every other mode refuses a manifest marked uncalibrated even when both thresholds are
+    given: an operator's overrides were chosen for a calibrated model, and the validator
+    refuses such an entailment model whatever is set, so both services decide alike.
     """
     manifest = scorer.encoder.manifest
     chosen = AnswerabilityMode(mode)
     defaults = AnswerabilityOptions()
     shadow = chosen is AnswerabilityMode.SHADOW
+    if not shadow:
+        require_calibrated(manifest)
     veto_key = {
         AnswerabilityMode.MODEL: "model_only_threshold",
         AnswerabilityMode.VETO: "veto_only_below",

@@ -102,6 +102,11 @@ class TestManifest:
         scorer: Any = SimpleNamespace(encoder=SimpleNamespace(manifest=marked))
         with pytest.raises(ModelUnavailableError, match="uncalibrated"):
             options_from_manifest(scorer, "both")
+        # An operator's explicit thresholds do not make it calibrated (the validator refuses
+        # such a model whatever is set, and synthesis now decides alike).
+        for mode in ("both", "veto", "rescue", "model"):
+            with pytest.raises(ModelUnavailableError, match="uncalibrated"):
+                options_from_manifest(scorer, mode, veto_below=0.4, rescue_at=0.7)
         assert options_from_manifest(scorer, "shadow").mode.value == "shadow"
 
     def test_nli_wrapper_rejects_a_model_of_another_task(self, tmp_path: Path) -> None:
