@@ -49,8 +49,8 @@ from evaluation.datasets import in_tune_half, load_dataset
 from evaluation.models import ANSWERABILITY, sha_key
 from evaluation.report import newest_report
 from services.common.cross_encoder import sha256
+from services.common.language.key_terms import extract_key_terms
 from services.synthesis.answerability import RESCUABLE, STRUCTURAL
-from services.synthesis.sufficiency import extract_key_terms
 
 MODEL_DIR = Path("models/answerability-minilm-l6")
 PLAIN_TUNE = Path("data/golden/ipc_plain_tune_v1.jsonl")

@@ -9,7 +9,7 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 from services.common.evidence import ScoredChunk
 from services.common.intent import Intent
-from services.synthesis.sufficiency import KeyTerms
+from services.common.language.key_terms import KeyTerms
 
 
 class Turn(NamedTuple):

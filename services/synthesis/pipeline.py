@@ -35,6 +35,7 @@ from services.common.evidence import MAX_ANSWER_BYTES, Chunk, ScoredChunk, Stage
 from services.common.intent import Intent, is_statement
 from services.common.judge import Task
 from services.common.language.citations import resolve_positions
+from services.common.language.key_terms import KeyTerms
 from services.common.language.names import names_beyond_question
 from services.common.language.text import is_blank, normalise_query
 from services.common.metrics import STAGE_SECONDS
@@ -89,7 +90,6 @@ from services.synthesis.question import QuestionAnalysis, analyse_question, rece
 from services.synthesis.routing import GeneratorPool, not_offered
 from services.synthesis.sources import SourceRelation, relate
 from services.synthesis.sufficiency import (
-    KeyTerms,
     SufficiencyDecision,
     SufficiencyOptions,
     assess_sufficiency,

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 
 from services.common.intent import Intent, classify_intent
 from services.common.language.conversation import is_pleasantry
+from services.common.language.key_terms import KeyTerms, extract_key_terms
 from services.common.language.text import as_read, normalise_query
 from services.synthesis.comparison import Comparison, find_comparison
 from services.synthesis.generation import Turn
 from services.synthesis.limits import MAX_RETRIEVAL_QUERY_CHARS
-from services.synthesis.sufficiency import KeyTerms, extract_key_terms
 
 _CONTINUATION = re.compile(
     r"^\s*(and|but|also|so|then|what about|how about|what if|same)\b", re.IGNORECASE

@@ -1,6 +1,6 @@
 """Conversation, not content: greetings, thanks and request frames in a question.
 
-A question's key terms say what it is about (``sufficiency.extract_key_terms``). Some of its words
+A question's key terms say what it is about (``key_terms.extract_key_terms``). Some of its words
 only say how the user talks: "Hi, can you help me?", "Good morning!", "I would like to know more
 about this.", "Please summarise the document for me." Each shares an ordinary word with some
 passage ("help", "good", "know", "document"), so read as key terms they tied the question to a

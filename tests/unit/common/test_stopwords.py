@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from services.common.language import stopwords
+from services.common.language.key_terms import STOP_WORDS as SUFFICIENCY
 from services.common.language.text import STOP_WORDS as VALIDATOR
 from services.retrieval.lexical import STOPWORDS as BM25_STOPWORDS
-from services.synthesis.sufficiency import STOP_WORDS as SUFFICIENCY
 
 
 def test_each_use_is_the_base_and_its_named_extensions() -> None:

@@ -22,6 +22,7 @@ from services.common.errors import (
 from services.common.evidence import Chunk
 from services.common.intent import Intent
 from services.common.judge import Band, Item, Outcome, Task, Verdict
+from services.common.language.key_terms import extract_key_terms
 from services.common.refusal import REFUSAL
 from services.common.validation import ValidationReport
 from services.synthesis import convert
@@ -48,7 +49,7 @@ from services.synthesis.pipeline import (
     SynthesisRequest,
     SynthesisStatus,
 )
-from services.synthesis.sufficiency import Requirement, SufficiencyDecision, extract_key_terms
+from services.synthesis.sufficiency import Requirement, SufficiencyDecision
 from tests.unit.synthesis.fakes import EngineValidator, FakeRetriever, ValidateCall, scored
 
 THEFT_IDS = ("IPC_378_0", "IPC_379_0", "IPC_380_0")

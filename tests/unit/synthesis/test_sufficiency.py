@@ -8,13 +8,13 @@ import pytest
 
 from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import Intent, classify_intent, is_statement
+from services.common.language.key_terms import extract_key_terms
 from services.synthesis.sufficiency import (
     Requirement,
     SufficiencyDecision,
     SufficiencyOptions,
     answer_type,
     assess_sufficiency,
-    extract_key_terms,
     has_intent_language,
     required_terms,
     shared_terms,

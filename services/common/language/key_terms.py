@@ -1,0 +1,119 @@
+"""A question's key terms: what it is about, as the words a passage must share with it.
+
+One definition for synthesis's sufficiency check (which refuses a question no evidence shares
+a key term with) and for retrieval's defined-term lookup (a definition question whose key terms
+are a section title's content words names that section: docs/RETRIEVAL.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from services.common.language.conversation import conversation_spans
+from services.common.language.references import parse_section_refs, reference_spans
+from services.common.language.stopwords import FUNCTION_WORDS, REQUEST_WORDS
+from services.common.language.text import stem
+from services.common.language.text import words as text_words
+
+__all__ = [
+    "CUE_WORDS",
+    "GENERIC_WORDS",
+    "STOP_WORDS",
+    "KeyTerms",
+    "extract_key_terms",
+    "title_terms",
+]
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Function words carry no topic; request words say what kind of answer is wanted, not about
+# what (one base for every module: services/common/language/stopwords.py).
+STOP_WORDS = FUNCTION_WORDS | REQUEST_WORDS
+
+# Words that only name the kind of answer wanted; the intent rule checks for them instead.
+CUE_WORDS = _words(
+    """
+    define defined definition definitions meaning meanings mean means denote denotes
+    punishment punishments punish punished punishable penalty penalties sentence sentences
+    procedure procedures process steps step
+    extent scope applicability applicable apply applies
+    """
+)
+
+# Words naming the corpus itself; they only count when a question has nothing more specific.
+GENERIC_WORDS = _words(
+    """
+    act acts code codes law laws legal provision provisions statute statutes section sections
+    chapter chapters clause clauses article articles ipc crpc cpc iea nia mva indian penal india
+    offence offences offense offenses
+    """
+)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyTerms:
+    """What a question is about: stemmed content terms, corpus words and section references.
+
+    ``terms`` are specific content words; ``generic`` are corpus words (``IPC``, ``code``) used
+    only when ``terms`` is empty; ``sections`` are normalised section numbers (``"420"``).
+    """
+
+    terms: tuple[str, ...]
+    generic: tuple[str, ...]
+    sections: tuple[str, ...]
+
+    @property
+    def effective(self) -> tuple[str, ...]:
+        """The terms a chunk must match: specific ones when present, else generic ones (unless
+        a section is named: "section 379 ... in law" needs no chunk saying "law")."""
+        if self.terms or self.sections:
+            return self.terms
+        return self.generic
+
+    @property
+    def is_empty(self) -> bool:
+        """True when the question names nothing a chunk could match."""
+        return not (self.terms or self.generic or self.sections)
+
+
+def extract_key_terms(question: str) -> KeyTerms:
+    """Drop stop, question and cue words; keep section references as their own key terms; leave
+    out the conversation (greetings, thanks, request frames: ``conversation_spans``)."""
+    # Sections as the shared parser reads them, lower-cased like every key term ("498a"); the
+    # references, and the words that are conversation rather than content ("Hi,", "can you help
+    # me", "I would like to know", "the document" after "please summarise"), are blanked out of
+    # the question (spans of the original text) before lower-casing.
+    sections = [ref.section.lower() for ref in parse_section_refs(question)]
+    remainder = question
+    for start, end in (*reference_spans(question), *conversation_spans(question)):
+        remainder = f"{remainder[:start]}{' ' * (end - start)}{remainder[end:]}"
+    remainder = remainder.lower()
+    terms: list[str] = []
+    generic: list[str] = []
+    for token in text_words(remainder):
+        if token in STOP_WORDS or token in CUE_WORDS:
+            continue
+        if token in GENERIC_WORDS:
+            _append_unique(generic, stem(token))
+        elif len(token) > 1 or token.isdigit():
+            _append_unique(terms, stem(token))
+    return KeyTerms(tuple(terms), tuple(generic), tuple(dict.fromkeys(sections)))
+
+
+def _append_unique(items: list[str], item: str) -> None:
+    if item not in items:
+        items.append(item)
+
+
+def title_terms(title: str) -> frozenset[str]:
+    """The content words of a section title, stemmed as key terms are: every word but function
+    and request words. Cue words stay ("Punishment for theft" is about punishment), so only a
+    question asking for exactly what the title names matches it."""
+    return frozenset(
+        stem(token)
+        for token in text_words(title.lower())
+        if token not in STOP_WORDS and (len(token) > 1 or token.isdigit())
+    )
