@@ -29,6 +29,8 @@ class RetrievalConfig:
     # Reciprocal-rank-fusion weights of the dense and BM25 lists (SearchSettings).
     dense_weight: float = 1.0
     lexical_weight: float = 1.0
+    # A definition question names the section titled by its key terms (SearchSettings).
+    defined_terms: bool = True
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> RetrievalConfig:
@@ -49,4 +51,5 @@ class RetrievalConfig:
             ),
             dense_weight=env.float("DENSE_WEIGHT", 1.0, minimum=0.0, maximum=100.0),
             lexical_weight=env.float("LEXICAL_WEIGHT", 1.0, minimum=0.0, maximum=100.0),
+            defined_terms=env.bool("DEFINED_TERMS", True),
         )

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from services.common.intent import PROFILES, Intent, classify_intent
+from services.common.language.key_terms import extract_key_terms
 from services.common.language.references import SectionRef, parse_section_refs
 from services.common.language.text import stem, without_format_marks, words
 from services.retrieval.lexical import STOPWORDS, tokenize
@@ -20,17 +21,30 @@ class QueryAnalysis:
     intent: Intent
     section_refs: tuple[SectionRef, ...]
     terms: tuple[str, ...]
+    # A definition question's key terms ("What is a document?": {"docu"}), which name the
+    # section whose title is those words (``key_terms.title_terms``); empty for any other
+    # question and for one that names a provision.
+    defined_term: frozenset[str] = frozenset()
 
 
 def analyse_query(query: str) -> QueryAnalysis:
-    """Intent (shared classifier), named provisions and stemmed content terms of ``query``
-    (read without its invisible format marks: ``text.without_format_marks``)."""
+    """Intent (shared classifier), named provisions, stemmed content terms of ``query`` (read
+    without its invisible format marks: ``text.without_format_marks``) and, for a definition
+    question, the term it asks about (its key terms, as sufficiency reads them)."""
     visible = without_format_marks(query)
+    intent = classify_intent(visible)
+    section_refs = parse_section_refs(visible)
+    defined = (
+        frozenset(extract_key_terms(visible).terms)
+        if intent is Intent.DEFINITION and not section_refs
+        else frozenset()
+    )
     return QueryAnalysis(
         query=query,
-        intent=classify_intent(visible),
-        section_refs=parse_section_refs(visible),
+        intent=intent,
+        section_refs=section_refs,
         terms=tuple(dict.fromkeys(tokenize(visible))),
+        defined_term=defined,
     )
 
 

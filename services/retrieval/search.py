@@ -28,6 +28,7 @@ from services.common.errors import (
 )
 from services.common.evidence import Chunk, ScoredChunk, StageScores, StageSkip
 from services.common.intent import Intent
+from services.common.language.key_terms import title_terms
 from services.common.language.text import is_blank, normalise_query
 from services.common.tracing import stage_span
 from services.retrieval.aggregation import DEFAULT_PER_DOC_CAP, DEFAULT_SIBLING_RATIO, aggregate
@@ -203,6 +204,10 @@ class SearchSettings:
     # Added to the final score of chunks of a provision the query names ("section 420"), which
     # puts them first: every other final score is within 0..1.
     section_boost: float = 1.0
+    # A definition question whose key terms are exactly a section title's content words
+    # ("What is a document?", s.29 "Document") names that section, as "section 29" would
+    # (docs/RETRIEVAL.md, "Named provisions"; RETRIEVAL_DEFINED_TERMS).
+    defined_terms: bool = True
     # Expansion: expanded-query scores are multiplied by this before merging with the primary.
     expansion_weight: float = 1.0
     # Pseudo-relevance feedback from the first-pass top chunks; prf_terms=0 turns it off.
@@ -454,7 +459,11 @@ class Searcher:
         self._by_doc: dict[str, list[int]] = {}
         self._by_section: dict[tuple[str, str], list[int]] = {}
         self._by_section_number: dict[str, list[int]] = {}
+        # Sections by their title's content words, for a definition question that names one.
+        self._by_title: dict[frozenset[str], list[int]] = {}
         for position, chunk in enumerate(self._chunks):
+            if chunk.section and chunk.title:
+                self._by_title.setdefault(title_terms(chunk.title), []).append(position)
             self._by_doc.setdefault(chunk.doc_id, []).append(position)
             if chunk.act:
                 self._by_act.setdefault(chunk.act, []).append(position)
@@ -744,17 +753,21 @@ class Searcher:
     def _add_named_provisions(
         self, candidates: dict[int, _Candidate], analysis: QueryAnalysis, mask: Mask | None
     ) -> None:
-        """Mark chunks of provisions the query names, adding those retrieval missed.
+        """Mark chunks of provisions the query names, adding those retrieval missed: by number
+        ("section 420"), or, for a definition question, by title (``defined_terms``).
 
         Added chunks have no first-stage score (0); the section boost still ranks them above
         every unnamed chunk, and among themselves retrieved ones come first.
         """
-        for ref in analysis.section_refs:
-            positions = (
-                self._by_section.get((ref.act, ref.section), [])
-                if ref.act is not None
-                else self._by_section_number.get(ref.section, [])
-            )
+        named = [
+            self._by_section.get((ref.act, ref.section), [])
+            if ref.act is not None
+            else self._by_section_number.get(ref.section, [])
+            for ref in analysis.section_refs
+        ]
+        if self.settings.defined_terms and analysis.defined_term:
+            named.append(self._by_title.get(analysis.defined_term, []))
+        for positions in named:
             for position in positions:
                 if mask is not None and not mask[position]:
                     continue

@@ -42,6 +42,7 @@ def search_settings(config: RetrievalConfig) -> SearchSettings:
         rerank_deadline_margin_s=config.rerank_deadline_margin_s,
         dense_weight=config.dense_weight,
         lexical_weight=config.lexical_weight,
+        defined_terms=config.defined_terms,
     )
 
 

@@ -30,8 +30,6 @@ OPEN = {
     "lorem ipsum dolor sit amet",
     "The moon is made of green cheese and rock.",
     "what if I steal a bike",  # the model scores s.379 at 0.12 for it: a false refusal
-    # Answered from s.470 ("a forged document"), not from s.29's definition: open before F too.
-    "What is a document?",
     # Abetment and harbouring in everyday words, refused before F too: the first vetoed
     # (ANSWERING_SENTENCE), the second for its key terms (KEY_TERM_MATCH).
     "Can a person help another commit theft?",

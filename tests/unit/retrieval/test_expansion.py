@@ -136,3 +136,21 @@ class TestFeedbackTerms:
     def test_feedback_query_appends_terms(self) -> None:
         assert feedback_query("theft", ["punished", "fine"]) == "theft punished fine"
         assert feedback_query("theft", []) is None
+
+
+class TestDefinedTerm:
+    """The term a definition question asks about, as sufficiency's key terms read it."""
+
+    @pytest.mark.parametrize(
+        ("query", "term"),
+        [
+            ("What is a document?", {"docu"}),
+            ("Who is a public servant?", {"public", "serv"}),
+            ("Define theft.", {"theft"}),
+            ("What is the punishment for theft?", set()),  # not a definition
+            ("What is section 420?", set()),  # names a provision
+            ("Tell me about theft", set()),
+        ],
+    )
+    def test_only_a_definition_question_has_one(self, query: str, term: set[str]) -> None:
+        assert analyse_query(query).defined_term == frozenset(term)

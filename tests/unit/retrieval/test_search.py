@@ -168,6 +168,55 @@ class TestNamedProvisions:
         assert result.chunks[1].chunk.doc_id != "COI_21A"
 
 
+class TestDefinedTerms:
+    """A definition question whose key terms are a section's title names it (rule H,
+    docs/EVALUATION.md "Then H"): "What is murder?" finds s.300 ("Murder") first, never s.302
+    ("Punishment for murder"), even where the words alone would miss it."""
+
+    @pytest.mark.parametrize(
+        ("query", "doc_id"),
+        [
+            ("What is murder?", "IPC_300"),
+            ("Define theft.", "IPC_378"),
+            ("What is the meaning of theft?", "IPC_378"),
+        ],
+    )
+    def test_a_definition_question_names_the_section_titled_by_its_term(
+        self, searcher: Searcher, query: str, doc_id: str
+    ) -> None:
+        result = searcher.search(SearchRequest(query, top_k=5))
+        assert result.chunks[0].chunk.doc_id == doc_id
+        assert result.chunks[0].score > 1.0  # the named-provision boost, as for "section 300"
+
+    def test_the_titled_section_is_added_when_retrieval_misses_it(self, searcher: Searcher) -> None:
+        # s.300's one sentence says "murder" once; lexical-only retrieval ranks it by words
+        # alone, and the title adds it first whatever the words do.
+        stages = StageSwitches(dense=False, lexical=True)
+        result = searcher.search(SearchRequest("What is murder?", top_k=3, stages=stages))
+        assert result.chunks[0].chunk.doc_id == "IPC_300"
+        assert result.chunks[0].score > 1.0
+
+    @pytest.mark.parametrize(
+        "query",
+        [
+            "What is the punishment for murder?",  # a punishment question: not by title
+            "Tell me about murder.",  # a general question
+            "What is murder under section 302?",  # a named provision wins
+            "What is a murder weapon?",  # more words than the title
+        ],
+    )
+    def test_other_questions_name_no_title(self, searcher: Searcher, query: str) -> None:
+        result = searcher.search(SearchRequest(query, top_k=5))
+        boosted = {s.chunk.doc_id for s in result.chunks if s.score > 1.0}
+        assert "IPC_300" not in boosted
+
+    def test_the_setting_off_names_nothing_by_title(self) -> None:
+        off = make_searcher(settings=SearchSettings(defined_terms=False))
+        result = off.search(SearchRequest("What is murder?", top_k=5))
+        assert all(s.score <= 1.0 for s in result.chunks)
+        assert SearchSettings(defined_terms=False).fingerprint() != SearchSettings().fingerprint()
+
+
 class TestFilters:
     def test_search_act_filter_keeps_only_that_act(self, searcher: Searcher) -> None:
         result = searcher.search(SearchRequest("property custody", top_k=10, acts=("CRPC",)))

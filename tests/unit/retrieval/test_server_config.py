@@ -197,6 +197,18 @@ class TestThreadConfig:
             set_torch_threads(0)
 
 
+class TestDefinedTerms:
+    def test_defined_terms_default_on_and_reach_the_cache_key(self) -> None:
+        default = server.search_settings(RetrievalConfig.from_env({}))
+        off = server.search_settings(RetrievalConfig.from_env({"RETRIEVAL_DEFINED_TERMS": "false"}))
+        assert default.defined_terms and not off.defined_terms
+        assert off.fingerprint() != default.fingerprint()
+
+    def test_a_bad_value_stops_start_up_naming_it(self) -> None:
+        with pytest.raises(InvalidSettingError, match="RETRIEVAL_DEFINED_TERMS"):
+            RetrievalConfig.from_env({"RETRIEVAL_DEFINED_TERMS": "maybe"})
+
+
 class TestFusionWeights:
     def test_fusion_weights_default_to_equal(self) -> None:
         settings = server.search_settings(RetrievalConfig.from_env({}))
