@@ -29,7 +29,7 @@ TARGETS: dict[str, Path] = {
         if (path / "kustomization.yaml").is_file()
     },
 }
-PROD_TARGETS = ("prod", "prod-openai", "prod-tracing", "prod-judge")
+PROD_TARGETS = ("prod", "prod-openai", "prod-tracing", "prod-judge", "prod-retrieval-v2")
 # Targets that use components/redis-metrics: every prod variant (prod, and those built on it).
 REDIS_METRICS_TARGETS = PROD_TARGETS
 REDIS_METRICS_PORT = 9121
@@ -637,7 +637,9 @@ class TestProd:
             hpa["spec"]["scaleTargetRef"]["name"]: hpa
             for hpa in prod.of_kind("HorizontalPodAutoscaler")
         }
-        assert set(hpas) == {app.name for app in APPS}
+        # Every app Deployment: the three services, and prod-retrieval-v2's second retrieval.
+        assert set(hpas) == {name for name, _ in all_pod_specs(prod)} - {"redis"}
+        assert {app.name for app in APPS} <= set(hpas)
         for name, hpa in hpas.items():
             assert hpa["apiVersion"] == "autoscaling/v2"
             assert hpa["spec"]["scaleTargetRef"]["kind"] == "Deployment"
@@ -698,6 +700,99 @@ class TestProd:
         for doc in prod.docs:
             if doc["kind"] != "Namespace":
                 assert doc["metadata"]["namespace"] == namespaces[0]["metadata"]["name"]
+
+
+class TestRetrievalV2:
+    """prod-retrieval-v2: a second retrieval for blue/green index rotation, apart from the first
+    (a copy that kept the first's labels would join its Service, budget and spread rule)."""
+
+    @pytest.fixture
+    def bluegreen(self) -> Rendered:
+        return Rendered("prod-retrieval-v2", render("prod-retrieval-v2"))
+
+    @pytest.mark.parametrize(
+        ("src", "dst", "port"),
+        [
+            ("synthesis", "retrieval-v2", 50051),
+            ("retrieval-v2", "redis", 6379),
+            ("synthesis", "retrieval", 50051),
+            ("retrieval", "redis", 6379),
+        ],
+    )
+    def test_both_retrievals_are_in_the_call_graph(
+        self, bluegreen: Rendered, src: str, dst: str, port: int
+    ) -> None:
+        policies = bluegreen.of_kind("NetworkPolicy")
+        assert connection_allowed(policies, pod(bluegreen, src), pod(bluegreen, dst), port)
+
+    @pytest.mark.parametrize(
+        ("src", "dst", "port"),
+        [
+            ("validator", "retrieval-v2", 50051),
+            ("retrieval-v2", "validator", 50053),
+            ("retrieval-v2", "retrieval", 50051),
+            ("synthesis", "retrieval-v2", 9091),
+            ("synthesis", "redis", 6379),
+        ],
+    )
+    def test_retrieval_v2_opens_nothing_else(
+        self, bluegreen: Rendered, src: str, dst: str, port: int
+    ) -> None:
+        policies = bluegreen.of_kind("NetworkPolicy")
+        assert not connection_allowed(policies, pod(bluegreen, src), pod(bluegreen, dst), port)
+
+    def test_monitoring_scrapes_retrieval_v2(self, bluegreen: Rendered) -> None:
+        policies = bluegreen.of_kind("NetworkPolicy")
+        target = pod(bluegreen, "retrieval-v2")
+        prometheus = Endpoint({"app": "prometheus"}, {"kubernetes.io/metadata.name": "monitoring"})
+        elsewhere = Endpoint({"app": "prometheus"}, {"kubernetes.io/metadata.name": "default"})
+        assert _direction_allows(policies, target, prometheus, 9091, "TCP", "Ingress")
+        assert not _direction_allows(policies, target, elsewhere, 9091, "TCP", "Ingress")
+        dns = Endpoint({"k8s-app": "kube-dns"}, {"kubernetes.io/metadata.name": "kube-system"})
+        assert connection_allowed(policies, target, dns, 53, "UDP")
+
+    @pytest.mark.parametrize("name", ["retrieval", "retrieval-v2"])
+    def test_each_retrieval_is_selected_by_its_own_objects_only(
+        self, bluegreen: Rendered, name: str
+    ) -> None:
+        other = "retrieval-v2" if name == "retrieval" else "retrieval"
+        mine = pod(bluegreen, name).labels
+        theirs = pod(bluegreen, other).labels
+        deployment = bluegreen.get("Deployment", name)["spec"]
+        selectors = {
+            "Deployment": deployment["selector"],
+            "Service": {"matchLabels": bluegreen.get("Service", name)["spec"]["selector"]},
+            "PodDisruptionBudget": bluegreen.get("PodDisruptionBudget", name)["spec"]["selector"],
+            "spread": deployment["template"]["spec"]["topologySpreadConstraints"][0][
+                "labelSelector"
+            ],
+        }
+        for what, selector in selectors.items():
+            assert _selects(selector, mine), what
+            assert not _selects(selector, theirs), what
+        hpa = bluegreen.get("HorizontalPodAutoscaler", name)["spec"]
+        assert hpa["scaleTargetRef"]["name"] == name
+        assert "replicas" not in deployment
+
+    def test_retrieval_v2_runs_its_own_image_with_the_shared_settings(
+        self, bluegreen: Rendered
+    ) -> None:
+        # Its own image name in the overlay: pinning the v2 index leaves the live one alone.
+        overlay = yaml.safe_load((TARGETS["prod-retrieval-v2"] / "kustomization.yaml").read_text())
+        assert "grounded-qa/retrieval-v2" in {image["name"] for image in overlay["images"]}
+        v2 = bluegreen.container("retrieval-v2", "retrieval")
+        assert v2["envFrom"] == bluegreen.container("retrieval")["envFrom"]
+        assert v2["startupProbe"] == bluegreen.container("retrieval")["startupProbe"]
+
+    def test_synthesis_can_be_switched_to_retrieval_v2(self, bluegreen: Rendered) -> None:
+        settings = dict(bluegreen.settings())
+        assert settings["SYNTHESIS_RETRIEVAL_ADDR"] == "dns:///retrieval:50051"
+        ports = {
+            p["name"]: p["port"] for p in bluegreen.get("Service", "retrieval-v2")["spec"]["ports"]
+        }
+        assert bluegreen.get("Service", "retrieval-v2")["spec"]["clusterIP"] == "None"
+        settings["SYNTHESIS_RETRIEVAL_ADDR"] = f"dns:///retrieval-v2:{ports['grpc']}"
+        SynthesisConfig.from_env(settings)
 
 
 class TestOpenAI:
