@@ -5,8 +5,12 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
+
+if TYPE_CHECKING:
+    from wsgiref.simple_server import WSGIServer
 
 from services import __version__
 
@@ -74,15 +78,21 @@ MODEL_FAILURES = Counter(
 )
 
 
-def serve_metrics(port: int, host: str = "127.0.0.1") -> None:
-    """Expose /metrics over HTTP; port 0 or below disables it."""
+def serve_metrics(port: int, host: str = "127.0.0.1") -> WSGIServer | None:
+    """Expose /metrics over HTTP on ``host`` (bare, as ``::`` or ``0.0.0.0``); port 0 or below
+    disables it. Returns the server (None when off or not started), which ``shutdown()`` stops.
+
+    ``::`` serves IPv4 too where the node allows it (Linux's default
+    ``net.ipv6.bindv6only=0``); ``0.0.0.0`` serves IPv4 only."""
     if port <= 0:
-        return
+        return None
     try:
-        start_http_server(port, addr=host)
+        server, _ = start_http_server(port, addr=host)
     except OSError as exc:
         # A busy metrics port must not take the RPC service down with it.
         logger.warning("metrics endpoint not started", extra={"port": port, "error": str(exc)})
+        return None
+    return server
 
 
 _build_labels: dict[str, tuple[str, str, str, str, str]] = {}

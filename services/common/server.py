@@ -25,6 +25,7 @@ from services.common.config import (
     SettingError,
     TlsSettings,
     exit_on_setting_error,
+    host_port,
 )
 from services.common.interceptors import ServiceInterceptor
 from services.common.logs import configure_logging
@@ -105,7 +106,7 @@ class GrpcService:
     async def start(self, register: Callable[[aio.Server], None]) -> int:
         """Register servicers, bind and start; every service reports NOT_SERVING until ready."""
         register(self.server)
-        address = f"{self.settings.host}:{self.settings.port}"
+        address = host_port(self.settings.host, self.settings.port)
         if self.settings.tls.enabled:
             self.port = self.server.add_secure_port(address, server_credentials(self.settings.tls))
         else:
@@ -115,7 +116,7 @@ class GrpcService:
         logger.info(
             "listening",
             extra={
-                "address": f"{self.settings.host}:{self.port}",
+                "address": host_port(self.settings.host, self.port),
                 "tls": self.settings.tls.enabled,
             },
         )

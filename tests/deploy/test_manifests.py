@@ -437,7 +437,7 @@ class TestSettings:
     @pytest.mark.parametrize("app", APPS, ids=lambda app: app.name)
     def test_servers_listen_beyond_loopback(self, rendered: Rendered, app: App) -> None:
         # The server default is 127.0.0.1, which kubelet probes and Services cannot reach.
-        assert rendered.settings()[f"{app.env_prefix}HOST"] in ("0.0.0.0", "[::]")
+        assert rendered.settings()[f"{app.env_prefix}HOST"] in ("0.0.0.0", "::", "[::]")
 
     @pytest.mark.parametrize("app", APPS, ids=lambda app: app.name)
     def test_every_setting_is_one_the_service_accepts(self, rendered: Rendered, app: App) -> None:

@@ -15,6 +15,7 @@ from services.common.config import (
     ServerSettings,
     SettingError,
     TlsSettings,
+    host_port,
 )
 
 
@@ -119,6 +120,33 @@ class TestServerSettings:
         assert str(error.value) == (
             "V_MAX_CONCURRENT_RPCS='-1': expected an integer from 0 to 1000000"
         )
+
+    @pytest.mark.parametrize(
+        ("host", "port", "address"),
+        [
+            ("0.0.0.0", 50051, "0.0.0.0:50051"),
+            ("127.0.0.1", 0, "127.0.0.1:0"),
+            ("localhost", 9, "localhost:9"),
+            ("::", 50051, "[::]:50051"),
+            ("::1", 0, "[::1]:0"),
+            ("fd00::a", 50053, "[fd00::a]:50053"),
+        ],
+    )
+    def test_host_port_brackets_an_ipv6_host_for_grpc(
+        self, host: str, port: int, address: str
+    ) -> None:
+        # Unbracketed, gRPC reads ":::50051" as a name and fails: "address lookup failed".
+        assert host_port(host, port) == address
+
+    @pytest.mark.parametrize(
+        ("raw", "host"), [("::", "::"), ("[::]", "::"), ("0.0.0.0", "0.0.0.0")]
+    )
+    def test_the_host_is_held_bare_whichever_form_is_set(self, raw: str, host: str) -> None:
+        # The metrics server resolves the host as written, and "[::]" is no address to it.
+        settings = ServerSettings.from_env(
+            EnvReader("V_", {"V_HOST": raw}), default_port=1, default_metrics_port=2
+        )
+        assert settings.host == host
 
     def test_log_level_is_read_without_regard_to_case(self) -> None:
         settings = ServerSettings.from_env(
