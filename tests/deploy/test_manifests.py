@@ -817,6 +817,24 @@ class TestOpenAI:
         for other in ("retrieval", "validator", "redis"):
             assert not connection_allowed(policies, pod(openai, other), endpoint, 443), other
 
+    @pytest.mark.parametrize(
+        "address",
+        [
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "100.64.0.10",
+            "100.127.255.1",
+            "169.254.169.254",
+        ],
+    )
+    def test_openai_overlay_keeps_https_off_internal_addresses(
+        self, openai: Rendered, address: str
+    ) -> None:
+        # Private, CGNAT (in-cluster or VPC ranges on some clusters) and link-local (metadata).
+        policies = openai.of_kind("NetworkPolicy")
+        assert not connection_allowed(policies, pod(openai, "synthesis"), Endpoint(ip=address), 443)
+
     def test_no_target_carries_a_secret_literal(self, rendered: Rendered) -> None:
         assert rendered.of_kind("Secret") == []
         for config_map in rendered.of_kind("ConfigMap"):
