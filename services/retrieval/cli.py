@@ -9,7 +9,6 @@ Exit status: 0 with passages, 1 with none, 2 on an RPC error (bad input, server 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import textwrap
@@ -21,7 +20,7 @@ from grounded.retrieval.v1 import retrieval_service_pb2 as pb
 from grounded.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc
 from grounded.type.v1 import evidence_pb2
 
-from services.common.cli_errors import report_rpc_error, run_cli
+from services.common.cli_errors import print_json, report_rpc_error, run_cli, utf8_argument
 from services.common.language.text import counted
 
 
@@ -29,10 +28,18 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m services.retrieval.cli", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     search = sub.add_parser("search", help="retrieve evidence passages for a query")
-    search.add_argument("query")
+    search.add_argument("query", type=utf8_argument)
     search.add_argument("--top-k", type=int, default=0, help="passages (default: server's)")
-    search.add_argument("--act", action="append", default=[], help="act code (repeatable)")
-    search.add_argument("--doc-id", action="append", default=[], help="document id (repeatable)")
+    search.add_argument(
+        "--act", action="append", default=[], type=utf8_argument, help="act code (repeatable)"
+    )
+    search.add_argument(
+        "--doc-id",
+        action="append",
+        default=[],
+        type=utf8_argument,
+        help="document id (repeatable)",
+    )
     search.add_argument("--no-rerank", action="store_true", help="switch the rerank stage off")
     search.add_argument("--no-expansion", action="store_true", help="switch expansion off")
     search.add_argument("--json", action="store_true", help="print the full response as JSON")
@@ -91,7 +98,7 @@ def search(args: argparse.Namespace) -> int:
         except grpc.RpcError as err:
             return report_rpc_error(err)
     if args.json:
-        print(json.dumps(json_format.MessageToDict(response), indent=2, ensure_ascii=False))
+        print_json(json_format.MessageToDict(response))
     else:
         _print_human(response)
     return 0 if response.passages else 1

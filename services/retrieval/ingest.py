@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final, get_args
 
+from services.common.cli_errors import run_cli
 from services.common.errors import CorpusFormatError, IndexIntegrityError
 from services.common.logs import configure_logging
 from services.retrieval.corpus import FORMATS
@@ -150,4 +151,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli(main))

@@ -8,7 +8,6 @@ document IPC_420` prints a cited document whole, each passage with its id and of
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import textwrap
@@ -22,7 +21,7 @@ from grounded.synthesis.v1 import synthesis_service_pb2 as pb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as pb_grpc
 from grounded.type.v1 import validation_pb2
 
-from services.common.cli_errors import report_rpc_error, run_cli
+from services.common.cli_errors import print_json, report_rpc_error, run_cli, utf8_argument
 from services.common.language.text import counted
 
 _GENERATORS = {
@@ -48,12 +47,16 @@ def _parser() -> argparse.ArgumentParser:
         parents=[server],
         help="ask a question; exit 0 when answered and grounded, 1 otherwise",
     )
-    ask.add_argument("question")
+    ask.add_argument("question", type=utf8_argument)
     ask.add_argument(
         "--top-k", type=int, default=0, help="evidence passages to retrieve (default: server's)"
     )
     ask.add_argument(
-        "--act", action="append", default=[], help="restrict to an act code (repeatable)"
+        "--act",
+        action="append",
+        default=[],
+        type=utf8_argument,
+        help="restrict to an act code (repeatable)",
     )
     ask.add_argument("--json", action="store_true", help="print the full response as JSON")
     ask.add_argument("--verbose", action="store_true", help="add per-sentence coverage")
@@ -64,22 +67,26 @@ def _parser() -> argparse.ArgumentParser:
         "JSON event per line)",
     )
     ask.add_argument("--generator", choices=sorted(_GENERATORS), default="default")
-    ask.add_argument("--model", default="", help="model for --generator openai")
+    ask.add_argument("--model", default="", type=utf8_argument, help="model for --generator openai")
     document = sub.add_parser(
         "document",
         parents=[server],
         help="print a document whole (what citations point into); exit 0 when found, 2 if not",
     )
-    document.add_argument("doc_id", help="document id, e.g. IPC_420")
+    document.add_argument("doc_id", type=utf8_argument, help="document id, e.g. IPC_420")
     document.add_argument("--json", action="store_true", help="print the full response as JSON")
     documents = sub.add_parser(
         "documents",
         parents=[server],
         help="list the indexed documents a page at a time (ListDocuments)",
     )
-    documents.add_argument("--act", action="append", default=[], help="only this act (repeatable)")
+    documents.add_argument(
+        "--act", action="append", default=[], type=utf8_argument, help="only this act (repeatable)"
+    )
     documents.add_argument("--page-size", type=int, default=0, help="documents per page (50)")
-    documents.add_argument("--page-token", default="", help="continue from a previous page")
+    documents.add_argument(
+        "--page-token", default="", type=utf8_argument, help="continue from a previous page"
+    )
     documents.add_argument("--json", action="store_true", help="print the full response as JSON")
     return parser
 
@@ -108,7 +115,7 @@ def _print_document(response: pb.GetDocumentResponse) -> None:
 
 def _print_json(message: Message) -> None:
     """A response as protobuf's JSON mapping, indented."""
-    print(json.dumps(json_format.MessageToDict(message), indent=2, ensure_ascii=False))
+    print_json(json_format.MessageToDict(message))
 
 
 def _call(args: argparse.Namespace, method: str, request: Any) -> Any:
@@ -271,7 +278,7 @@ def _stream(
     try:
         for event in stub.StreamAnswer(request, timeout=args.timeout, metadata=metadata):
             if args.json:
-                print(json.dumps(json_format.MessageToDict(event), ensure_ascii=False), flush=True)
+                print_json(json_format.MessageToDict(event), indent=None, flush=True)
             kind = event.WhichOneof("event")
             if kind == "finished":
                 final = event.finished.response

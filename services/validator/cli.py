@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from services.common.cli_errors import run_cli
+from services.common.cli_errors import print_json, read_text, run_cli, source_name
 from services.common.config import SettingError
 from services.common.errors import InvalidInputError, ModelUnavailableError, Violations
 from services.common.judge_client import OpenAIJudge, build_judge, judge_band
@@ -41,11 +41,11 @@ class BadInputError(Exception):
 
 
 def _read(path: Path) -> str:
-    """A file's text; ``-`` is standard input."""
+    """A file's text; ``-`` is standard input. UTF-8, with or without a byte-order mark."""
     try:
-        return sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
+        return read_text(path)
     except (OSError, UnicodeDecodeError) as exc:
-        raise BadInputError(f"cannot read {path}: {exc}") from exc
+        raise BadInputError(f"cannot read {source_name(path)}: {exc}") from exc
 
 
 def load_chunks(path: Path) -> list[_Evidence]:
@@ -218,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The judge tier, as the service runs it (VALIDATOR_JUDGE_*), so the same judgement.
         report = asyncio.run(_judged(report, chunks, judge, config))
     if args.json:
-        print(json.dumps(report_to_dict(report), ensure_ascii=False, indent=2))
+        print_json(report_to_dict(report))
     else:
         print(render(report))
     return EXIT_ACCEPTED if report.accepted else EXIT_REJECTED
