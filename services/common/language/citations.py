@@ -4,14 +4,19 @@ and for synthesis, which resolves positional ones before validation.
 Accepted forms: ``[semantic_id]``, ``[A][B]``, ``[A, B]`` / ``[A; B]``, and numbered evidence
 ``[1]``, ``[1-3]``, ``[1,2]`` (1-based positions in the request's evidence list). An all-digit
 token (or digit range) that is exactly an evidence id is that id; otherwise it is a position.
+A cited id is compared with the evidence ids as written, then in NFC (an id typed with a
+decomposed accent names the same passage). Brackets and positions are ASCII: a citation written
+with look-alike brackets (``［1］``, ``【1】``) or another script's digits (``[１]``, ``[١]``,
+``[१]``) is malformed, its problem naming the character, never read as text.
 docs/VALIDATOR.md gives the full rules, including which bracketed text is not a citation.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 
@@ -36,6 +41,17 @@ class EvidenceIndex:
     # The kinds (``_word_kind``) of the ids that are plain words ("A", "alpha"): a bracketed
     # word of one of these kinds is a citation attempt here, not editorial text.
     word_kinds: frozenset[str] = frozenset()
+    # The ids not in NFC, by their NFC form (the first of a form): with the ids themselves,
+    # what a citation that matches no id as written is compared with once in NFC.
+    by_nfc: Mapping[str, str] = field(default_factory=dict)
+
+    def lookup(self, written: str) -> str | None:
+        """The evidence id ``written`` names, compared as written, then in NFC ("café_1" typed
+        with a combining accent names the passage "café_1"); None when it names none."""
+        if written in self.position:
+            return written
+        form = unicodedata.normalize("NFC", written)
+        return form if form in self.position else self.by_nfc.get(form)
 
     @classmethod
     def build(cls, evidence: Sequence[EvidenceLike]) -> EvidenceIndex:
@@ -58,6 +74,7 @@ class EvidenceIndex:
                 for i in position
                 if _ID_SHAPED_RE.fullmatch(i) and not _looks_like_id(i)
             ),
+            by_nfc=_by_nfc(position),
         )
 
 
@@ -91,8 +108,22 @@ _ID_SHAPED_RE = re.compile(r"\S+")
 _ID_SUFFIX_RE = re.compile(r".*_[0-9]+")
 _HAS_ID_CHAR_RE = re.compile(r"[0-9_]")
 _SEPARATOR_RE = re.compile(r"([,;])")
+# A pair of the look-alike brackets people and models write for citations: full-width (CJK
+# input) and lenticular. Read in ASCII they would be a citation; written so, they are malformed.
+_LOOKALIKE_PAIR_RE = re.compile(r"[［【]([^\[\]［］【】\n]*)[］】]")
+_FULL_WIDTH_FIRST, _FULL_WIDTH_LAST, _FULL_WIDTH_SHIFT = "\uff01", "\uff5e", 0xFEE0
 _ELLIPSES = frozenset({"...", "…", ". . ."})
 _MAX_CITATION_WORDS = 3
+
+
+def _by_nfc(ids: Iterable[str]) -> dict[str, str]:
+    """The ids that are not in NFC, by their NFC form; the first of a form wins."""
+    found: dict[str, str] = {}
+    for semantic_id in ids:
+        form = unicodedata.normalize("NFC", semantic_id)
+        if form != semantic_id:
+            found.setdefault(form, semantic_id)
+    return found
 
 
 def uncitable(semantic_id: str) -> str:
@@ -124,6 +155,8 @@ def scan(answer: str, index: EvidenceIndex) -> list[Citation]:
         citation = _classify(match.group(0), match.group(1), match.start(), index)
         if citation is not None:
             citations.append(citation)
+    if "［" in answer or "【" in answer:
+        citations.extend(_lookalikes(answer, paired, index))
     citations.extend(
         c
         for c in _unmatched(answer, paired)
@@ -148,8 +181,8 @@ def resolve_citations(answer: str, evidence: Sequence[EvidenceLike]) -> list[str
 def _classify(raw: str, content: str, start: int, index: EvidenceIndex) -> Citation | None:
     end = start + len(raw)
     whole = content.strip()
-    if whole in index.position:
-        return Citation(start, end, raw, ids=(whole,))
+    if (named := index.lookup(whole)) is not None:
+        return Citation(start, end, raw, ids=(named,))
     if not whole.strip(",; \t"):
         return Citation(start, end, raw, problem="empty citation")
     if whole in _ELLIPSES:
@@ -162,8 +195,10 @@ def _classify(raw: str, content: str, start: int, index: EvidenceIndex) -> Citat
     for part in _parts(content, index):
         if not part:
             problems.append("empty citation part")
-        elif part in index.position:
-            ids.append(part)
+        elif (named := index.lookup(part)) is not None:
+            ids.append(named)
+        elif problem := _not_ascii(part):
+            problems.append(problem)
         elif _DIGITS_RE.fullmatch(part):
             number = int(part)
             if 1 <= number <= len(index.ids):
@@ -203,6 +238,60 @@ def _classify(raw: str, content: str, start: int, index: EvidenceIndex) -> Citat
         return None
     problems.extend(f"'{p}' is not a citation" for p in prose)
     return Citation(start, end, raw, tuple(ids), tuple(invalid), "; ".join(problems), positional)
+
+
+def _ascii_form(text: str) -> str:
+    """``text`` with full-width ASCII (``［１］``) and every script's decimal digits (``١``,
+    ``१``) written as ASCII, one code point for one: offsets into it are offsets into ``text``."""
+    if text.isascii():
+        return text
+    return "".join(
+        chr(ord(c) - _FULL_WIDTH_SHIFT)
+        if _FULL_WIDTH_FIRST <= c <= _FULL_WIDTH_LAST
+        else str(unicodedata.decimal(c))
+        if c.isdecimal()
+        else c
+        for c in text
+    )
+
+
+def _misspelt(text: str, ascii_form: str) -> str:
+    """Why ``text`` cannot be a citation although ``ascii_form`` could: the characters named."""
+    changed = dict.fromkeys(c for c, a in zip(text, ascii_form, strict=True) if c != a)
+    named = ", ".join(f"'{c}' (U+{ord(c):04X} {unicodedata.name(c, '')})" for c in changed)
+    return f"written with {named}: a citation is written in ASCII brackets and digits, as {ascii_form!r}"
+
+
+def _not_ascii(part: str) -> str:
+    """Why a bracketed part is malformed ("" when it is not) because it is written with another
+    script's digits or full-width characters where ASCII would make it a citation attempt
+    (``[१]``, ``[１-３]``, ``[IPC_３７９_0]``, as ``[section 3]`` is one)."""
+    ascii_form = _ascii_form(part)
+    if ascii_form == part or not (
+        _looks_like_id(ascii_form)
+        or (_HAS_ID_CHAR_RE.search(ascii_form) and len(part.split()) <= _MAX_CITATION_WORDS)
+    ):
+        return ""
+    return _misspelt(part, ascii_form)
+
+
+def _lookalikes(
+    answer: str, paired: Sequence[tuple[int, int]], index: EvidenceIndex
+) -> list[Citation]:
+    """Citations written with look-alike brackets (``［1］``, ``【IPC_379_0】``): malformed, the
+    problem naming the characters, when the same text in ASCII would be a citation. A bracket
+    quoted from the evidence, or one that would be editorial text, stays text."""
+    found: list[Citation] = []
+    for match in _LOOKALIKE_PAIR_RE.finditer(answer):
+        raw = match.group(0)
+        if any(a <= match.start() < b for a, b in paired) or any(raw in t for t in index.texts):
+            continue
+        ascii_raw = _ascii_form(raw.replace("【", "[").replace("】", "]"))
+        if _classify(ascii_raw, ascii_raw[1:-1], match.start(), index) is not None:
+            found.append(
+                Citation(match.start(), match.end(), raw, problem=_misspelt(raw, ascii_raw))
+            )
+    return found
 
 
 def resolve_positions(text: str, ids: Sequence[str], texts: Sequence[str] = ()) -> str:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import unicodedata
+
+import pytest
+
 from services.common.language.citations import EvidenceIndex, scan
 from services.common.validation import Reason, Verdict
 from services.validator.engine import validate
@@ -81,3 +85,70 @@ class TestScan:
 
         assert citation.problem
         assert citation.ids == ()
+
+
+class TestCitationsInOtherScripts:
+    """Audit LOW-1 and LOW-3: a citation written with look-alike brackets or another script's
+    digits was read as text ("factual sentence without a citation"); an id typed in another
+    normalisation form named no evidence."""
+
+    EVIDENCE = (
+        chunk("IPC_379_0", "Whoever commits theft shall be punished with imprisonment."),
+        chunk("café_1", "Theft in a café is theft."),
+    )
+    SENTENCE = "Whoever commits theft shall be punished with imprisonment "
+
+    @pytest.mark.parametrize(
+        ("token", "named", "as_ascii"),
+        [
+            ("［1］", "U+FF3B FULLWIDTH LEFT SQUARE BRACKET", "'[1]'"),
+            ("【1】", "U+3010 LEFT BLACK LENTICULAR BRACKET", "'[1]'"),
+            ("[１]", "U+FF11 FULLWIDTH DIGIT ONE", "'1'"),
+            ("[١]", "U+0661 ARABIC-INDIC DIGIT ONE", "'1'"),
+            ("[१]", "U+0967 DEVANAGARI DIGIT ONE", "'1'"),
+            ("［IPC_379_0］", "U+FF3D FULLWIDTH RIGHT SQUARE BRACKET", "'[IPC_379_0]'"),
+            ("[IPC_３７９_0]", "U+FF13 FULLWIDTH DIGIT THREE", "'IPC_379_0'"),
+        ],
+    )
+    def test_a_citation_not_in_ascii_is_malformed_naming_the_character(
+        self, token: str, named: str, as_ascii: str
+    ) -> None:
+        prefix = "😀 " + self.SENTENCE  # offsets are code points, an astral one included
+        report = validate(prefix + token + ".", self.EVIDENCE)
+
+        assert report.verdict is Verdict.NOT_GROUNDED
+        assert report.reason is Reason.MALFORMED_CITATION
+        (malformed,) = report.malformed_citations
+        assert malformed.token == token
+        assert (prefix + token)[malformed.char_start : malformed.char_end] == token
+        assert named in malformed.problem and as_ascii in malformed.problem
+
+    def test_look_alike_brackets_that_are_no_citation_stay_text(self) -> None:
+        index = EvidenceIndex.build(self.EVIDENCE)
+
+        assert scan("Theft 【注】 is theft [1].", index)[0].ids == ("IPC_379_0",)
+        assert len(scan("Theft 【注】 [sic] is theft [1].", index)) == 1
+        quoted = EvidenceIndex.build([chunk("T_1", "Theft ［1］ as printed.")])
+        assert scan("Theft ［1］ as printed [T_1].", quoted)[0].ids == ("T_1",)
+        assert len(scan("Theft ［1］ as printed [T_1].", quoted)) == 1
+
+    def test_an_id_in_another_normalisation_form_names_the_passage(self) -> None:
+        nfd = unicodedata.normalize("NFD", "café_1")
+        index = EvidenceIndex.build(self.EVIDENCE)
+
+        (citation,) = scan(f"Theft in a café is theft [{nfd}].", index)
+        assert citation.ids == ("café_1",) and not citation.invalid
+        report = validate(f"Theft in a café is theft [{nfd}].", self.EVIDENCE)
+        assert report.invalid_citations == () and report.cited_ids == ("café_1",)
+        # and the other way round: the evidence id decomposed, the citation composed
+        decomposed = [chunk(nfd, "Theft in a café is theft.")]
+        assert scan("Theft in a café is theft [café_1].", EvidenceIndex.build(decomposed))[
+            0
+        ].ids == (nfd,)
+
+    def test_an_exact_id_wins_over_one_equal_in_nfc(self) -> None:
+        nfd = unicodedata.normalize("NFD", "café_1")
+        index = EvidenceIndex.build([chunk(nfd, "a"), chunk("café_1", "b")])
+
+        assert scan("A [café_1].", index)[0].ids == ("café_1",)
+        assert scan(f"A [{nfd}].", index)[0].ids == (nfd,)
