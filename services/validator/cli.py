@@ -16,7 +16,7 @@ from services.common.cli_errors import print_json, read_text, run_cli, source_na
 from services.common.config import SettingError
 from services.common.errors import InvalidInputError, ModelUnavailableError, Violations
 from services.common.judge_client import OpenAIJudge, build_judge, judge_band
-from services.common.language.markup import visible
+from services.common.language.markup import clip, visible
 from services.common.validation import ValidationReport
 from services.validator import cascade
 from services.validator.config import ValidatorConfig
@@ -255,8 +255,7 @@ def _plain(value: Any) -> Any:
 
 
 def _shorten(text: str, width: int = 80) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    return clip(" ".join(text.split()), width)
 
 
 if __name__ == "__main__":

@@ -164,9 +164,38 @@ def unsafe(text: str, evidence: Iterable[str]) -> list[str]:
     pieces += _markdown_links(text) if "[" in text else []
     for piece in pieces:
         if not in_evidence(piece):
-            quoted = piece if len(piece) <= 60 else piece[:59] + "…"
+            quoted = clip(piece, 60)
             found[repr(quoted)] = None
     return list(found)
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` whole when it has at most ``limit`` code points, else its start and "…" within
+    them, for quoting in a message. The cut never falls inside a character as a reader sees it
+    (a letter and its combining marks, an emoji sequence): "đế" written decomposed, cut after
+    its "e", would show "đe", another word."""
+    if len(text) <= limit:
+        return text
+    cut = limit - 1
+    while cut > 0 and _continues(text, cut):
+        cut -= 1
+    return text[: cut or limit - 1].rstrip() + "…"
+
+
+def _continues(text: str, i: int) -> bool:
+    """True when ``text[i]`` belongs to the same character as a reader sees it as ``text[i-1]``:
+    a combining mark, a joiner or what a joiner joins, a variation selector, an emoji modifier
+    or tag."""
+    ch = text[i]
+    code = ord(ch)
+    return (
+        unicodedata.category(ch) in ("Mn", "Mc", "Me")
+        or ch in _JOINERS
+        or text[i - 1] == "\u200d"
+        or _is_selector(ch)
+        or 0x1F3FB <= code <= 0x1F3FF  # skin tone modifiers
+        or 0xE0020 <= code <= 0xE007F  # emoji tag characters
+    )
 
 
 def visible(text: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from services.common.language.links import links
-from services.common.language.markup import unsafe, visible
+from services.common.language.markup import clip, unsafe, visible
 
 EVIDENCE = ["Whoever commits theft shall be punished. See https://indiacode.nic.in/ipc."]
 
@@ -101,3 +101,24 @@ def test_the_reviewers_ways_round_are_closed(text: str, named: str) -> None:
     """A review of the first version got hidden text past it: character references a renderer
     decodes, joiner runs carrying bytes, variation selectors, a comment left open."""
     assert named in unsafe(text, EVIDENCE)
+
+
+@pytest.mark.parametrize(
+    ("text", "limit", "clipped"),
+    [
+        ("short", 10, "short"),
+        ("theft of movable property", 10, "theft of…"),
+        # Vietnamese written decomposed: "đê" + U+0301 is "đế"; a cut after "ê" showed "đê".
+        ("phạt tù đe\u0302\u0301n", 11, "phạt tù đ…"),
+        ("ab đe\u0302\u0301", 6, "ab đ…"),
+        ("ab đe\u0302\u0301", 7, "ab đe\u0302\u0301"),
+        # An emoji family (ZWJ sequence) and a skin tone stay whole or go whole.
+        ("ok 👨\u200d👩\u200d👧 x", 6, "ok…"),
+        ("ok 👍\U0001f3fd x", 5, "ok…"),
+        # A text that is one character, or marks only, is cut as before.
+        ("e" + "\u0301" * 20, 5, "e\u0301\u0301\u0301…"),
+    ],
+)
+def test_clip_never_cuts_inside_a_character(text: str, limit: int, clipped: str) -> None:
+    assert clip(text, limit) == clipped
+    assert len(clip(text, limit)) <= max(limit, len(text))
