@@ -1,9 +1,11 @@
 """The stack ``make run`` leaves running (Redis + the three services on fixed ports), by PID file.
 
 ``up`` is idempotent: a component whose PID is alive is left alone. It returns once every service
-is SERVING and one SynthesizeAnswer has gone through end to end. ``down`` stops what ``up``
-started. Logs go to var/run/logs/. Settings come from the environment (``RETRIEVAL_PORT``, ...),
-as for the services themselves.
+is SERVING and one SynthesizeAnswer has gone through end to end. A service that exits during
+start-up is reported at once with its log's last line (a configuration error names the setting),
+and what this ``up`` started is stopped again. ``down`` stops what ``up`` started. Logs go to
+var/run/logs/. Settings come from the environment (``RETRIEVAL_PORT``, ...), as for the services
+themselves.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 import grpc
 
@@ -23,6 +26,7 @@ from stack.wiring import (
     OFFLINE_ENV,
     SERVICES,
     StackError,
+    last_line,
     loopback,
     redis_argv,
     service_env,
@@ -58,10 +62,17 @@ def _log(name: str) -> Path:
     return LOG_DIR / f"{name}.log"
 
 
-def _spawn(name: str, argv: list[str], env: dict[str, str]) -> None:
+def _exited(proc: subprocess.Popen[bytes]) -> Callable[[], bool]:
+    """Whether a process this command started has exited. Its handle, not ``kill(pid, 0)``: a
+    child that has exited stays a zombie until it is reaped, and ``kill`` still finds that."""
+    return lambda: proc.poll() is not None
+
+
+def _spawn(name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes] | None:
+    """Start ``name`` unless its PID file names a live process; the new process, or None."""
     if pid := _pid_alive(name):
         print(f"{name}: already running (pid {pid})")
-        return
+        return None
     # A new session: the process outlives this command and make's terminal. The child has its
     # own copy of the log's descriptor, so this process closes its one.
     with _log(name).open("ab") as log:
@@ -75,6 +86,35 @@ def _spawn(name: str, argv: list[str], env: dict[str, str]) -> None:
         )
     (RUN_DIR / f"{name}.pid").write_text(str(proc.pid))
     print(f"{name}: started (pid {proc.pid}), log {_log(name)}")
+    return proc
+
+
+def _service_argv(name: str) -> list[str]:
+    return [sys.executable, "-m", f"services.{name}"]
+
+
+def _stop_started(started: dict[str, subprocess.Popen[bytes]]) -> None:
+    """Stop what this ``up`` started, callers first, and drop their PID files."""
+    for name in [*reversed(SERVICES), "redis"]:
+        proc = started.get(name)
+        if proc is None:
+            continue
+        if proc.poll() is None:
+            terminate(proc.pid, exited=_exited(proc), timeout_s=15.0)
+        (RUN_DIR / f"{name}.pid").unlink(missing_ok=True)
+
+
+def _fail(error: str, started: dict[str, subprocess.Popen[bytes]], code: int) -> NoReturn:
+    """Stop what this ``up`` started, say what is left from before, exit ``code``."""
+    _stop_started(started)
+    message = error
+    if started:
+        message += f"\nstack: stopped what this start had started ({', '.join(started)})"
+    before = [name for name in ["redis", *SERVICES] if name not in started and _pid_alive(name)]
+    if before:
+        message += f"\nstack: still running from before: {', '.join(before)} (stop with: make stop)"
+    print(message, file=sys.stderr)
+    sys.exit(code)
 
 
 def _port(name: str) -> int:
@@ -96,7 +136,9 @@ def up(index_dir: str, timeout_s: float) -> None:
     redis_url = os.environ.get("RETRIEVAL_REDIS_URL", f"redis://127.0.0.1:{redis_port}/0")
     redis_dir = RUN_DIR / "redis"
     redis_dir.mkdir(exist_ok=True)
-    _spawn("redis", redis_argv(redis_port, redis_dir.resolve()), base_env)
+    started: dict[str, subprocess.Popen[bytes]] = {}
+    if proc := _spawn("redis", redis_argv(redis_port, redis_dir.resolve()), base_env):
+        started["redis"] = proc
     for name in SERVICES:
         env = service_env(
             name,
@@ -107,20 +149,28 @@ def up(index_dir: str, timeout_s: float) -> None:
             retrieval_addr=os.environ.get("SYNTHESIS_RETRIEVAL_ADDR", loopback(ports["retrieval"])),
             validator_addr=os.environ.get("SYNTHESIS_VALIDATOR_ADDR", loopback(ports["validator"])),
         )
-        _spawn(name, [sys.executable, "-m", f"services.{name}"], {**base_env, **env})
-    try:
-        for name in SERVICES:
-            address = loopback(ports[name])
+        if proc := _spawn(name, _service_argv(name), {**base_env, **env}):
+            started[name] = proc
+    for name in SERVICES:
+        address = loopback(ports[name])
+        proc = started.get(name)
+        try:
             wait_serving(
                 name,
                 address,
                 timeout_s,
-                exited=_gone(name),
+                exited=_exited(proc) if proc else _gone(name),
                 log=_log(name),
             )
-            print(f"{name}: SERVING on {address}")
-    except StackError as error:
-        sys.exit(str(error))
+        except StackError as error:
+            # A service's configuration error exits 2; so does this command then.
+            returncode = proc.poll() if proc else None
+            _fail(str(error), started, 2 if returncode == 2 else 1)
+        print(f"{name}: SERVING on {address}")
+    redis = started.get("redis")
+    if redis is not None and redis.poll() is not None:
+        log = _log("redis")
+        _fail(f"redis exited during start-up{last_line(log)}; see {log}", started, 1)
     _wait_answering(timeout_s)
 
 
@@ -146,7 +196,10 @@ def _wait_answering(timeout_s: float) -> None:
             except grpc.RpcError as error:
                 last = f"{error.code().name}: {error.details()}"
             time.sleep(0.5)
-    sys.exit(f"the stack did not answer within {timeout_s:.0f}s (last error {last}); see {LOG_DIR}")
+    sys.exit(
+        f"the stack did not answer within {timeout_s:.0f}s (last error {last}); see {LOG_DIR};"
+        " stop it with: make stop"
+    )
 
 
 def down() -> None:

@@ -142,7 +142,7 @@ def wait_serving(
         stub = health_pb2_grpc.HealthStub(channel)
         while time.monotonic() < deadline:
             if exited():
-                raise StackError(f"{service} exited during start-up{_last_line(log)}; see {log}")
+                raise StackError(f"{service} exited during start-up{last_line(log)}; see {log}")
             try:
                 if stub.Check(request, timeout=1).status == health_pb2.HealthCheckResponse.SERVING:
                     return
@@ -152,7 +152,7 @@ def wait_serving(
     raise StackError(f"{service} did not report SERVING within {timeout_s:.0f}s; see {log}")
 
 
-def _last_line(log: Path) -> str:
+def last_line(log: Path) -> str:
     """``: <the log's last line>`` (a service's start-up error is its last words), or ""."""
     try:
         lines = log.read_text(errors="replace").strip().splitlines()
