@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -39,6 +40,8 @@ LOG_DIR = RUN_DIR / "logs"
 # The Redis make run starts (a port of its own, so it never meets a Redis already running).
 REDIS_PORT_DEFAULT = 6399
 DEFAULT_PORTS = {"retrieval": 50051, "synthesis": 50052, "validator": 50053}
+# The services' own defaults (services/*/config.py); 0 or below: no /metrics.
+DEFAULT_METRICS_PORTS = {"retrieval": 9091, "synthesis": 9092, "validator": 9093}
 
 
 def _pid_alive(name: str) -> int | None:
@@ -126,10 +129,60 @@ def _redis_port() -> int:
     return EnvReader("").int("REDIS_PORT", REDIS_PORT_DEFAULT, minimum=1, maximum=65535)
 
 
+def _in_use(host: str, port: int) -> bool:
+    """Whether ``port`` on ``host`` cannot be bound now (a listener, or any socket bound there).
+
+    SO_REUSEADDR, as the servers set it, so a connection of an earlier run still in TIME_WAIT is
+    not taken for a port in use."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def _ports_in_use(redis_port: int, ports: dict[str, int]) -> list[str]:
+    """The ports this ``up`` would start something on that are taken, each with its setting.
+
+    A component already running from this RUN_DIR is skipped (the port is its own). Without
+    this check a second stack (another checkout, another RUN_DIR) reported SERVING: its processes
+    died on "Address already in use" while the first stack answered its health checks. Metrics
+    ports count too: the services run on without /metrics, and a scrape would reach the other
+    stack's."""
+    busy: list[str] = []
+    if _pid_alive("redis") is None and _in_use("127.0.0.1", redis_port):
+        busy.append(f"redis port {redis_port} (REDIS_PORT)")
+    for name in SERVICES:
+        if _pid_alive(name) is not None:
+            continue
+        env = EnvReader(f"{name.upper()}_")
+        host = env.str("HOST", "127.0.0.1")
+        if _in_use(host, ports[name]):
+            busy.append(f"{name} port {ports[name]} ({name.upper()}_PORT)")
+        metrics = env.int("METRICS_PORT", DEFAULT_METRICS_PORTS[name], minimum=-1, maximum=65535)
+        if metrics > 0 and _in_use(host, metrics):
+            busy.append(
+                f"{name} metrics port {metrics} ({name.upper()}_METRICS_PORT; 0 turns /metrics off)"
+            )
+    return busy
+
+
 def up(index_dir: str, timeout_s: float) -> None:
     # Read every port first: a bad one stops here, before anything is started.
     redis_port = _redis_port()
     ports = {name: _port(name) for name in SERVICES}
+    if busy := _ports_in_use(redis_port, ports):
+        lines = "".join(f"\n  {line}" for line in busy)
+        print(
+            f"stack: not started, in use by another process:{lines}\n"
+            "another stack (another checkout or RUN_DIR)? run make stop there, or set the"
+            " settings named above to free ports",
+            file=sys.stderr,
+        )
+        sys.exit(2)
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     # The environment wins, as it would for a service started by hand.
     base_env = {**OFFLINE_ENV, **os.environ}

@@ -1,8 +1,9 @@
-"""python -m stack up: a service that exits at start-up is reported at once, with its last words."""
+"""python -m stack up: a service that exits at start-up is reported at once; taken ports start nothing."""
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -28,6 +29,7 @@ def run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("REDIS_PORT", str(wiring.free_port()))
     for name in wiring.SERVICES:
         monkeypatch.setenv(f"{name.upper()}_PORT", str(wiring.free_port()))
+        monkeypatch.setenv(f"{name.upper()}_METRICS_PORT", "0")
     # Redis and the services that start fine sleep; the validator (checked first) exits at once.
     monkeypatch.setattr(background, "redis_argv", lambda port, data_dir: SLEEP)
     monkeypatch.setattr(
@@ -86,3 +88,38 @@ def test_the_processes_started_are_stopped_after_a_failed_start(
         background.up(str(run_dir / "index"), timeout_s=20.0)
     assert len(spawned) == 4
     assert not [pid for pid in spawned if _alive(pid)]
+
+
+@pytest.mark.parametrize("setting", ["REDIS_PORT", "SYNTHESIS_PORT", "VALIDATOR_METRICS_PORT"])
+def test_a_port_in_use_stops_the_start_before_anything_is_started(
+    run_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    setting: str,
+) -> None:
+    # Another stack's process, or anything else: a socket bound on the port, not even listening.
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        port = held.getsockname()[1]
+        monkeypatch.setenv(setting, str(port))
+        with pytest.raises(SystemExit) as exit_info:
+            background.up(str(run_dir / "index"), timeout_s=20.0)
+
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"port {port} ({setting}" in err
+    assert "make stop" in err
+    assert not list(run_dir.glob("*.pid"))
+    assert not (run_dir / "logs").exists()
+
+
+def test_a_component_already_running_from_this_run_dir_keeps_its_port(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # make run again while the stack is up: its own ports are in use, and that is no error.
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        port = held.getsockname()[1]
+        monkeypatch.setenv("REDIS_PORT", str(port))
+        (run_dir / "redis.pid").write_text(str(os.getpid()))
+        assert background._ports_in_use(port, {name: 0 for name in wiring.SERVICES}) == []
