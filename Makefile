@@ -22,9 +22,12 @@ export TOKENIZERS_PARALLELISM := false
 help: ## List targets.
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-18s %s\n", $$1, $$2}'
 
+# pip -qq: errors only (a failed install still says why and fails). Each package is looked up in
+# both local indexes and is missing from one; with -q pip warned "Location 'file:///opt/...' is
+# ignored" about 258 times on a first install.
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON_BOOT) -m venv $(VENV)
-	$(PY) -m pip install --quiet --require-hashes --no-deps -r requirements.lock
+	$(PY) -m pip install -qq --require-hashes --no-deps -r requirements.lock
 	# The repo root and the generated stubs are importable from the venv (no editable build needed).
 	$(PY) scripts/link_venv.py $(GEN)
 	touch $@
@@ -220,7 +223,7 @@ test: install node_modules/.bin/buf ## Install what is needed and run the whole 
 	$(PY) -m pytest -q -p no:cacheprovider
 
 .PHONY: unit
-unit: install ## The fast inner loop: unit tests only (pure domain code and the shipped model), ~15 s.
+unit: install ## The fast inner loop: unit tests only (pure domain code and the shipped model), about a minute on 2 cores.
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit -m "not slow"
 
 .PHONY: clean
