@@ -378,11 +378,15 @@ class TestIngestCli:
     ) -> None:
         argv = ["--out", str(tmp_path / "idx"), "--quiet", str(corpus)]
         assert ingest.main(argv) == 0
-        assert capsys.readouterr().out.startswith(
-            f"built {tmp_path / 'idx'}: 3 documents, 6 chunks"
-        )
+        built = capsys.readouterr().out
+        assert built.startswith(f"built {tmp_path / 'idx'}: 3 documents, 6 chunks")
+        assert "chunks/s; model load" in built
         assert ingest.main(argv) == 0
-        assert capsys.readouterr().out.startswith("reused")
+        reused = capsys.readouterr().out
+        assert reused.startswith("reused")
+        # Nothing was embedded: no rate (it was chunks over the check's time, "267730 chunks/s").
+        assert "chunks/s" not in reused
+        assert "(model load " in reused
         assert ingest.main([*argv, "--force-rebuild", "--context", "0"]) == 0
         assert load(tmp_path / "idx", fake_model).manifest.chunking["context"] == 0
 
