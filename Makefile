@@ -68,12 +68,13 @@ $(INDEX_DIR)/manifest.json: $(PROTO_STAMP) $(INDEX_INPUTS)
 .PHONY: index
 index: $(INDEX_DIR)/manifest.json ## Build the FAISS index of the bundled IPC corpus (reused when unchanged).
 
-QUESTION ?= What is the punishment for cheating under section 420?
+# make run's demo question (QUESTION=... asks another); make ask has no default and wants one.
+DEMO_QUESTION := What is the punishment for cheating under section 420?
 
 .PHONY: run
 run: install index ## Install, build the index, start Redis + the three services, show a cited answer.
 	$(PY) -m stack up --index-dir $(INDEX_DIR)
-	$(PY) -m services.synthesis.cli ask "$(QUESTION)"
+	$(PY) -m services.synthesis.cli ask "$(or $(QUESTION),$(DEMO_QUESTION))"
 	@echo
 	@echo "Read a cited section whole (GetDocument): $(PY) -m services.synthesis.cli document IPC_420"
 	@echo "Services keep running in the background (logs in $(RUN_DIR)/logs). Stop them with: make stop"
@@ -84,6 +85,7 @@ stop: ## Stop the services and Redis started by make run.
 
 .PHONY: ask
 ask: ## Ask the running stack a question: make ask QUESTION="..."
+	@if [ -z "$(strip $(QUESTION))" ]; then echo 'usage: make ask QUESTION="What is theft?"' >&2; exit 2; fi
 	$(PY) -m services.synthesis.cli ask "$(QUESTION)"
 
 # ---------------------------------------------------------------------------- measurement
