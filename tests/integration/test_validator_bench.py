@@ -64,3 +64,44 @@ class TestValidatorModelHarness:
         # Fewer repeats, a wider interval: what a single short run can and cannot settle.
         short_low, short_high = p95_interval(samples[:20])
         assert short_high - short_low > high - low
+
+
+class TestFreshAdversarialHarness:
+    def test_fresh_set_reports_headline_figures_only(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        # Never a category, reason or case: the fresh set stays never tuned only unread.
+        from bench import fresh_adversarial
+
+        premise = (
+            "Whoever commits theft shall be punished with imprisonment of either description "
+            "for a term which may extend to three years, or with fine, or with both."
+        )
+        rows = [
+            ("fadv-001", "Theft can be punished with up to three years in prison, a fine, or both.",
+             "paraphrase", "paraphrase_plain"),
+            ("fadv-002", "Theft always carries at least three years of imprisonment.",
+             "contradiction", "bound_direction"),
+        ]  # fmt: skip
+        data = tmp_path / "pairs.jsonl"
+        data.write_text(
+            "".join(
+                json.dumps(
+                    {"id": i, "section": "IPC_379", "premise": premise, "claim": claim,
+                     "label": label, "category": category, "note": "test"}
+                ) + "\n"
+                for i, claim, label, category in rows
+            ),
+            encoding="utf-8",
+        )  # fmt: skip
+        out = tmp_path / "fresh.json"
+
+        assert fresh_adversarial.main(["--data", str(data), "--out", str(out)]) == 0
+
+        report = json.loads(out.read_text())
+        assert (report["pairs"], report["sections"]) == (2, 1)
+        assert report["contradiction"]["n"] == report["paraphrase"]["n"] == 1
+        assert report["command"].startswith("python -m bench.fresh_adversarial")
+        printed = capsys.readouterr().out + out.read_text()
+        for unread in ("bound_direction", "paraphrase_plain", "fadv-00", "reason", "categories"):
+            assert unread not in printed
