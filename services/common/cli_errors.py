@@ -92,10 +92,25 @@ def print_json(data: object, *, indent: int | None = 2, flush: bool = False) -> 
     print(json.dumps(data, indent=indent, ensure_ascii=not wide), flush=flush)
 
 
+# What grpc-core says when nothing listens at the address (not a service's own UNAVAILABLE,
+# which names the dependency that failed).
+_NOTHING_LISTENS = ("failed to connect to all addresses", "connection refused")
+
+
 def report_rpc_error(err: grpc.RpcError) -> int:
-    """Print ``err`` (code, message, field violations ...) on stderr; return the exit status."""
-    print(f"error: {err.code().name}: {err.details()}", file=sys.stderr)
+    """Print ``err`` (code, message, field violations ...) on stderr; return the exit status.
+    When nothing answers at the address, say what to do: the stack is most likely not running."""
+    details = err.details() or ""
+    print(f"error: {err.code().name}: {details}", file=sys.stderr)
     status = rpc_status.from_call(err)
     for detail in status.details if status else ():
         print(f"  {detail.TypeName()}: {json_format.MessageToJson(detail)}", file=sys.stderr)
+    if err.code() == grpc.StatusCode.UNAVAILABLE and any(
+        cue in details.lower() for cue in _NOTHING_LISTENS
+    ):
+        print(
+            "hint: nothing answers at that address: is the stack running? Start it with "
+            "`make run` (or point --address at a running service)",
+            file=sys.stderr,
+        )
     return EXIT_RPC_ERROR

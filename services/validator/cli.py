@@ -81,6 +81,11 @@ def load_ask_response(path: Path) -> tuple[str, list[_Evidence]]:
     try:
         response = json.loads(_read(path))
     except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":  # one JSON document per line: a stream's events
+            raise BadInputError(
+                f"{path} holds several JSON documents, one per line: the output of "
+                "`ask --stream --json`? Validate the output of `ask --json` (one response)"
+            ) from exc
         raise BadInputError(f"{path} is not JSON: {exc}") from exc
     if not isinstance(response, dict) or not isinstance(response.get("answer"), str):
         raise BadInputError(f"{path}: expected the JSON of `ask --json` (with 'answer')")

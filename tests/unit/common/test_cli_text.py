@@ -12,10 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 from grounded.synthesis.v1 import synthesis_service_pb2 as pb
 
-from services.common.cli_errors import EXIT_USAGE, run_cli
+from services.common.cli_errors import EXIT_USAGE, report_rpc_error, run_cli
 from services.retrieval import cli as retrieval_cli
 from services.synthesis import cli as synthesis_cli
 from services.validator import cli as validator_cli
@@ -247,3 +248,38 @@ class TestValidatorInput:
         raw = _narrow_stdout(monkeypatch)
         run_cli(lambda: validator_cli.main([*argv, "--no-entailment", "--json"]))
         assert "\u201ctheft\u201d" in json.loads(_out(raw))["sentences"][0]["text"]
+
+
+class TestNothingListens:
+    """`make stop; make ask ...` printed only "UNAVAILABLE: failed to connect ..."."""
+
+    class _Err(grpc.RpcError):
+        def __init__(self, code: grpc.StatusCode, details: str) -> None:
+            self._code, self._details = code, details
+
+        def code(self) -> grpc.StatusCode:
+            return self._code
+
+        def details(self) -> str:
+            return self._details
+
+        def trailing_metadata(self) -> tuple[()]:
+            return ()
+
+    def test_nothing_listening_says_to_start_the_stack(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        err = self._Err(
+            grpc.StatusCode.UNAVAILABLE,
+            "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:50052: "
+            "Failed to connect to remote host: Connection refused",
+        )
+        assert report_rpc_error(err) == 2
+        assert "is the stack running? Start it with `make run`" in capsys.readouterr().err
+
+    def test_a_services_own_unavailable_gets_no_such_hint(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        err = self._Err(grpc.StatusCode.UNAVAILABLE, "retrieval: UNAVAILABLE: <address> is down")
+        report_rpc_error(err)
+        assert "hint" not in capsys.readouterr().err

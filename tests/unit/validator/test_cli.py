@@ -93,6 +93,17 @@ class TestCli:
         assert run(tmp_path, GROUNDED, chunks) == EXIT_BAD_INPUT == 2
         assert capsys.readouterr().err.startswith("error:")
 
+    def test_main_says_a_stream_is_not_an_ask_response(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        # `ask --stream --json | validate --from-ask -` failed with "Extra data: line 2 ...".
+        stream = tmp_path / "stream.jsonl"
+        stream.write_text('{"sentence": {}}\n{"final": {}}\n', encoding="utf-8")
+
+        assert main(["--from-ask", str(stream)]) == EXIT_BAD_INPUT
+        err = capsys.readouterr().err
+        assert "ask --stream --json" in err and "ask --json" in err
+
     @pytest.mark.parametrize(
         ("name", "value"),
         [("VALIDATOR_MODEL_THREADS", "abc"), ("VALIDATOR_JUDGE_BAND_LOW", "0.95")],
