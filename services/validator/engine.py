@@ -709,9 +709,9 @@ _QUOTED_NUMBER_CHARS: Final = 40
 
 
 def _describe_number(claim_text: str, mismatch: Mismatch) -> str:
-    text = claim_text[mismatch.quantity.start : mismatch.quantity.end]
-    if len(text) > _QUOTED_NUMBER_CHARS:
-        text = text[: _QUOTED_NUMBER_CHARS - 1] + "…"
+    text = markup.clip(
+        claim_text[mismatch.quantity.start : mismatch.quantity.end], _QUOTED_NUMBER_CHARS
+    )
     said = repr(text)
     if mismatch.instead is None:
         return f"{said} is not in the cited evidence"
@@ -853,9 +853,7 @@ def _why(
         None,
     )
     if first is not None:
-        text = markup.visible(" ".join(first.text.split()))
-        if len(text) > _QUOTED_CHARS:
-            text = text[: _QUOTED_CHARS - 1].rstrip() + "…"
+        text = markup.clip(markup.visible(" ".join(first.text.split())), _QUOTED_CHARS)
         said = first.detail or failing.value
         return f'sentence {first.index} ("{text}"): {said}'
     exempt = sum(r.verdict is SentenceVerdict.EXEMPT for r in reports)

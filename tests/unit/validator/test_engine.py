@@ -931,3 +931,15 @@ class TestUnsafeText:
     def test_a_bare_email_address_is_a_link_the_evidence_must_hold(self) -> None:
         report = check(f"{THEFT}, write to help@evil.example [IPC_379_0].")
         assert report.reason is Reason.LINK_MISMATCH
+
+
+class TestQuotedCut:
+    def test_a_long_sentence_is_quoted_cut_on_a_character_boundary(self) -> None:
+        # "đế" written decomposed (d-stroke, e, circumflex, acute): cutting the quote between
+        # its marks showed "đê", another word (audit LOW-3; markup.clip).
+        from services.validator.engine import _QUOTED_CHARS
+
+        pad = "x" * (_QUOTED_CHARS - 5)  # the old cut fell between the circumflex and the acute
+        report = check(f"{pad} \u0111e\u0302\u0301 zebra quokka wombat [IPC_420_0].")
+
+        assert report.detail.startswith(f'sentence 0 ("{pad} \u0111…"): ')
