@@ -42,6 +42,8 @@ class Reason(enum.Enum):
     MODALITY_MISMATCH = "MODALITY_MISMATCH"
     LINK_MISMATCH = "LINK_MISMATCH"
     UNSAFE_TEXT = "UNSAFE_TEXT"
+    # Mostly in a script the rules and model do not read (language/script.py): not verified.
+    UNREADABLE_SCRIPT = "UNREADABLE_SCRIPT"
     CONTRADICTED = "CONTRADICTED"
     NOT_ENTAILED = "NOT_ENTAILED"
     REFUSAL_IN_ANSWER = "REFUSAL_IN_ANSWER"
@@ -77,6 +79,7 @@ TIER_OF_REASON: dict[Reason, Tier] = {
     Reason.REFUSAL_IN_ANSWER: Tier.CITATIONS,
     Reason.EMPTY_ANSWER: Tier.CITATIONS,
     Reason.LOW_COVERAGE: Tier.COVERAGE,
+    Reason.UNREADABLE_SCRIPT: Tier.COVERAGE,
     Reason.NUMBER_MISMATCH: Tier.NUMBERS,
     Reason.LINK_MISMATCH: Tier.NUMBERS,
     Reason.UNSAFE_TEXT: Tier.CITATIONS,

@@ -136,6 +136,7 @@ def unrelated_to_evidence(decision: SufficiencyDecision) -> bool:
 # ``QUESTION_HAS_KEY_TERMS``) asks about nothing a passage could answer, whatever a model scores.
 STRUCTURAL: frozenset[Requirement] = frozenset(
     {
+        Requirement.QUESTION_READABLE,
         Requirement.EVIDENCE_PRESENT,
         Requirement.QUESTION_HAS_KEY_TERMS,
         Requirement.SECTION_MATCH,

@@ -17,6 +17,7 @@ from services.common.language.key_terms import (
 )
 from services.common.language.lay_terms import alternatives
 from services.common.language.references import normalise_section
+from services.common.language.script import unreadable_script
 from services.common.language.text import stem
 from services.common.language.text import words as text_words
 
@@ -134,6 +135,8 @@ def has_intent_language(intent: Intent, text: str, key_terms: KeyTerms | None = 
 class Requirement(enum.Enum):
     """One sufficiency requirement; a refusal names the first one that failed."""
 
+    # The question is mostly in a script the models and rules read (language/script.py).
+    QUESTION_READABLE = "QUESTION_READABLE"
     EVIDENCE_PRESENT = "EVIDENCE_PRESENT"
     QUESTION_HAS_KEY_TERMS = "QUESTION_HAS_KEY_TERMS"
     MIN_SCORE = "MIN_SCORE"
@@ -160,6 +163,10 @@ _INTENT_REQUIREMENT: dict[Intent, Requirement] = {
 }
 
 _DESCRIPTIONS: dict[Requirement, str] = {
+    Requirement.QUESTION_READABLE: (
+        "the question is written mostly in a script other than Latin, which the models and "
+        "rules do not read"
+    ),
     Requirement.EVIDENCE_PRESENT: "retrieval returned no evidence",
     Requirement.QUESTION_HAS_KEY_TERMS: "the question names nothing the evidence could match",
     Requirement.MIN_SCORE: "no evidence reached the minimum relevance score",
@@ -256,7 +263,9 @@ def assess_sufficiency(
 
     ``key_terms`` are ``question``'s when the caller has them already (``QuestionAnalysis``).
 
-    1. there is evidence; 2. the question has key terms; 3. some chunk reaches ``min_score``;
+    0. the question is in a script the models and rules read (``script.unreadable_script``:
+    an Urdu or Hindi question is refused, never matched letter by letter); 1. there is
+    evidence; 2. the question has key terms; 3. some chunk reaches ``min_score``;
     4. if the question names sections, some such chunk is from one of them; 5. some such chunk
     holds ``required_hits`` of the key terms (it is *relevant*); 6. some relevant chunk carries
     the intent's language (definitional, penalty, procedural, scope; none for general
@@ -285,6 +294,9 @@ def assess_sufficiency(
             shared=shared,
         )
 
+    checked.append(Requirement.QUESTION_READABLE)
+    if unreadable_script(question) is not None:
+        return decide(Requirement.QUESTION_READABLE)
     checked.append(Requirement.EVIDENCE_PRESENT)
     if not evidence:
         return decide(Requirement.EVIDENCE_PRESENT)

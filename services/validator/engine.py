@@ -29,6 +29,7 @@ from services.common.language.quantities import (
     swapped,
     unsupported,
 )
+from services.common.language.script import unreadable_script
 from services.common.language.sentences import is_lead_in, list_marker_length, split_sentences
 from services.common.language.text import META_TERMS, blank_meta, fold_lookalikes, id_terms
 from services.common.refusal import REFUSAL
@@ -70,6 +71,7 @@ __all__ = [
 _SENTENCE_PRIORITY = (
     Reason.MALFORMED_CITATION,
     Reason.INVALID_CITATION,
+    Reason.UNREADABLE_SCRIPT,
     Reason.MISSING_CITATION,
     Reason.NEGATION_MISMATCH,
     Reason.MODALITY_MISMATCH,
@@ -181,6 +183,23 @@ class _Evidence:
 @lru_cache(maxsize=8192)
 def _folded(text: str) -> str:
     return fold_lookalikes(text)
+
+
+@lru_cache(maxsize=8192)
+def _unreadable(text: str) -> str | None:
+    return unreadable_script(text)
+
+
+# What may end a sentence in the scripts the splitter knows (language/sentences.py), for
+# comparing a restated passage with its source.
+_FINAL_MARKS = " .;:!?\u0964\u0965\u3002\uff01\uff1f\u061f\u06d4"
+
+
+def _restates(claim: str, cited: Sequence[str]) -> bool:
+    """True when ``claim`` is one of the ``cited`` passages whole, word for word (case and
+    spacing aside, and the final mark: "।" ends a Hindi sentence as "." an English one)."""
+    key = entailment.flatten(claim).strip(_FINAL_MARKS)
+    return bool(key) and any(key == entailment.flatten(t).strip(_FINAL_MARKS) for t in cited)
 
 
 @lru_cache(maxsize=8192)
@@ -522,6 +541,23 @@ def _judge(
         problems[Reason.INVALID_CITATION] = "no evidence item " + _listed(
             list(map(repr, invalid)), "invalid_citations"
         )
+    if ids and not _restates(claim_text, [view.text(i) for i in ids]):
+        # Rules and model read Latin-script text only (language/script.py): a sentence, or a
+        # passage it cites, mostly in another script is not verified, never judged; unless it
+        # restates a whole cited passage word for word, which needs no reading.
+        unreadable = [
+            f"{who} is written mostly in {script} script"
+            for who, script in (
+                ("the sentence", _unreadable(claim_text)),
+                *((f"cited {i!r}", _unreadable(view.text(i))) for i in ids),
+            )
+            if script is not None
+        ]
+        if unreadable:
+            problems[Reason.UNREADABLE_SCRIPT] = (
+                "; ".join(unreadable)
+                + ", which the validator's rules and model do not read: not verified"
+            )
     cited_terms = frozenset().union(*(view.terms(i) for i in ids)) if ids else frozenset()
     cov = coverage(terms, cited_terms) if ids else 0.0
     spans: list[SupportSpan] = []

@@ -34,6 +34,10 @@ OPEN = {
     # (ANSWERING_SENTENCE), the second for its key terms (KEY_TERM_MATCH).
     "Can a person help another commit theft?",
     "What does the law say about help given to a murderer?",
+    # Hindi in Latin letters: no word of it is the corpus's, so nothing matches it, and the
+    # model rescues it from an unrelated section (a script rule cannot see it: it is Latin).
+    "chori ki saza kya hai",
+    "dhokha dhadi ki saza kya hai",
 }
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from services.common.language.text import word_list
+from services.common.language.text import WORD_PATTERN, word_list
 
 # Clauses: the text between marks that end one ("4.0" and "10,000" do not). Quotes do not end a
 # clause, so a quoted title ('"Hello, Goodbye"') is never a clause of its own.
@@ -92,7 +92,7 @@ _MATERIAL_WORDS: Final = frozenset(
 _POINTING: Final = frozenset(
     word_list("the this that these those my our your its above provided given attached uploaded")
 )
-_WORD: Final = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+_WORD: Final = re.compile(WORD_PATTERN)
 
 
 def _clauses(text: str) -> list[tuple[int, int]]:

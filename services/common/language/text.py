@@ -72,14 +72,36 @@ _SYNONYMS: dict[str, str] = {
     "%": "percent",
 }
 
-# A word: letters and digits, with inner apostrophes ("person's", "don't"); the one definition
-# of a word for BM25, expansion, sufficiency and the validator's tokens (issue 14).
-_WORD_PATTERN = r"[^\W_]+(?:['’][^\W_]+)*"
-_WORD_RE = re.compile(_WORD_PATTERN)
+
+def _combining_marks() -> str:
+    """A regex character class body of every combining mark (categories Mn, Mc, Me) this
+    Python's Unicode database knows: the vowel signs and viramas of Indic scripts, the accents of
+    decomposed (NFD) Latin text. Python's ``\\w`` holds none of them. Marks lie in U+0300 to
+    U+1FFFF and the variation selectors U+E0100 to U+E01EF (about 30 ms to scan, once)."""
+    ranges: list[tuple[int, int]] = []
+    for cp in (*range(0x300, 0x20000), *range(0xE0100, 0xE01F0)):
+        if unicodedata.category(chr(cp)) in ("Mn", "Mc", "Me"):
+            if ranges and ranges[-1][1] == cp - 1:
+                ranges[-1] = (ranges[-1][0], cp)
+            else:
+                ranges.append((cp, cp))
+    return "".join(
+        re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
+        for a, b in ranges
+    )
+
+
+_MARKS = _combining_marks()
+# A word: letters and digits with the combining marks that follow them ("चोरी", an NFD "café"),
+# and inner apostrophes ("person's", "don't"); the one definition of a word for BM25, expansion,
+# key terms, conversation frames and the validator's tokens (issue 14). Until 2026-11-27 marks
+# ended a word, so a Hindi or Tamil word fell apart into single letters.
+WORD_PATTERN: Final = rf"[^\W_]+(?:[{_MARKS}]+[^\W_]*)*(?:['’][^\W_]+(?:[{_MARKS}]+[^\W_]*)*)*"
+_WORD_RE = re.compile(WORD_PATTERN)
 
 # A word, or (group 1 empty) a punctuation mark that ends a clause.
 # ("4.0" and "10,000" do not end a clause).
-_TOKEN_RE = re.compile(rf"({_WORD_PATTERN})|[;:!?()\[\]\n\"“”]|[.,](?![0-9])")
+_TOKEN_RE = re.compile(rf"({WORD_PATTERN})|[;:!?()\[\]\n\"“”]|[.,](?![0-9])")
 
 # Ordered longest first; (suffix, replacement, minimum stem length left after removal).
 _SUFFIXES: tuple[tuple[str, str, int], ...] = (

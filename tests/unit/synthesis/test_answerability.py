@@ -154,6 +154,10 @@ class TestCombine:
             ("rescue", Requirement.QUESTION_HAS_KEY_TERMS, SCORES, False, ""),
             ("both", Requirement.QUESTION_HAS_KEY_TERMS, SCORES, False, ""),
             ("model", Requirement.QUESTION_HAS_KEY_TERMS, SCORES, False, ""),
+            # nor one in a script the models do not read ("چوری کی سزا کیا ہے؟")
+            ("rescue", Requirement.QUESTION_READABLE, SCORES, False, ""),
+            ("both", Requirement.QUESTION_READABLE, SCORES, False, ""),
+            ("model", Requirement.QUESTION_READABLE, SCORES, False, ""),
             # both does both
             ("both", None, LOW, False, "vetoed"),
             ("both", Requirement.KEY_TERM_MATCH, SCORES, True, "rescued"),
@@ -411,6 +415,33 @@ class TestPipeline:
         assert refused.answer == REFUSAL
         assert refused.status is SynthesisStatus.REFUSED_INSUFFICIENT_EVIDENCE
         assert refused.sufficiency.failed is Requirement.QUESTION_HAS_KEY_TERMS
+        assert refused.sufficiency.answerability_effect == ""
+
+    @pytest.mark.parametrize("mode", ["both", "model"])
+    @pytest.mark.parametrize(
+        "question",
+        [
+            "چوری کی سزا کیا ہے؟",
+            "ما هي عقوبة السرقة؟",
+            "चोरी की सज़ा क्या है?",
+            "Какое наказание за кражу?",
+        ],
+    )
+    async def test_no_mode_answers_a_question_in_a_script_nothing_reads(
+        self, ipc: Mapping[str, Chunk], question: str, mode: str
+    ) -> None:
+        # An Urdu "what is the punishment for theft?" was rescued at 0.97 from s.160 (affray):
+        # the English models read it as unknown characters and score it anyway.
+        retriever = FakeRetriever(scored(ipc, *THEFT_IDS))
+        scorer = TableScorer({"intending to take dishonestly": 0.97})
+        synth = _pipeline(retriever, scorer, mode, veto_below=0.5, rescue_at=0.9)
+
+        refused = await synth.answer(SynthesisRequest(question))
+
+        assert refused.answer == REFUSAL
+        assert refused.status is SynthesisStatus.REFUSED_INSUFFICIENT_EVIDENCE
+        assert refused.sufficiency.failed is Requirement.QUESTION_READABLE
+        assert refused.sufficiency.requirements == (Requirement.QUESTION_READABLE,)
         assert refused.sufficiency.answerability_effect == ""
 
     @pytest.mark.parametrize(("weight", "leading"), [(0.0, "IPC_379_0"), (1.0, "IPC_380_0")])

@@ -27,9 +27,11 @@ class TestFrontDoorProbes:
         assert len(probes) >= 40
         assert set(categories) == {
             "gibberish", "greeting", "chit-chat", "request", "look-alike", "full-width",
-            "bare-section", "section-sign", "plain", "ordinary-word",
+            "bare-section", "section-sign", "plain", "ordinary-word", "other-script",
+            "transliterated",
         }  # fmt: skip
         assert categories["plain"] >= 10
         assert all(
             p.answerable for p in probes if p.rationale.startswith(("plain", "bare", "ordinary"))
         )
+        assert not any(p.answerable for p in probes if p.rationale.startswith(("other", "trans")))

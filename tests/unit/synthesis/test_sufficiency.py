@@ -345,6 +345,7 @@ class TestAssessSufficiency:
         decision = assess("What is theft?", scored(ipc, "IPC_378_0"))
 
         assert decision.requirements == (
+            Requirement.QUESTION_READABLE,
             Requirement.EVIDENCE_PRESENT,
             Requirement.QUESTION_HAS_KEY_TERMS,
             Requirement.MIN_SCORE,

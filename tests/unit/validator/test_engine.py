@@ -933,6 +933,60 @@ class TestUnsafeText:
         assert report.reason is Reason.LINK_MISMATCH
 
 
+class TestUnreadableScript:
+    """The rules and the model read Latin script only (language/script.py): a sentence, or what
+    it cites, mostly in another script is not verified. Found by a user writing Hindi: a Hindi
+    "murder is punished with death" citing a Hindi text about theft came back GROUNDED (single
+    letters "covered" it, and the model scored it 0.95 entailed)."""
+
+    HINDI_THEFT = chunk(
+        "HI_379_0",
+        "जो कोई चोरी करेगा, वह तीन वर्ष तक के कारावास से, या जुर्माने से, या दोनों से दंडित किया जाएगा।",
+    )
+
+    @pytest.mark.parametrize(
+        "answer",
+        [
+            "हत्या के लिए मृत्युदंड दिया जाएगा [HI_379_0].",  # false: murder, death
+            "जो कोई चोरी करेगा, वह दस वर्ष तक के कारावास से दंडित किया जाएगा [HI_379_0].",  # ten
+            "जो कोई चोरी करेगा, वह तीन वर्ष तक के कारावास से दंडित किया जाएगा [HI_379_0].",  # true
+        ],
+    )
+    def test_a_sentence_in_another_script_is_never_grounded(self, answer: str) -> None:
+        report = check(answer, [self.HINDI_THEFT])
+
+        assert report.verdict is Verdict.NOT_GROUNDED
+        (sentence,) = report.sentences
+        assert sentence.reason is Reason.UNREADABLE_SCRIPT
+        assert "Devanagari" in sentence.detail
+        assert "not verified" in sentence.detail
+
+    def test_an_english_sentence_citing_a_passage_in_another_script_is_not_verified(
+        self,
+    ) -> None:
+        report = check("Theft is punished with up to three years [HI_379_0].", [self.HINDI_THEFT])
+
+        (sentence,) = report.sentences
+        assert sentence.reason is Reason.UNREADABLE_SCRIPT
+        assert "cited 'HI_379_0'" in sentence.detail
+
+    def test_an_english_sentence_quoting_a_word_of_another_script_is_still_read(self) -> None:
+        evidence = [chunk("T_1", "The Hindi word “चोरी” means theft, the taking of property.")]
+        report = check("The Hindi word “चोरी” means theft [T_1].", evidence)
+
+        assert (report.verdict, report.reason) == (Verdict.GROUNDED, Reason.SUPPORTED)
+
+    def test_a_whole_passage_restated_word_for_word_needs_no_reading(self) -> None:
+        # An extractive answer over a corpus in another script quotes whole sentences: that is
+        # supported by what it cites whatever the script; a part of one is not verified.
+        whole = self.HINDI_THEFT.text.rstrip("।")
+        part = "जो कोई चोरी करेगा, वह तीन वर्ष तक के कारावास से दंडित किया जाएगा"
+
+        assert check(f"{whole} [HI_379_0].", [self.HINDI_THEFT]).verdict is Verdict.GROUNDED
+        (sentence,) = check(f"{part} [HI_379_0].", [self.HINDI_THEFT]).sentences
+        assert sentence.reason is Reason.UNREADABLE_SCRIPT
+
+
 class TestQuotedCut:
     def test_a_long_sentence_is_quoted_cut_on_a_character_boundary(self) -> None:
         # "đế" written decomposed (d-stroke, e, circumflex, acute): cutting the quote between
