@@ -32,7 +32,9 @@ STOPWORDS: Final = frozenset(STOPWORDS_EN)
 # 3: the shared words (services.common.language.text.words) instead of scikit-learn's pattern.
 # 4: queries also search the statute's words for everyday ones (query_tokens, lay_terms).
 # 5: 13 more everyday words (lay_terms, from the answerability training questions).
-TOKENIZER_VERSION: Final = 5
+# 6: a word runs through the combining marks after its letters (text.WORD_PATTERN: Indic vowel
+#    signs, NFD accents), so "चोरी" is one token, not "च", "र".
+TOKENIZER_VERSION: Final = 6
 
 
 def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
