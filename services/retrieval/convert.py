@@ -84,7 +84,9 @@ def request_from_proto(
     )
 
 
-def result_to_proto(result: SearchResult) -> pb.RetrievePassagesResponse:
+def result_to_proto(
+    result: SearchResult, unknown_terms: Sequence[str] = ()
+) -> pb.RetrievePassagesResponse:
     return pb.RetrievePassagesResponse(
         passages=[scored_to_proto(c) for c in result.chunks],
         cache_hit=result.cache_hit,
@@ -95,6 +97,7 @@ def result_to_proto(result: SearchResult) -> pb.RetrievePassagesResponse:
             {t.stage: t.skipped for t in result.timings if t.skipped is not None},
         ),
         index_version=result.index_version,
+        unknown_terms=list(unknown_terms),
     )
 
 

@@ -28,8 +28,14 @@ from services.common.errors import (
 )
 from services.common.evidence import Chunk, ScoredChunk, StageScores, StageSkip
 from services.common.intent import Intent
-from services.common.language.key_terms import title_terms
-from services.common.language.text import is_blank, normalise_query
+from services.common.language.key_terms import Vocabulary, extract_key_terms, title_terms
+from services.common.language.text import (
+    is_blank,
+    normalise_query,
+    surface,
+    without_format_marks,
+)
+from services.common.language.text import tokenize as tokenize_text
 from services.common.tracing import stage_span
 from services.retrieval.aggregation import DEFAULT_PER_DOC_CAP, DEFAULT_SIBLING_RATIO, aggregate
 from services.retrieval.documents import DocumentIndex
@@ -470,6 +476,8 @@ class Searcher:
             if chunk.section:
                 self._by_section.setdefault((chunk.act, chunk.section), []).append(position)
                 self._by_section_number.setdefault(chunk.section, []).append(position)
+        # Every stem and section of the corpus: which of a query's key terms it holds at all.
+        self._vocabulary = Vocabulary.of(self._chunks)
         self._acts = frozenset(self._by_act)
         self._doc_ids = frozenset(self._by_doc)
         self.documents = DocumentIndex(self._chunks)
@@ -511,6 +519,15 @@ class Searcher:
         if isinstance(self._reranker, CrossEncoderReranker) and self._reranker.model_name:
             return (self._encoder.name, self._reranker.model_name)
         return (self._encoder.name,)
+
+    def unknown_terms(self, query: str) -> list[str]:
+        """The query's key terms no passage of the index holds, each as the query writes it
+        (lower-cased): "chori ki saza kya hai" gives all of its words, "what if I steal a bike"
+        only "bike" ("steal" is held as "theft")."""
+        visible = without_format_marks(normalise_query(query))
+        key_terms = extract_key_terms(visible)
+        unknown = self._vocabulary.unknown(key_terms.effective)
+        return surface(tokenize_text(visible), unknown) if unknown else []
 
     def search(self, request: SearchRequest, *, deadline: float | None = None) -> SearchResult:
         """Run the pipeline for one request; a cache failure never fails the search.

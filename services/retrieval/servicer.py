@@ -80,7 +80,7 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
             "retrieved",
             extra={"chunks": len(result.chunks), "top_scores": top, "cache_hit": result.cache_hit},
         )
-        return convert.result_to_proto(result)
+        return convert.result_to_proto(result, searcher.unknown_terms(search_request.query))
 
     async def GetDocument(
         self, request: pb.GetDocumentRequest, context: aio.ServicerContext[Any, Any]

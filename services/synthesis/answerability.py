@@ -117,17 +117,23 @@ MAX_UNRELATED_TERMS = 2
 
 
 def unrelated_to_evidence(decision: SufficiencyDecision) -> bool:
-    """A ``KEY_TERM_MATCH`` refusal of a short question (at most ``MAX_UNRELATED_TERMS`` key
-    terms) whose evidence holds none of them (``SufficiencyDecision.shared`` empty: "ok",
-    "pizza", "asdf", "How many sections are there?"). No model or judge overrules it: the
-    model scored "ok" 0.996 against s.109's text. A longer question may name a provision in
-    none of its words ("make someone work against their will" for s.374's "compels ... to
-    labour"), so the model may still rescue it, as it may any question whose words the evidence
-    holds in part."""
+    """A ``KEY_TERM_MATCH`` refusal whose evidence holds none of the question's key terms
+    (``SufficiencyDecision.shared`` empty), of a short question (at most ``MAX_UNRELATED_TERMS``
+    key terms: "ok", "pizza", "asdf", "How many sections are there?") or of one none of whose
+    key terms the whole corpus holds (``SufficiencyDecision.unknown``, from retrieval: "chori ki
+    saza kya hai", Hindi in Latin letters). No model or judge overrules it: the model scored
+    "ok" 0.996 against s.109's text. A longer question with a word of the corpus may name a
+    provision in none of its words ("make someone work against their will" for s.374's "compels
+    ... to labour"), so the model may still rescue it, as it may any question whose words the
+    evidence holds in part."""
+    effective = decision.key_terms.effective
     return (
         decision.failed is Requirement.KEY_TERM_MATCH
         and not decision.shared
-        and len(decision.key_terms.effective) <= MAX_UNRELATED_TERMS
+        and (
+            len(effective) <= MAX_UNRELATED_TERMS
+            or (bool(decision.unknown) and set(effective) <= decision.unknown)
+        )
     )
 
 

@@ -139,6 +139,7 @@ class GrpcRetriever:
             intent=INTENT_FROM_PROTO.get(response.intent),
             cache_hit=response.cache_hit,
             index_version=response.index_version,
+            unknown_terms=tuple(response.unknown_terms),
             timings_ms={t.stage: t.duration_ms for t in response.timings if t.ran},
             skipped={
                 t.stage: SKIP_FROM_PROTO[t.skip_reason]

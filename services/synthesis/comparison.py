@@ -15,13 +15,12 @@ from typing import Final
 
 from services.common.evidence import ScoredChunk
 from services.common.intent import Intent
-from services.common.language.key_terms import STOP_WORDS, extract_key_terms
+from services.common.language.key_terms import STOP_WORDS, extract_key_terms, text_stems
 from services.common.language.text import stem
 from services.synthesis.sufficiency import (
     SufficiencyDecision,
     SufficiencyOptions,
     assess_sufficiency,
-    text_stems,
 )
 
 _END: Final = r"\s*[?.!]*\s*$"

@@ -8,7 +8,14 @@ from dataclasses import dataclass
 
 from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import Intent, classify_intent
-from services.common.language.key_terms import STOP_WORDS, KeyTerms, extract_key_terms
+from services.common.language.key_terms import (
+    STOP_WORDS,
+    KeyTerms,
+    chunk_section,
+    chunk_stems,
+    extract_key_terms,
+    text_stems,
+)
 from services.common.language.names import names_beyond_question
 from services.common.language.sentences import sentences
 from services.common.language.text import stem
@@ -16,12 +23,7 @@ from services.common.refusal import REFUSAL
 from services.synthesis.comparison import term_stems, titled_with
 from services.synthesis.generation import GenerationRequest, GenerationResult
 from services.synthesis.sources import RelationKind, SourceRelation, relate
-from services.synthesis.sufficiency import (
-    chunk_section,
-    chunk_stems,
-    has_intent_language,
-    text_stems,
-)
+from services.synthesis.sufficiency import has_intent_language
 
 _TRAILING = re.compile(r"[\s.;:,—–-]+$")
 # Characters a source heading must not carry: sentence ends would split it (and an unfinished

@@ -37,7 +37,7 @@ from services.common.judge import Task
 from services.common.language.citations import resolve_positions
 from services.common.language.key_terms import KeyTerms
 from services.common.language.names import names_beyond_question
-from services.common.language.text import is_blank, normalise_query
+from services.common.language.text import is_blank, normalise_query, stem
 from services.common.metrics import STAGE_SECONDS
 from services.common.refusal import REFUSAL
 from services.common.tracing import annotate, stage_span
@@ -124,6 +124,8 @@ class RetrievedEvidence:
     # The stages the search asked for that retrieval skipped, and why (the rerank, past the
     # deadline or for a query too long for its model).
     skipped: Mapping[str, StageSkip] = field(default_factory=dict)
+    # The query's key terms no passage of the corpus holds (retrieval's ``unknown_terms``).
+    unknown_terms: Sequence[str] = ()
 
 
 def joined_versions(results: Sequence[RetrievedEvidence]) -> str:
@@ -584,6 +586,9 @@ class SynthesisPipeline:
                     decision = assess_sufficiency(
                         analysis.focus, intent, evidence, options, key_terms=terms
                     )
+            unknown = frozenset(stem(w) for r in results for w in r.unknown_terms)
+            if unknown:
+                decision = replace(decision, unknown=unknown)
             annotate(sufficient=decision.sufficient, failed=decision.failed_code)
         _stage_done(timings, "sufficiency", mark)
         return evidence, decision

@@ -13,40 +13,14 @@ from services.common.intent import PROFILES, Intent
 from services.common.language.key_terms import (
     STOP_WORDS,
     KeyTerms,
+    chunk_section,
+    chunk_stems,
     extract_key_terms,
+    holds,
 )
-from services.common.language.lay_terms import alternatives
-from services.common.language.references import normalise_section
 from services.common.language.script import unreadable_script
 from services.common.language.text import stem
 from services.common.language.text import words as text_words
-
-
-def text_stems(text: str) -> frozenset[str]:
-    """The stems of every word in ``text``."""
-    return frozenset(stem(token) for token in text_words(text))
-
-
-def chunk_stems(chunk: Chunk) -> frozenset[str]:
-    """Stems of a chunk's text and title, plus its act's acronym where the text names the act.
-
-    The acronym lets "the IPC" match a sentence saying "the Indian Penal Code" without making
-    every IPC sentence match a question that merely mentions the IPC.
-    """
-    words = f"{chunk.text} {chunk.title}".lower()
-    stems = text_stems(words)
-    act_name = re.sub(r",?\s*\d{4}$", "", chunk.act_name).lower()  # "Indian Penal Code, 1860"
-    if chunk.act and act_name and act_name in words:
-        stems |= {stem(chunk.act.lower())}
-    return stems
-
-
-def chunk_section(chunk: Chunk) -> str:
-    """The chunk's normalised section, falling back to the ``<ACT>_<SECTION>`` doc id."""
-    if chunk.section:
-        return normalise_section(chunk.section).lower()
-    match = re.search(r"_([0-9]+[A-Za-z]?)$", chunk.doc_id)
-    return match.group(1).lower() if match else ""
 
 
 def term_coverage(key_terms: KeyTerms, chunk: Chunk) -> float:
@@ -76,13 +50,9 @@ def shared_terms(key_terms: KeyTerms, chunks: Iterable[Chunk]) -> tuple[str, ...
     """
     found: dict[str, None] = {}
     for chunk in chunks:
-        stems, section = chunk_stems(chunk), chunk_section(chunk)
+        stems, sections = chunk_stems(chunk), frozenset({chunk_section(chunk)})
         for term in key_terms.effective:
-            if (
-                term in stems
-                or alternatives(term) & stems
-                or (term[0].isdigit() and term == section)
-            ):
+            if holds(term, stems, sections):
                 found[term] = None
     return tuple(t for t in key_terms.effective if t in found)
 
@@ -221,6 +191,9 @@ class SufficiencyDecision:
     # holds none of them; the model may then not rescue a short question
     # (``answerability.unrelated_to_evidence``).
     shared: tuple[str, ...] = ()
+    # The key terms retrieval found in no passage of the whole corpus (its ``unknown_terms``,
+    # stemmed): when every key term is one, the model may not rescue the question either.
+    unknown: frozenset[str] = frozenset()
     # A comparison's terms, each checked on its own (comparison.assess_comparison), and the
     # first one the evidence did not support ("" when all were, or for other questions).
     compared: tuple[str, ...] = ()

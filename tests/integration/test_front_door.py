@@ -10,7 +10,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import grpc
 import pytest
+from grounded.retrieval.v1 import retrieval_service_pb2 as rpb
+from grounded.retrieval.v1 import retrieval_service_pb2_grpc as rpb_grpc
 from grounded.synthesis.v1 import synthesis_service_pb2 as spb
 
 from evaluation.golden import GoldenItem, load_golden
@@ -34,10 +37,6 @@ OPEN = {
     # (ANSWERING_SENTENCE), the second for its key terms (KEY_TERM_MATCH).
     "Can a person help another commit theft?",
     "What does the law say about help given to a murderer?",
-    # Hindi in Latin letters: no word of it is the corpus's, so nothing matches it, and the
-    # model rescues it from an unrelated section (a script rule cannot see it: it is Latin).
-    "chori ki saza kya hai",
-    "dhokha dhadi ki saza kya hai",
 }
 
 
@@ -95,3 +94,20 @@ class TestFrontDoor:
         response = await synthesize(front_door.synthesis, request_)
 
         assert response.sufficiency.statement_verdict == spb.STATEMENT_VERDICT_UNSPECIFIED
+
+    async def test_rpc_retrieval_names_the_words_no_passage_holds(self, front_door: Stack) -> None:
+        # Hindi in Latin letters: every word unknown to the corpus, so the model may not
+        # rescue it (it did, from s.14, at 0.97); "steal" is held as "theft", "bike" is not.
+        async with grpc.aio.insecure_channel(front_door.retrieval) as channel:
+            stub = rpb_grpc.RetrievalServiceStub(channel)
+            hindi = await stub.RetrievePassages(
+                rpb.RetrievePassagesRequest(query="Chori ki saza kya hai?", top_k=3)
+            )
+            bike = await stub.RetrievePassages(
+                rpb.RetrievePassagesRequest(query="what if I steal a bike", top_k=3)
+            )
+        assert list(hindi.unknown_terms) == ["chori", "ki", "saza", "kya", "hai"]
+        assert list(bike.unknown_terms) == ["bike"]
+        response = await synthesize(front_door.synthesis, "Chori ki saza kya hai?")
+        assert response.answer == REFUSAL
+        assert response.sufficiency.answerability_effect == spb.ANSWERABILITY_EFFECT_UNSPECIFIED

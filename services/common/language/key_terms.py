@@ -7,10 +7,18 @@ are a section title's content words names that section: docs/RETRIEVAL.md).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from services.common.language.conversation import conversation_spans
-from services.common.language.references import parse_section_refs, reference_spans
+from services.common.language.lay_terms import alternatives
+from services.common.language.references import (
+    normalise_section,
+    parse_section_refs,
+    reference_spans,
+)
 from services.common.language.stopwords import FUNCTION_WORDS, REQUEST_WORDS
 from services.common.language.text import stem
 from services.common.language.text import words as text_words
@@ -19,10 +27,34 @@ __all__ = [
     "CUE_WORDS",
     "GENERIC_WORDS",
     "STOP_WORDS",
+    "ChunkLike",
     "KeyTerms",
+    "Vocabulary",
+    "chunk_section",
+    "chunk_stems",
     "extract_key_terms",
+    "holds",
+    "text_stems",
     "title_terms",
 ]
+
+
+class ChunkLike(Protocol):
+    """What the key-term readers need of a passage (``services.common.evidence.Chunk`` has it;
+    the language layer imports no service code)."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def act(self) -> str: ...
+    @property
+    def act_name(self) -> str: ...
+    @property
+    def section(self) -> str: ...
+    @property
+    def doc_id(self) -> str: ...
 
 
 def _words(text: str) -> frozenset[str]:
@@ -117,3 +149,64 @@ def title_terms(title: str) -> frozenset[str]:
         for token in text_words(title.lower())
         if token not in STOP_WORDS and (len(token) > 1 or token.isdigit())
     )
+
+
+def text_stems(text: str) -> frozenset[str]:
+    """The stems of every word in ``text``."""
+    return frozenset(stem(token) for token in text_words(text))
+
+
+def chunk_stems(chunk: ChunkLike) -> frozenset[str]:
+    """Stems of a chunk's text and title, plus its act's acronym where the text names the act.
+
+    The acronym lets "the IPC" match a sentence saying "the Indian Penal Code" without making
+    every IPC sentence match a question that merely mentions the IPC.
+    """
+    words = f"{chunk.text} {chunk.title}".lower()
+    stems = text_stems(words)
+    act_name = re.sub(r",?\s*\d{4}$", "", chunk.act_name).lower()  # "Indian Penal Code, 1860"
+    if chunk.act and act_name and act_name in words:
+        stems |= {stem(chunk.act.lower())}
+    return stems
+
+
+def chunk_section(chunk: ChunkLike) -> str:
+    """The chunk's normalised section, falling back to the ``<ACT>_<SECTION>`` doc id."""
+    if chunk.section:
+        return normalise_section(chunk.section).lower()
+    match = re.search(r"_([0-9]+[A-Za-z]?)$", chunk.doc_id)
+    return match.group(1).lower() if match else ""
+
+
+def holds(term: str, stems: frozenset[str], sections: frozenset[str]) -> bool:
+    """Whether text with these ``stems`` (and provisions numbered ``sections``) holds a key
+    ``term``: as its stem, as one of the statute's words for it ("steal": "theft",
+    ``lay_terms``), or, for a number, as a section number."""
+    return (
+        term in stems
+        or bool(alternatives(term) & stems)
+        or (term[0].isdigit() and term in sections)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Vocabulary:
+    """Every stem and section number of a corpus: which of a question's key terms it holds
+    anywhere at all. A question none of whose key terms the corpus holds ("chori ki saza kya
+    hai", Hindi in Latin letters) shares no word with any passage, whatever a model scores."""
+
+    stems: frozenset[str]
+    sections: frozenset[str]
+
+    @classmethod
+    def of(cls, chunks: Iterable[ChunkLike]) -> Vocabulary:
+        stems: set[str] = set()
+        sections: set[str] = set()
+        for chunk in chunks:
+            stems |= chunk_stems(chunk)
+            sections.add(chunk_section(chunk))
+        return cls(frozenset(stems), frozenset(sections - {""}))
+
+    def unknown(self, terms: Iterable[str]) -> tuple[str, ...]:
+        """The ``terms`` (key terms) no passage of the corpus holds."""
+        return tuple(t for t in terms if not holds(t, self.stems, self.sections))

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from services.common.language.key_terms import text_stems
 from services.common.language.text import stem, words
 from services.common.language.text import tokenize as text_tokens
 from services.retrieval.lexical import tokenize
-from services.synthesis.sufficiency import text_stems
 
 ROOT = Path(__file__).resolve().parents[3]
 HOME = "services/common/language/text.py"

@@ -168,6 +168,26 @@ class TestNamedProvisions:
         assert result.chunks[1].chunk.doc_id != "COI_21A"
 
 
+class TestUnknownTerms:
+    """The query's key terms no passage holds (RetrievePassagesResponse.unknown_terms)."""
+
+    @pytest.mark.parametrize(
+        ("query", "unknown"),
+        [
+            ("chori ki saza kya hai", ["chori", "ki", "saza", "kya", "hai"]),
+            ("What is the punishment for theft?", []),
+            ("what if I steal a bike", ["bike"]),  # "steal" is held as the statute's "theft"
+            ("Punishment for Murder of a BICYCLE", ["bicycle"]),  # as written, lower-cased
+            ("section 420", []),  # a section reference is no key term
+            ("What is it?", []),  # no key term at all
+        ],
+    )
+    def test_unknown_terms_are_the_key_terms_the_corpus_never_holds(
+        self, searcher: Searcher, query: str, unknown: list[str]
+    ) -> None:
+        assert searcher.unknown_terms(query) == unknown
+
+
 class TestDefinedTerms:
     """A definition question whose key terms are a section's title names it (rule H,
     docs/EVALUATION.md "Then H"): "What is murder?" finds s.300 ("Murder") first, never s.302

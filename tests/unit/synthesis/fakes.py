@@ -66,6 +66,8 @@ class FakeRetriever:
     index_versions: Mapping[str, str] = field(default_factory=dict)
     # The stages each search reports it skipped, and why.
     skipped: Mapping[str, StageSkip] = field(default_factory=dict)
+    # The words each search reports no passage of the corpus holds, by query.
+    unknown_terms: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
     async def retrieve(
         self,
@@ -88,6 +90,7 @@ class FakeRetriever:
             timings_ms={"dense": 1.5},
             index_version=self.index_versions.get(query, ""),
             skipped=self.skipped,
+            unknown_terms=tuple(self.unknown_terms.get(query, ())),
         )
 
 

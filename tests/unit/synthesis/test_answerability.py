@@ -230,6 +230,25 @@ class TestCombine:
 
         assert combined.sufficient and combined.answerability_effect == "rescued"
 
+    @pytest.mark.parametrize("mode", ["rescue", "both", "model"])
+    def test_combine_never_rescues_a_question_the_corpus_holds_no_word_of(self, mode: str) -> None:
+        # "chori ki saza kya hai" (Hindi in Latin letters): five key terms, none anywhere in the
+        # corpus (retrieval's unknown_terms); the model rescued it from s.14 at 0.97.
+        hindi = extract_key_terms("chori ki saza kya hai")
+        unknown = replace(
+            decision(Requirement.KEY_TERM_MATCH, shared=()),
+            key_terms=hindi,
+            unknown=frozenset(hindi.effective),
+        )
+        options = AnswerabilityOptions(AnswerabilityMode(mode), veto_below=0.5, rescue_at=0.9)
+
+        combined = combine(unknown, AnswerabilityScores("m", {"A": 0.97}), options)
+
+        assert not combined.sufficient and combined.answerability_effect == ""
+        # One word of the corpus among them, and the model may rescue it as before.
+        known = replace(unknown, unknown=frozenset(hindi.effective[1:]))
+        assert combine(known, SCORES, options).sufficient
+
     def test_needs_scores_skips_a_rescue_that_cannot_happen(self) -> None:
         options = AnswerabilityOptions(AnswerabilityMode.RESCUE, veto_below=0.5, rescue_at=0.9)
 
@@ -443,6 +462,21 @@ class TestPipeline:
         assert refused.sufficiency.failed is Requirement.QUESTION_READABLE
         assert refused.sufficiency.requirements == (Requirement.QUESTION_READABLE,)
         assert refused.sufficiency.answerability_effect == ""
+
+    async def test_retrievals_unknown_terms_keep_the_model_from_rescuing(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        question = "chori ki saza kya hai"
+        words = ["chori", "ki", "saza", "kya", "hai"]
+        scorer = TableScorer({"intending to take dishonestly": 0.97})
+        for unknown, answered in ((words, False), (words[1:], True)):
+            retriever = FakeRetriever(scored(ipc, *THEFT_IDS), unknown_terms={question: unknown})
+            synth = _pipeline(retriever, scorer, "both", veto_below=0.5, rescue_at=0.9)
+
+            result = await synth.answer(SynthesisRequest(question))
+
+            assert (result.answer != REFUSAL) is answered
+            assert result.sufficiency.unknown == frozenset(unknown)
 
     @pytest.mark.parametrize(("weight", "leading"), [(0.0, "IPC_379_0"), (1.0, "IPC_380_0")])
     async def test_the_models_scores_reach_the_extractive_generator(
