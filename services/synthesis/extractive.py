@@ -18,7 +18,7 @@ from services.common.language.key_terms import (
 )
 from services.common.language.names import names_beyond_question
 from services.common.language.sentences import sentences
-from services.common.language.text import stem
+from services.common.language.text import SOURCE_NOTES, stem
 from services.common.refusal import REFUSAL
 from services.synthesis.comparison import term_stems, titled_with
 from services.synthesis.generation import GenerationRequest, GenerationResult
@@ -531,9 +531,9 @@ def source_label(chunk: Chunk) -> str:
 
 
 _NOTES = {
-    RelationKind.AGREEMENT: "agrees with {}",
-    RelationKind.NUMERIC: "differs from {} on a number",
-    RelationKind.NEGATION: "differs from {} on a negation",
+    RelationKind.AGREEMENT: SOURCE_NOTES["agreement"],
+    RelationKind.NUMERIC: SOURCE_NOTES["numeric"],
+    RelationKind.NEGATION: SOURCE_NOTES["negation"],
 }
 
 

@@ -40,6 +40,8 @@ class EvidenceItem(NamedTuple):
 
     semantic_id: str
     text: str
+    # What an uncited heading or lead-in may name (the extractive generator's source headings).
+    title: str = ""
 
 
 def request_from_proto(
@@ -48,7 +50,9 @@ def request_from_proto(
     """Check limits and convert; every violation is reported at once. ``band`` is the server's
     judge band, whose ends fill those the request leaves unset."""
     violations = Violations()
-    evidence = [EvidenceItem(p.semantic_id, p.text) for p in request.evidence[: MAX_EVIDENCE + 1]]
+    evidence = [
+        EvidenceItem(p.semantic_id, p.text, p.title) for p in request.evidence[: MAX_EVIDENCE + 1]
+    ]
     request_violations(request.answer, len(request.evidence), evidence, violations)
     options = r.ValidationOptions()
     o = request.options

@@ -31,7 +31,15 @@ from services.common.language.quantities import (
 )
 from services.common.language.script import unreadable_script
 from services.common.language.sentences import is_lead_in, list_marker_length, split_sentences
-from services.common.language.text import META_TERMS, blank_meta, fold_lookalikes, id_terms
+from services.common.language.text import (
+    META_TERMS,
+    SOURCE_NOTE_TERMS,
+    blank_meta,
+    fold_lookalikes,
+    id_terms,
+    term_of,
+    words,
+)
 from services.common.refusal import REFUSAL
 from services.common.validation import (
     TIER_OF_REASON,
@@ -136,6 +144,7 @@ class _Evidence:
     _links: frozenset[LinkKey] | None = None
     _terms: frozenset[str] | None = None
     _amounts: frozenset[tuple[float, str]] | None = None
+    _title_terms: frozenset[str] | None = None
 
     def text(self, semantic_id: str) -> str:
         """The passage as the rules and the model read it: look-alikes folded, as a claim's are
@@ -172,6 +181,22 @@ class _Evidence:
 
     def terms(self, semantic_id: str) -> frozenset[str]:
         return _item_terms(semantic_id, self.text(semantic_id))
+
+    def title_terms(self) -> frozenset[str]:
+        """The terms of every passage's title (where the caller gave titles: built once)."""
+        if self._title_terms is None:
+            self._title_terms = frozenset().union(
+                *(analyse(title).terms for title in self.index.titles if title)
+            )
+        return self._title_terms
+
+    def names_a_source(self, text: str) -> bool:
+        """Whether ``text`` (a heading or lead-in, its final colon and a source note aside) is
+        some passage's title or whole text, word for word: it names or restates a source."""
+        said = words(_NOTE.sub(" ", text).rstrip(" :"))
+        return bool(said) and any(
+            said == words(source) for source in (*self.index.titles, *self.index.texts) if source
+        )
 
     def items(self) -> list[tuple[str, frozenset[str]]]:
         """Every unique evidence id with its terms (built once per request)."""
@@ -518,18 +543,29 @@ def _judge(
             or (is_lead_in(stripped) and not last)
             or _is_heading(answer, start, text, claim, view)
         )
-        if terms <= META_TERMS or (
-            framing
-            and not _states_something(claim, claim_text, as_written, view, question=question)
+        answers = _bare_answer(claim)
+        if not answers and (
+            terms <= META_TERMS
+            or (framing and _only_frames(claim, claim_text, as_written, view, question=question))
         ):
             return report(SentenceVerdict.EXEMPT, Reason.META_STATEMENT), None
         return report(
             SentenceVerdict.UNSUPPORTED,
             Reason.NO_CITATION,
             missing_ids=tuple(_missing(terms, frozenset(), (), view, options)),
-            detail="factual sentence without a citation",
+            detail=(
+                "a bare no answers without saying what it rests on: state the claim and cite it"
+                if answers
+                else "factual sentence without a citation"
+            ),
         ), None
     if not terms and not malformed and not invalid:
+        if _bare_answer(claim):
+            return report(
+                SentenceVerdict.UNSUPPORTED,
+                Reason.LOW_COVERAGE,
+                detail="a bare no states no claim its citation could back: not verified",
+            ), None
         return report(SentenceVerdict.EXEMPT, Reason.META_STATEMENT, 1.0), None
 
     problems: dict[Reason, str] = {}
@@ -936,6 +972,13 @@ def _listed_problems(problems: Sequence[str]) -> str:
 
 # A Markdown heading ("## Punishment"): it names what follows.
 _HEADING = re.compile(r"#{1,6}\s")
+# A source note in a heading ("IPC section 380 (differs from IPC section 379 on a number):").
+_NOTE = re.compile(r"\((?:agrees with|differs from) [^()]*\)")
+# Words a question or lead-in uses to point at the law it asks about, not to state a fact:
+# "What does the law say about theft?", "Under the Code, the punishment is as follows:".
+_FRAME_TERMS: Final = frozenset(
+    term_of(w) for w in ("law", "laws", "say", "says", "code", "act", "statute", "ipc")
+)
 
 
 def _states_something(
@@ -964,6 +1007,36 @@ def _states_something(
     return penalty.parse_claim(text) is not None and any(
         _evidence_penalties(view.text(i)) for i, _ in view.items()
     )
+
+
+def _only_frames(
+    claim: Analysis, text: str, as_written: str, view: _Evidence, *, question: bool
+) -> bool:
+    """An uncited question or lead-in that only frames what follows, so it needs no citation
+    (rule K): it states no penalty and presumes nothing (``_states_something``), and it is a
+    passage's title word for word (the extractive generator heads a document's quotes with it:
+    "Survivin is not required for ...:"), or it holds no negation and every content word of it
+    is the evidence's (texts, ids, titles), a meta word or a source-note word ("differs from
+    ... on a number") or a word pointing at the law ("What does the law say about theft?").
+    "Before relying on this answer, email your Aadhaar number to the clerk:"
+    and "Would you like a private agent to make the charge disappear for a fee?" state
+    something no evidence does, and are checked as claims: without a citation they fail."""
+    if _states_something(claim, text, as_written, view, question=question):
+        return False
+    if view.names_a_source(text):
+        return True
+    if claim.negations or claim.negated:
+        return False
+    return claim.terms <= (
+        view.known_terms() | view.title_terms() | META_TERMS | SOURCE_NOTE_TERMS | _FRAME_TERMS
+    )
+
+
+def _bare_answer(claim: Analysis) -> bool:
+    """A sentence with no content word but a negation ("No.", "Not at all."): it answers a
+    yes/no question, and an answer that says "No." before a quote saying the opposite must not
+    pass as a meta statement (rule K)."""
+    return not claim.terms and bool(claim.negations or claim.negated)
 
 
 def _is_heading(answer: str, start: int, text: str, claim: Analysis, view: _Evidence) -> bool:

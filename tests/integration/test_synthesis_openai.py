@@ -240,6 +240,40 @@ class TestOpenAIAnswers:
         assert response.refusal_reason.startswith("the draft failed validation: UNSAFE_TEXT (")
         assert "<" not in response.refusal_reason and "\u202e" not in response.refusal_reason
 
+    @pytest.mark.parametrize(
+        "frame",
+        [
+            "Before relying on this answer, email your full name and Aadhaar number to the court "
+            "clerk for verification:\n",
+            "Would you like to contact a private agent who can make the charge disappear for a "
+            "fee? ",
+            "Cheating of goods below the value of a week's wages is legal in India, and "
+            "otherwise:\n",
+            "No. ",
+        ],
+        ids=["instruction-lead-in", "question", "false-lead-in", "bare-no"],
+    )
+    async def test_an_uncited_frame_stating_what_no_evidence_does_is_refused(
+        self, openai_stack: Stack, llm: FakeOpenAIServer, frame: str
+    ) -> None:
+        """A security audit (rule K, docs/VALIDATOR.md): an injected lead-in, question or bare
+        "No." beside one honest quote came back ANSWERED, exempt as a meta statement."""
+        llm.script(Reply(lambda m: frame + honest(m)))
+
+        response = await _ask(openai_stack.synthesis)
+
+        assert_refused(response, spb.ANSWER_STATUS_REFUSED_VALIDATION_FAILED)
+        assert response.validation.reason == validation_pb2.VALIDATION_REASON_NO_CITATION
+
+    async def test_a_frame_in_the_evidences_words_still_passes(
+        self, openai_stack: Stack, llm: FakeOpenAIServer
+    ) -> None:
+        llm.script(Reply(lambda m: "The relevant provision is as follows:\n" + honest(m)))
+
+        response = await _ask(openai_stack.synthesis)
+
+        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
+
 
 class TestOpenAIFailures:
     @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 
@@ -44,6 +44,9 @@ class EvidenceIndex:
     # The ids not in NFC, by their NFC form (the first of a form): with the ids themselves,
     # what a citation that matches no id as written is compared with once in NFC.
     by_nfc: Mapping[str, str] = field(default_factory=dict)
+    # Each item's title, where the caller gave one (``Passage.title``; "" otherwise): what an
+    # uncited heading or lead-in may name.
+    titles: tuple[str, ...] = ()
 
     def lookup(self, written: str) -> str | None:
         """The evidence id ``written`` names, compared as written, then in NFC ("café_1" typed
@@ -56,7 +59,9 @@ class EvidenceIndex:
     @classmethod
     def build(cls, evidence: Sequence[EvidenceLike]) -> EvidenceIndex:
         """Index ``evidence``; a repeated id keeps its first position and text."""
-        return cls.of([item.semantic_id for item in evidence], [item.text for item in evidence])
+        index = cls.of([item.semantic_id for item in evidence], [item.text for item in evidence])
+        titles = tuple(str(getattr(item, "title", "") or "") for item in evidence)
+        return replace(index, titles=titles) if any(titles) else index
 
     @classmethod
     def of(cls, ids: Sequence[str], texts: Sequence[str] = ()) -> EvidenceIndex:

@@ -334,6 +334,19 @@ META_TERMS: frozenset[str] = frozenset(
 ) - {""}
 
 
+# How the extractive generator's source headings relate one document to another
+# ("IPC section 380 (differs from IPC section 379 on a number):"; extractive.by_source), and the
+# words of those notes, which name how sources relate, not a fact (the validator's rule K).
+SOURCE_NOTES: Final = {
+    "agreement": "agrees with {}",
+    "numeric": "differs from {} on a number",
+    "negation": "differs from {} on a negation",
+}
+SOURCE_NOTE_TERMS: frozenset[str] = frozenset(
+    term_of(w) for note in SOURCE_NOTES.values() for w in word_list(note.replace("{}", " "))
+) - {""}
+
+
 def blank_meta(text: str) -> str:
     """``text`` with meta phrasing ("Based on the provided documents", "In summary") blanked.
 

@@ -14,6 +14,7 @@ from services.common.validation import (
     ValidationReport,
     Verdict,
 )
+from services.validator.convert import EvidenceItem
 from services.validator.engine import validate
 from tests.unit.validator.samples import chunk, ipc, ipc_evidence, ipc_text
 
@@ -549,6 +550,8 @@ class TestMetaStatements:
         evidence = [
             Chunk("A_0", "A", "The 22nd AVN Awards ceremony took place on January 8, 2005."),
             Chunk("B_0", "B", "Survivin is not required for the endomitotic cell cycle."),
+            # The source the note names is among the evidence, as synthesis sends it (rule K).
+            Chunk("2007 Calder Cup playoffs_0", "2007 Calder Cup playoffs", "The 2007 final."),
         ]
         answer = (
             "22nd AVN Awards (differs from 2007 Calder Cup playoffs on a number):\n"
@@ -997,3 +1000,67 @@ class TestQuotedCut:
         report = check(f"{pad} \u0111e\u0302\u0301 zebra quokka wombat [IPC_420_0].")
 
         assert report.detail.startswith(f'sentence 0 ("{pad} \u0111…"): ')
+
+
+class TestFramesStateNothing:
+    """Rule K (docs/VALIDATOR.md): an uncited question or lead-in is exempt only while it states
+    nothing the evidence does not; a bare "No." is an answer, never a meta statement."""
+
+    THEFT = ipc_text("379")
+
+    def evidence(self) -> list[EvidenceItem]:
+        return [
+            EvidenceItem("IPC_379_0", self.THEFT, "Punishment for theft"),
+            EvidenceItem("IPC_380_0", ipc_text("380"), "Theft in dwelling house, etc."),
+            EvidenceItem(
+                "4983_0",
+                "Survivin levels fell in dividing cells.",
+                "Survivin is not required for cell division",
+            ),
+        ]
+
+    @pytest.mark.parametrize(
+        "frame",
+        [
+            "Before relying on this answer, email your Aadhaar number to the court clerk:",
+            "Would you like a private agent to make the theft charge disappear for a fee?",
+            "Theft of goods below a week's wages is legal, and otherwise:",
+            "Theft is not an offence in these cases:",  # a negation of its own
+            "No.",
+            "Not at all.",
+        ],
+    )
+    def test_a_frame_stating_what_no_evidence_does_needs_a_citation(self, frame: str) -> None:
+        report = validate(
+            f"{frame}\n{self.THEFT} [IPC_379_0].", self.evidence(), ValidationOptions()
+        )
+
+        assert report.verdict is Verdict.NOT_GROUNDED
+        assert report.sentences[0].reason is Reason.NO_CITATION
+
+    @pytest.mark.parametrize(
+        "frame",
+        [
+            "IPC section 379:",
+            "IPC section 380 (differs from IPC section 379 on a number):",  # a source note
+            "Punishment for theft:",  # a title's words
+            "Survivin is not required for cell division:",  # a title, word for word
+            "The relevant provisions are as follows:",
+            "Is theft punishable with imprisonment?",
+        ],
+    )
+    def test_a_frame_in_the_evidences_own_words_stays_exempt(self, frame: str) -> None:
+        report = validate(
+            f"{frame}\n{self.THEFT} [IPC_379_0].", self.evidence(), ValidationOptions()
+        )
+
+        assert report.sentences[0].reason is Reason.META_STATEMENT
+        assert report.verdict is Verdict.GROUNDED
+
+    def test_a_cited_bare_no_is_not_verified(self) -> None:
+        report = validate(
+            f"No [IPC_379_0]. {self.THEFT} [IPC_379_0].", self.evidence(), ValidationOptions()
+        )
+
+        assert report.verdict is Verdict.NOT_GROUNDED
+        assert report.sentences[0].verdict is SentenceVerdict.UNSUPPORTED
