@@ -267,15 +267,31 @@ def _alternative(top: Mapping[str, float], word: str) -> float | None:
     return max(found) if found else None
 
 
-def cache_key(task: Task, model: str, item: Item, style: PromptStyle = PromptStyle.NUMBERED) -> str:
-    """Redis key of a verdict: the prompt version and style, task, model, claim and evidence,
-    hashed."""
+def cache_key(
+    task: Task,
+    model: str,
+    item: Item,
+    style: PromptStyle = PromptStyle.NUMBERED,
+    *,
+    endpoint: str = "",
+    logprobs: bool = False,
+    min_score: float = 0.5,
+) -> str:
+    """Redis key of a verdict: the prompt version and style, task, endpoint, model, whether
+    log-probabilities were asked for and the score floor, claim and evidence, hashed.
+
+    Everything that changes the decision a fresh call would give is in the key: a verdict cached
+    under one ``MIN_SCORE`` or ``LOGPROBS`` setting, or from another endpoint serving a model of
+    the same name, is never read under another."""
     payload = json.dumps(
         [
             PROMPT_VERSION,
             style.value,
             task.value,
+            endpoint,
             model,
+            logprobs,
+            min_score,
             item.text,
             [list(e) for e in item.evidence],
         ],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Sequence
@@ -41,7 +42,7 @@ from services.common.metrics import (
     JUDGE_TOKENS,
 )
 from services.common.redis_store import RedisStore
-from services.common.urls import display_url
+from services.common.urls import display_url, split_url
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +91,7 @@ class OpenAIJudge:
         )
         self._slots = asyncio.Semaphore(settings.max_concurrency)
         self._style = PromptStyle(settings.prompt)
+        self._endpoint = endpoint_identity(settings.base_url)
 
     def __repr__(self) -> str:
         # Logged at start-up ("judge tier on"): no userinfo, query string or fragment, which
@@ -118,7 +120,7 @@ class OpenAIJudge:
             # A claim checker cannot say whether evidence answers a question (synthesis refuses
             # to start with this setting; this guards any other caller).
             return [self._unavailable("the document-claim prompt judges claims only")] * len(items)
-        keys = [cache_key(task, self.model, item, self._style) for item in items]
+        keys = [self._cache_key(task, item) for item in items]
         if self._cache is not None and items:
             found = await asyncio.to_thread(self._lookup, keys)
             verdicts = list(found)
@@ -171,13 +173,36 @@ class OpenAIJudge:
             return self._refused("process", detail), None
         return None, ticket
 
+    def _cache_key(self, task: Task, item: Item) -> str:
+        """The item's cache key under these settings: the endpoint (host, port and path, no
+        credential), model, ``LOGPROBS`` and ``MIN_SCORE`` are part of it."""
+        return cache_key(
+            task,
+            self.model,
+            item,
+            self._style,
+            endpoint=self._endpoint,
+            logprobs=self._settings.logprobs,
+            min_score=self._settings.min_score,
+        )
+
     def _lookup(self, keys: Sequence[str]) -> list[Verdict | None]:
         assert self._cache is not None
-        # The key holds the model (and prompt version and style): an entry is this model's.
-        return [
+        # The key holds the endpoint, model, prompt version and style, LOGPROBS and MIN_SCORE:
+        # an entry is what a fresh call under these settings decided. The floor is applied
+        # again all the same, so an entry can never pass a floor a fresh reply would not.
+        found = [
             self._cache.get(key, partial(decode_verdict, mac_key=self._mac_key, name=key))
             for key in keys
         ]
+        return [None if v is None else self._floored(v) for v in found]
+
+    def _floored(self, cached: Verdict) -> Verdict:
+        """A cached verdict under the current floor (a YES below ``MIN_SCORE`` is a NO)."""
+        if cached.outcome is not Outcome.YES:
+            return cached
+        verdict = self._verdict(True, cached.score)
+        return dataclasses.replace(verdict, cached=True)
 
     def _store(self, entries: Sequence[tuple[str, Verdict]]) -> None:
         assert self._cache is not None
@@ -275,6 +300,17 @@ class OpenAIJudge:
         JUDGE_LATENCY.observe(time.perf_counter() - started)
         logger.warning("judge call failed (%s): %s", result, detail)
         return [self._unavailable(f"judge {result}: {detail}")] * count
+
+
+def endpoint_identity(base_url: str) -> str:
+    """What tells one judge endpoint from another in a cache key: the base URL's scheme, host
+    (lower-cased), port and path, without userinfo, query string or fragment."""
+    parts = split_url(base_url)
+    if parts is None:
+        return base_url
+    host = (parts.hostname or "").lower()
+    port = f":{parts.port}" if parts.port is not None else ""
+    return f"{parts.scheme.lower()}://{host}{port}{parts.path.rstrip('/')}"
 
 
 def _logprobs(choice: Any) -> list[TokenLogprob]:

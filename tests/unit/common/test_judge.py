@@ -184,6 +184,13 @@ class TestCacheEntries:
         assert key != cache_key(Task.SUPPORT, "m", Item(THEFT.text + "!", THEFT.evidence))
         assert key != cache_key(Task.SUPPORT, "m", Item(THEFT.text, (("IPC_379_0", "x"),)))
 
+    def test_key_changes_with_endpoint_logprobs_and_floor(self) -> None:
+        """Whatever changes a fresh call's decision is in the key (audit MEDIUM-2)."""
+        key = cache_key(Task.SUPPORT, "m", THEFT, endpoint="https://a/v1")
+        assert key != cache_key(Task.SUPPORT, "m", THEFT, endpoint="https://b/v1")
+        assert key != cache_key(Task.SUPPORT, "m", THEFT, endpoint="https://a/v1", logprobs=True)
+        assert key != cache_key(Task.SUPPORT, "m", THEFT, endpoint="https://a/v1", min_score=0.9)
+
 
 class TestBand:
     def test_band_is_half_open(self) -> None:

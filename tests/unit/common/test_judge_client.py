@@ -17,7 +17,15 @@ from services.common.config import (
     MissingSettingError,
     Secret,
 )
-from services.common.judge import Band, Item, Outcome, ProcessBudget, Task
+from services.common.judge import (
+    Band,
+    Item,
+    Outcome,
+    ProcessBudget,
+    Task,
+    Verdict,
+    encode_verdict,
+)
 from services.common.judge_client import OpenAIJudge, build_judge, judge_band
 from tests.support.fake_openai import (
     Delay,
@@ -27,6 +35,7 @@ from tests.support.fake_openai import (
     Messages,
     Reply,
 )
+from tests.support.redis_server import RedisServer
 
 ITEMS = [
     Item("Theft is punishable.", (("IPC_379_0", "Whoever commits theft shall be punished."),)),
@@ -283,3 +292,78 @@ async def test_an_unsigned_verdict_cache_is_named_at_start_up(
     said = [r.getMessage() for r in caplog.records if "not signed" in r.getMessage()]
     assert bool(said) is warned
     assert not said or "X_JUDGE_CACHE_KEY" in said[0]
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisServer]:
+    with RedisServer() as server:
+        yield server
+
+
+class TestVerdictCache:
+    """A cached verdict gives the decision a fresh call would give under the current settings
+    (audit MEDIUM-2: a "yes" cached under MIN_SCORE 0.5 stayed "yes" after it was raised)."""
+
+    KEY = Secret("a-shared-secret")
+
+    @pytest.fixture(autouse=True)
+    def _empty(self, redis_server: RedisServer) -> None:
+        redis_server.client().flushall()
+
+    async def ask(self, server: FakeOpenAIServer, redis_url: str, **overrides: object) -> Verdict:
+        configured = settings(server, cache_url=redis_url, cache_key=self.KEY, **overrides)
+        judge = build_judge(configured)
+        assert judge is not None
+        try:
+            (verdict,) = await judge.judge(Task.SUPPORT, ITEMS[:1], timeout_s=2.0)
+        finally:
+            await judge.aclose()
+        return verdict
+
+    async def test_a_raised_min_score_is_applied_to_what_was_cached(
+        self, server: FakeOpenAIServer, redis_server: RedisServer
+    ) -> None:
+        server.script(Reply(yes_unless_death, p_yes=0.6))
+        first = await self.ask(server, redis_server.url, logprobs=True, min_score=0.5)
+        again = await self.ask(server, redis_server.url, logprobs=True, min_score=0.5)
+        raised = await self.ask(server, redis_server.url, logprobs=True, min_score=0.9)
+        assert (first.outcome, again.outcome, again.cached) == (Outcome.YES, Outcome.YES, True)
+        assert raised.outcome is Outcome.NO and "below 0.90" in raised.detail
+
+    async def test_a_yes_cached_without_log_probabilities_is_not_read_with_them(
+        self, server: FakeOpenAIServer, redis_server: RedisServer
+    ) -> None:
+        server.script(Reply(yes_unless_death, p_yes=0.6))
+        plain = await self.ask(server, redis_server.url, logprobs=False, min_score=0.7)
+        scored = await self.ask(server, redis_server.url, logprobs=True, min_score=0.7)
+        assert (plain.outcome, plain.score) == (Outcome.YES, None)
+        assert (scored.outcome, scored.cached) == (Outcome.NO, False)
+        assert len(server.requests) == 2
+
+    async def test_endpoints_serving_the_same_model_name_do_not_share_entries(
+        self, server: FakeOpenAIServer, redis_server: RedisServer
+    ) -> None:
+        await self.ask(server, redis_server.url)
+        with FakeOpenAIServer(Reply(lambda m: "1: no")) as other:
+            elsewhere = await self.ask(other, redis_server.url)
+        assert (elsewhere.outcome, elsewhere.cached) == (Outcome.NO, False)
+
+    async def test_an_entry_below_the_floor_is_read_as_a_no(
+        self, server: FakeOpenAIServer, redis_server: RedisServer
+    ) -> None:
+        """Defence in depth: a signed "yes" under this very key whose score is below the floor
+        (an entry from before the floor was part of the key) still counts as a no."""
+        configured = settings(
+            server, cache_url=redis_server.url, cache_key=self.KEY, logprobs=True, min_score=0.9
+        )
+        judge = build_judge(configured)
+        assert judge is not None
+        key = judge._cache_key(Task.SUPPORT, ITEMS[0])
+        weak = Verdict(Outcome.YES, "checker-7b", 0.6)
+        redis_server.client().set(key, encode_verdict(weak, mac_key=b"a-shared-secret", name=key))
+        try:
+            (verdict,) = await judge.judge(Task.SUPPORT, ITEMS[:1], timeout_s=2.0)
+        finally:
+            await judge.aclose()
+        assert (verdict.outcome, verdict.cached) == (Outcome.NO, True)
+        assert server.requests == []
