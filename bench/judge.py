@@ -229,7 +229,11 @@ async def latency(calls: int, judge_ms: float, per_item_ms: float) -> dict[str, 
             "VALIDATOR_JUDGE_TIMEOUT_S": "30",
         }
         for cached in (False, True):
-            extra = {"VALIDATOR_JUDGE_CACHE_URL": redis.url} if cached else {}
+            extra = (
+                {"VALIDATOR_JUDGE_CACHE_URL": redis.url, "VALIDATOR_JUDGE_CACHE_KEY": "bench-key"}
+                if cached
+                else {}
+            )
             app = create_app(ValidatorConfig.from_env({**env, **extra}))
             await app.start()
             try:

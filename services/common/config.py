@@ -383,7 +383,8 @@ class JudgeSettings:
     cache_url: str = ""
     cache_ttl_s: int = 86_400
     # Signs every cached verdict (HMAC-SHA256); an entry without a valid signature is a miss.
-    # Empty: entries are read as found, so whoever can write to Redis can change a verdict.
+    # Required with ``cache_url`` (``from_env`` and ``build_judge`` refuse one without it):
+    # unsigned entries would let whoever can write to Redis change a verdict.
     cache_key: Secret = Secret("")
     # Where these were read ("VALIDATOR_JUDGE_"), so an error can name the setting.
     env_prefix: str = "JUDGE_"
@@ -397,7 +398,7 @@ class JudgeSettings:
         """Read ``<PREFIX>JUDGE_*``; a judge without a model name must not start."""
         judge = EnvReader(env.prefix + "JUDGE_", env._env)
         base_url = judge.str("BASE_URL", "")
-        return cls(
+        settings = cls(
             base_url=base_url,
             model=judge.required("MODEL") if base_url else "",
             api_key=judge.secret("API_KEY"),
@@ -421,3 +422,15 @@ class JudgeSettings:
             cache_key=judge.secret("CACHE_KEY"),
             env_prefix=judge.prefix,
         )
+        settings.require_signed_cache()
+        return settings
+
+    def require_signed_cache(self) -> None:
+        """A verdict cache without a signing key is a ``MissingSettingError``: whoever could
+        write to its Redis could decide a verdict (audit LOW-4)."""
+        if self.cache_url and not self.cache_key:
+            p = self.env_prefix
+            raise MissingSettingError(
+                f"{p}CACHE_KEY must be set when {p}CACHE_URL is set (it signs the cached "
+                "verdicts; unsigned, whoever can write to that Redis decides them)"
+            )

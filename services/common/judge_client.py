@@ -341,9 +341,11 @@ def judge_band(settings: JudgeSettings, default: Band) -> Band:
 
 
 def build_judge(settings: JudgeSettings) -> OpenAIJudge | None:
-    """The configured judge with its cache, or None when no endpoint is set."""
+    """The configured judge with its cache, or None when no endpoint is set; a cache without
+    a signing key is a ``MissingSettingError``."""
     if not settings.enabled:
         return None
+    settings.require_signed_cache()
     cache = (
         RedisStore(
             settings.cache_url,
@@ -354,11 +356,4 @@ def build_judge(settings: JudgeSettings) -> OpenAIJudge | None:
         if settings.cache_url
         else None
     )
-    if cache is not None and not settings.cache_key:
-        logger.warning(
-            "judge verdict cache entries are not signed: whoever can write to its Redis can "
-            "change a cached verdict; set %sCACHE_KEY (a secret shared by every service that "
-            "uses the cache) to sign them",
-            settings.env_prefix,
-        )
     return OpenAIJudge(settings, cache=cache)

@@ -862,7 +862,7 @@ class TestJudge:
         assert signing["valueFrom"]["secretKeyRef"] == {
             "name": "grounded-qa-judge",
             "key": "cache-key",
-            "optional": True,
+            "optional": False,
         }
 
     def test_judge_overlay_points_both_services_at_the_endpoint(self, judged: Rendered) -> None:

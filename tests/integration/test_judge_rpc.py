@@ -272,7 +272,12 @@ class TestJudgeCache:
     async def test_second_identical_question_is_answered_from_redis(
         self, judge_server: FakeOpenAIServer, redis_server: RedisServer
     ) -> None:
-        app = await serve(judge_env(judge_server, VALIDATOR_JUDGE_CACHE_URL=redis_server.url))
+        env = judge_env(
+            judge_server,
+            VALIDATOR_JUDGE_CACHE_URL=redis_server.url,
+            VALIDATOR_JUDGE_CACHE_KEY="a-shared-secret",
+        )
+        app = await serve(env)
         try:
             async with aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
                 stub = pb_grpc.ValidatorServiceStub(channel)

@@ -62,8 +62,18 @@ def start(service: str, settings: dict[str, str]) -> subprocess.CompletedProcess
             "validator: configuration error: VALIDATOR_JUDGE_BAND_LOW=0.95 is above "
             "VALIDATOR_JUDGE_BAND_HIGH=0.9",
         ),
+        (
+            "validator",
+            {
+                "VALIDATOR_JUDGE_BASE_URL": "http://127.0.0.1:9/v1",
+                "VALIDATOR_JUDGE_MODEL": "checker-7b",
+                "VALIDATOR_JUDGE_CACHE_URL": "redis://127.0.0.1:6379/0",
+            },
+            "validator: configuration error: VALIDATOR_JUDGE_CACHE_KEY must be set when "
+            "VALIDATOR_JUDGE_CACHE_URL is set",
+        ),
     ],
-    ids=["port", "choice", "integer", "half-tls", "judge-band"],
+    ids=["port", "choice", "integer", "half-tls", "judge-band", "unsigned-judge-cache"],
 )
 def test_a_bad_setting_stops_start_up_naming_it(
     service: str, settings: dict[str, str], line: str
