@@ -6,7 +6,6 @@ import bisect
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from operator import attrgetter
 
 from services.common.language import negation
@@ -18,6 +17,7 @@ from services.common.language.quantities import (
     ordered_pairs,
 )
 from services.common.language.text import Clause, Token, tokenize
+from services.common.memo import text_memo
 
 # Ordinals and month names stay word terms ("first", "march"); as numbers they would collide
 # with plain values ("1", "3").
@@ -96,7 +96,7 @@ def analyse(text: str, *, evidence: bool = False) -> Analysis:
     )
 
 
-@lru_cache(maxsize=8192)
+@text_memo()
 def analyse_evidence(text: str) -> Analysis:
     """``analyse`` for evidence text, memoised: the same chunks recur across requests."""
     return analyse(text, evidence=True)

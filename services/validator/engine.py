@@ -7,7 +7,6 @@ import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import Final
 
 from services.common.language import markup, modality, negation
@@ -40,6 +39,7 @@ from services.common.language.text import (
     term_of,
     words,
 )
+from services.common.memo import text_memo
 from services.common.refusal import REFUSAL
 from services.common.validation import (
     TIER_OF_REASON,
@@ -205,12 +205,12 @@ class _Evidence:
         return self._items
 
 
-@lru_cache(maxsize=8192)
+@text_memo()
 def _folded(text: str) -> str:
     return fold_lookalikes(text)
 
 
-@lru_cache(maxsize=8192)
+@text_memo()
 def _unreadable(text: str) -> str | None:
     return unreadable_script(text)
 
@@ -227,7 +227,7 @@ def _restates(claim: str, cited: Sequence[str]) -> bool:
     return bool(key) and any(key == entailment.flatten(t).strip(_FINAL_MARKS) for t in cited)
 
 
-@lru_cache(maxsize=8192)
+@text_memo()
 def _item_terms(semantic_id: str, text: str) -> frozenset[str]:
     """Terms of an evidence item: its text's and its id's (memoised like ``analyse_evidence``)."""
     return analyse_evidence(text).terms | id_terms(semantic_id)
@@ -238,10 +238,13 @@ def clear_caches() -> None:
     analyse_evidence.cache_clear()
     _item_terms.cache_clear()
     _evidence_penalties.cache_clear()
+    _folded.cache_clear()
+    _unreadable.cache_clear()
     entailment.content_terms_cache_clear()
+    roles.statute_roles.cache_clear()
 
 
-@lru_cache(maxsize=8192)
+@text_memo()
 def _evidence_penalties(text: str) -> tuple[penalty.Penalty, ...]:
     return penalty.parse_evidence(text)
 

@@ -28,12 +28,12 @@ import re
 import time
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Protocol, cast
 
 from services.common.errors import DeadlineExceededError
 from services.common.language.text import tokenize
 from services.common.language.windows import token_windows
+from services.common.memo import text_memo
 from services.common.validation import EntailmentScores
 
 ENTAILMENT, NEUTRAL, CONTRADICTION = 0, 1, 2
@@ -345,7 +345,7 @@ def _windowed_premise(p: Premise, model: NliModel, budget: int) -> list[Premise]
     ]
 
 
-@lru_cache(maxsize=8192)
+@text_memo()
 def _content_terms(text: str) -> frozenset[str]:
     """Content terms of ``text``, memoised: the same evidence sentences recur across claims and
     requests."""

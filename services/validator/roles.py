@@ -28,10 +28,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 from services.common.language.negation import CUES
 from services.common.language.text import word_list
+from services.common.memo import text_memo
 
 # Role nouns, singular, with the plurals the statutes and paraphrases use. Multi-word roles come
 # first in the pattern so "public servant" is not read as "servant".
@@ -209,7 +209,7 @@ def _roles_in(text: str) -> frozenset[str]:
     return frozenset(_ROLES[m] for m in _ROLE_RE.findall(text))
 
 
-@lru_cache(maxsize=4096)
+@text_memo()
 def statute_roles(text: str) -> StatuteRoles:
     """The offender roles a statute text names and the roles it names otherwise (memoised:
     the same passages recur across sentences and requests)."""
