@@ -10,12 +10,15 @@ ConfigMap then fails the rollout loudly instead of running with a default nobody
 from __future__ import annotations
 
 import builtins
+import ipaddress
 import math
 import os
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import NoReturn, TypeVar
+
+from services.common.urls import display_url, split_url
 
 T = TypeVar("T")
 
@@ -159,11 +162,69 @@ class EnvReader:
     def secret(self, name: builtins.str) -> Secret:
         return Secret(self._raw(name) or "")
 
+    def base_url(
+        self,
+        name: builtins.str,
+        default: builtins.str,
+        *,
+        api_key: Secret,
+        allow_plaintext: builtins.str,
+    ) -> builtins.str:
+        """An OpenAI-compatible endpoint's base URL (``""`` stays off): ``http`` or ``https``
+        with a host and no ``user:password@`` (a credential belongs in the API key setting).
+
+        Plain ``http`` with an API key sends the key in clear, so it is refused unless the host
+        is loopback, or a cluster-local Service name (``*.svc``, ``*.svc.cluster.local``) and
+        ``<PREFIX><allow_plaintext>`` is true (an operator's explicit choice). An error never
+        shows the URL's userinfo, query or fragment."""
+        url = self.str(name, default)
+        if not url:
+            return url
+        setting = f"{self.prefix}{name}"
+        parts = split_url(url)
+        if parts is None or parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+            raise InvalidSettingError(
+                f"{setting}={display_url(url)!r}: expected an http:// or https:// URL with a host"
+            )
+        if "@" in parts.netloc:
+            raise InvalidSettingError(
+                f"{setting}: a URL with user:password@ is refused (its credential would be "
+                "logged and sent as written); set the API key setting instead"
+            )
+        if parts.scheme.lower() == "https" or not api_key:
+            return url
+        host = parts.hostname.lower().rstrip(".")
+        if _loopback(host):
+            return url
+        opt_in = f"{self.prefix}{allow_plaintext}"
+        cluster_local = host.endswith((".svc", ".svc.cluster.local"))
+        if cluster_local and self.bool(allow_plaintext, False):
+            return url
+        if cluster_local:
+            advice = f"use https, or set {opt_in}=true to accept plain http to this Service"
+        else:
+            advice = (
+                "use https (plain http is accepted for loopback, or for a cluster-local Service, "
+                f"*.svc or *.svc.cluster.local, with {opt_in}=true)"
+            )
+        raise InvalidSettingError(
+            f"{setting}={display_url(url)!r}: plain http would send the API key in clear; {advice}"
+        )
+
     def required(self, name: builtins.str) -> builtins.str:
         raw = self._raw(name)
         if raw is None:
             raise MissingSettingError(f"{self.prefix}{name} must be set")
         return raw
+
+
+def _loopback(host: builtins.str) -> builtins.bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _in_range(
@@ -397,11 +458,14 @@ class JudgeSettings:
     def from_env(cls, env: EnvReader) -> JudgeSettings:
         """Read ``<PREFIX>JUDGE_*``; a judge without a model name must not start."""
         judge = EnvReader(env.prefix + "JUDGE_", env._env)
-        base_url = judge.str("BASE_URL", "")
+        api_key = judge.secret("API_KEY")
+        base_url = judge.base_url(
+            "BASE_URL", "", api_key=api_key, allow_plaintext="ALLOW_PLAINTEXT"
+        )
         settings = cls(
             base_url=base_url,
             model=judge.required("MODEL") if base_url else "",
-            api_key=judge.secret("API_KEY"),
+            api_key=api_key,
             timeout_s=judge.float("TIMEOUT_S", 10.0, minimum=0.05, maximum=600.0),
             max_concurrency=judge.int("MAX_CONCURRENCY", 4, minimum=1, maximum=256),
             items_per_call=judge.int("ITEMS_PER_CALL", 8, minimum=1, maximum=64),

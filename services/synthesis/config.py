@@ -242,7 +242,12 @@ class SynthesisConfig:
             candidate_pool=env.int("CANDIDATE_POOL", 20, minimum=0, maximum=MAX_TOP_K),
             extractive_bridge_titles=env.bool("EXTRACTIVE_BRIDGE_TITLES", True),
             openai=OpenAISettings(
-                base_url=env.str("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL),
+                base_url=env.base_url(
+                    "OPENAI_BASE_URL",
+                    DEFAULT_OPENAI_BASE_URL,
+                    api_key=env.secret("OPENAI_API_KEY"),
+                    allow_plaintext="OPENAI_ALLOW_PLAINTEXT",
+                ),
                 api_key=env.secret("OPENAI_API_KEY"),
                 model=env.str("OPENAI_MODEL", "gpt-4o-mini"),
                 timeout_s=env.float("OPENAI_TIMEOUT_S", 20.0, minimum=0.1, maximum=600.0),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import pytest
@@ -10,6 +11,7 @@ from services.common.config import (
     MAX_CONCURRENT_RPCS,
     EnvReader,
     InvalidSettingError,
+    JudgeSettings,
     MissingSettingError,
     Secret,
     ServerSettings,
@@ -217,3 +219,68 @@ class TestTlsSettings:
     ) -> None:
         with pytest.raises(InvalidSettingError, match=message):
             TlsSettings.client_from_env(EnvReader("S_CLIENT_", environ))
+
+
+class TestBaseUrl:
+    """Endpoint base URLs (audit LOW-5): http(s) with a host, no userinfo; plain http with an
+    API key only to loopback, or to a cluster-local Service with the explicit opt-in."""
+
+    @staticmethod
+    def read(url: str, key: str = "sk-secret", **extra: str) -> str:
+        env = EnvReader("X_", {"X_BASE_URL": url, **{f"X_{k}": v for k, v in extra.items()}})
+        return env.base_url("BASE_URL", "", api_key=Secret(key), allow_plaintext="ALLOW_PLAINTEXT")
+
+    @pytest.mark.parametrize(
+        "url",
+        [
+            "https://api.openai.com/v1",
+            "https://203.0.113.7:8443/v1",
+            "http://127.0.0.1:41234/v1",
+            "http://localhost:8000/v1",
+            "http://[::1]:8000/v1",
+        ],
+    )
+    def test_accepted_with_a_key(self, url: str) -> None:
+        assert self.read(url) == url
+
+    def test_plain_http_without_a_key_carries_no_credential(self) -> None:
+        assert self.read("http://judge:8000/v1", key="") == "http://judge:8000/v1"
+
+    def test_unset_stays_off(self) -> None:
+        assert self.read("") == ""
+
+    @pytest.mark.parametrize(
+        ("url", "said"),
+        [
+            ("ftp://x/v1", "expected an http:// or https:// URL with a host"),
+            ("not a url", "expected an http:// or https:// URL with a host"),
+            ("https:///v1", "expected an http:// or https:// URL with a host"),
+            ("http://x:port/v1", "expected an http:// or https:// URL with a host"),
+            ("http://203.0.113.7/v1", "plain http would send the API key in clear"),
+            ("http://judge.llm.svc:8000/v1", "set X_ALLOW_PLAINTEXT=true"),
+        ],
+    )
+    def test_refused(self, url: str, said: str) -> None:
+        with pytest.raises(InvalidSettingError, match=f"^X_BASE_URL.*{re.escape(said)}"):
+            self.read(url)
+
+    def test_userinfo_is_refused_without_showing_it(self) -> None:
+        with pytest.raises(InvalidSettingError) as info:
+            self.read("https://user:pw-secret@169.254.169.254/latest/")
+        assert "user:password@" in str(info.value)
+        assert "pw-secret" not in str(info.value) and "169.254" not in str(info.value)
+
+    @pytest.mark.parametrize(
+        "url", ["http://judge.llm.svc:8000/v1", "http://judge.llm.svc.cluster.local:8000/v1"]
+    )
+    def test_a_cluster_local_service_with_the_opt_in(self, url: str) -> None:
+        assert self.read(url, ALLOW_PLAINTEXT="true") == url
+
+    def test_the_opt_in_does_not_open_other_hosts(self) -> None:
+        with pytest.raises(InvalidSettingError, match="plain http would send the API key"):
+            self.read("http://judge.example.com/v1", ALLOW_PLAINTEXT="true")
+
+    def test_judge_settings_check_their_url(self) -> None:
+        judge = {"X_JUDGE_BASE_URL": "http://203.0.113.7/v1", "X_JUDGE_MODEL": "m"}
+        with pytest.raises(InvalidSettingError, match=r"^X_JUDGE_BASE_URL="):
+            JudgeSettings.from_env(EnvReader("X_", {**judge, "X_JUDGE_API_KEY": "k"}))

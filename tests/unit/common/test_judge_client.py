@@ -230,7 +230,7 @@ class TestJudgeSettings:
         env = EnvReader(
             "SYNTHESIS_",
             {
-                "SYNTHESIS_JUDGE_BASE_URL": "http://judge:8000/v1",
+                "SYNTHESIS_JUDGE_BASE_URL": "https://judge:8000/v1",
                 "SYNTHESIS_JUDGE_MODEL": "checker-7b",
                 "SYNTHESIS_JUDGE_API_KEY": "sk-x",
                 "SYNTHESIS_JUDGE_BAND_LOW": "0.2",

@@ -120,3 +120,26 @@ class TestAllowedModels:
     def test_a_bad_value_stops_start_up_naming_the_setting(self, value: str) -> None:
         with pytest.raises(InvalidSettingError, match="SYNTHESIS_OPENAI_ALLOWED_MODELS="):
             config(OPENAI_ALLOWED_MODELS=value)
+
+
+class TestOpenAIBaseUrl:
+    """SYNTHESIS_OPENAI_BASE_URL is checked at start-up (audit LOW-5)."""
+
+    def test_userinfo_and_plain_http_with_a_key_are_refused(self) -> None:
+        with pytest.raises(InvalidSettingError, match=r"^SYNTHESIS_OPENAI_BASE_URL: a URL with"):
+            config(OPENAI_BASE_URL="http://user:pw@169.254.169.254/latest/", OPENAI_API_KEY="k")
+        with pytest.raises(InvalidSettingError, match="plain http would send the API key"):
+            config(OPENAI_BASE_URL="http://203.0.113.7/v1", OPENAI_API_KEY="k")
+        with pytest.raises(InvalidSettingError, match="expected an http:// or https:// URL"):
+            config(OPENAI_BASE_URL="ftp://x/v1")
+
+    def test_a_cluster_local_service_needs_the_opt_in(self) -> None:
+        url = "http://llm.models.svc:8000/v1"
+        with pytest.raises(InvalidSettingError, match="SYNTHESIS_OPENAI_ALLOW_PLAINTEXT=true"):
+            config(OPENAI_BASE_URL=url, OPENAI_API_KEY="k")
+        opted = config(OPENAI_BASE_URL=url, OPENAI_API_KEY="k", OPENAI_ALLOW_PLAINTEXT="true")
+        assert opted.openai.base_url == url
+
+    def test_loopback_and_https_start(self) -> None:
+        for url in ("http://127.0.0.1:41234/v1", "https://api.openai.com/v1"):
+            assert config(OPENAI_BASE_URL=url, OPENAI_API_KEY="k").openai.base_url == url
