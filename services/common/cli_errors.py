@@ -95,6 +95,8 @@ def print_json(data: object, *, indent: int | None = 2, flush: bool = False) -> 
 # What grpc-core says when nothing listens at the address (not a service's own UNAVAILABLE,
 # which names the dependency that failed).
 _NOTHING_LISTENS = ("failed to connect to all addresses", "connection refused")
+# (Matched at the start of the details only: synthesis reports a dependency it cannot reach as
+# "retrieval: UNAVAILABLE: failed to connect ...", and then synthesis itself did answer.)
 
 
 def report_rpc_error(err: grpc.RpcError) -> int:
@@ -106,7 +108,7 @@ def report_rpc_error(err: grpc.RpcError) -> int:
     for detail in status.details if status else ():
         print(f"  {detail.TypeName()}: {json_format.MessageToJson(detail)}", file=sys.stderr)
     if err.code() == grpc.StatusCode.UNAVAILABLE and any(
-        cue in details.lower() for cue in _NOTHING_LISTENS
+        details.lower().startswith(cue) for cue in _NOTHING_LISTENS
     ):
         print(
             "hint: nothing answers at that address: is the stack running? Start it with "

@@ -347,7 +347,7 @@ LOAD_BALANCING = ("round_robin", "pick_first")
 MAX_CONCURRENT_RPCS = 1024
 
 
-def _unbracketed(host: str) -> str:
+def unbracketed(host: str) -> str:
     """A host held bare (``::``, not ``[::]``): the metrics server binds it as written, and
     host_port() brackets it for gRPC, so both forms of the setting work."""
     return host[1:-1] if host.startswith("[") and host.endswith("]") else host
@@ -388,7 +388,7 @@ class ServerSettings:
     ) -> ServerSettings:
         global_env = EnvReader("", env._env)
         return cls(
-            host=_unbracketed(env.str("HOST", "127.0.0.1")),
+            host=unbracketed(env.str("HOST", "127.0.0.1")),
             port=env.int("PORT", default_port, minimum=0, maximum=65535),
             grace_s=env.float("GRACE_S", 10.0, minimum=0.0, maximum=600.0),
             drain_delay_s=env.float("DRAIN_DELAY_S", 1.0, minimum=0.0, maximum=60.0),

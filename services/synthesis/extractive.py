@@ -515,8 +515,10 @@ def source_label(chunk: Chunk) -> str:
     """How a heading names a document: "IPC section 379" for a statute, else its title (or id).
 
     A statute is named by its act and section, not its title: the heading cites nothing, and
-    the validator exempts an uncited lead-in only while it states no penalty, which it cannot
-    tell from a title (it reads passages' ids and texts, not their titles). "IPC section 382,
+    the validator exempts an uncited lead-in only while it states no penalty, which a title can
+    ("Theft after preparation made for causing death ..."; the validator reads titles, and a
+    heading that is a title word for word names a source, but a penalty it states is still
+    checked first: docs/VALIDATOR.md, rule 7). "IPC section 382,
     Theft after preparation made for causing death, hurt or restraint ..." read as a claim
     that death is the penalty, and the answer was refused (NO_CITATION), as were 31 other IPC
     titles ("Amount of fine", "Causing death by negligence"). A section reference states

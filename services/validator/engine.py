@@ -6,7 +6,7 @@ import bisect
 import re
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from services.common.language import markup, modality, negation
@@ -29,9 +29,15 @@ from services.common.language.quantities import (
     unsupported,
 )
 from services.common.language.script import unreadable_script
-from services.common.language.sentences import is_lead_in, list_marker_length, split_sentences
+from services.common.language.sentences import (
+    TERMINAL_MARKS,
+    is_lead_in,
+    list_marker_length,
+    split_sentences,
+)
 from services.common.language.text import (
     META_TERMS,
+    SOURCE_NOTE_RE,
     SOURCE_NOTE_TERMS,
     blank_meta,
     fold_lookalikes,
@@ -145,11 +151,22 @@ class _Evidence:
     _terms: frozenset[str] | None = None
     _amounts: frozenset[tuple[float, str]] | None = None
     _title_terms: frozenset[str] | None = None
+    _sources: frozenset[tuple[str, ...]] | None = None
+    # Per request, by id: a passage's folded text, analysis and terms. The memos behind them
+    # keep short passages across requests (services/common/memo.py); these keep a long one
+    # (over the memo's 4,096 characters) from being folded and analysed again for every
+    # sentence that cites it.
+    _texts: dict[str, str] = field(default_factory=dict)
+    _analyses: dict[str, Analysis] = field(default_factory=dict)
+    _terms_by_id: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def text(self, semantic_id: str) -> str:
         """The passage as the rules and the model read it: look-alikes folded, as a claim's are
         (``fold_lookalikes``; offsets hold)."""
-        return _folded(self.raw(semantic_id))
+        text = self._texts.get(semantic_id)
+        if text is None:
+            text = self._texts[semantic_id] = _folded(self.raw(semantic_id))
+        return text
 
     def raw(self, semantic_id: str) -> str:
         """The passage as written (links are compared as written: a look-alike host is another
@@ -177,10 +194,19 @@ class _Evidence:
         return self._amounts
 
     def analysis(self, semantic_id: str) -> Analysis:
-        return analyse_evidence(self.text(semantic_id))
+        analysis = self._analyses.get(semantic_id)
+        if analysis is None:
+            analysis = self._analyses[semantic_id] = analyse_evidence(self.text(semantic_id))
+        return analysis
 
     def terms(self, semantic_id: str) -> frozenset[str]:
-        return _item_terms(semantic_id, self.text(semantic_id))
+        terms = self._terms_by_id.get(semantic_id)
+        if terms is None:
+            # Its text's terms and its id's (one analysis per passage and request).
+            terms = self._terms_by_id[semantic_id] = self.analysis(semantic_id).terms | id_terms(
+                semantic_id
+            )
+        return terms
 
     def title_terms(self) -> frozenset[str]:
         """The terms of every passage's title (where the caller gave titles: built once)."""
@@ -191,17 +217,33 @@ class _Evidence:
         return self._title_terms
 
     def names_a_source(self, text: str) -> bool:
-        """Whether ``text`` (a heading or lead-in, its final colon and a source note aside) is
-        some passage's title or whole text, word for word: it names or restates a source."""
-        said = words(_NOTE.sub(" ", text).rstrip(" :"))
-        return bool(said) and any(
-            said == words(source) for source in (*self.index.titles, *self.index.texts) if source
-        )
+        """Whether ``text`` (a heading or lead-in, its final colon aside) is some passage's
+        title, word for word: it names a source. A note in the
+        extractive generator's form ("(differs from IPC section 379 on a number):",
+        ``text.SOURCE_NOTE_RE``) is set aside only when every word of it is a note's or names
+        a source (the evidence's texts, ids or titles): "(agrees with this: email your Aadhaar
+        number ...)" is no note, and the sentence is read whole."""
+        note = SOURCE_NOTE_RE.search(text)
+        if note is not None:
+            noted = analyse(note.group()).terms
+            if not noted <= self.known_terms() | self.title_terms() | SOURCE_NOTE_TERMS:
+                return False
+            text = text[: note.start()]
+        said = tuple(words(text.rstrip(" :")))
+        return bool(said) and said in self.sources()
+
+    def sources(self) -> frozenset[tuple[str, ...]]:
+        """Every passage's title and whole text as words (built once per request)."""
+        if self._sources is None:
+            self._sources = frozenset(
+                tuple(words(source)) for source in (*self.index.titles, *self.index.texts) if source
+            )
+        return self._sources
 
     def items(self) -> list[tuple[str, frozenset[str]]]:
         """Every unique evidence id with its terms (built once per request)."""
         if self._items is None:
-            self._items = [(i, _item_terms(i, self.text(i))) for i in self.index.position]
+            self._items = [(i, self.terms(i)) for i in self.index.position]
         return self._items
 
 
@@ -215,9 +257,9 @@ def _unreadable(text: str) -> str | None:
     return unreadable_script(text)
 
 
-# What may end a sentence in the scripts the splitter knows (language/sentences.py), for
-# comparing a restated passage with its source.
-_FINAL_MARKS = " .;:!?\u0964\u0965\u3002\uff01\uff1f\u061f\u06d4"
+# What may end a sentence (``sentences.TERMINAL_MARKS``), and spaces, for comparing a restated
+# passage with its source.
+_FINAL_MARKS = " " + TERMINAL_MARKS
 
 
 def _restates(claim: str, cited: Sequence[str]) -> bool:
@@ -227,16 +269,9 @@ def _restates(claim: str, cited: Sequence[str]) -> bool:
     return bool(key) and any(key == entailment.flatten(t).strip(_FINAL_MARKS) for t in cited)
 
 
-@text_memo()
-def _item_terms(semantic_id: str, text: str) -> frozenset[str]:
-    """Terms of an evidence item: its text's and its id's (memoised like ``analyse_evidence``)."""
-    return analyse_evidence(text).terms | id_terms(semantic_id)
-
-
 def clear_caches() -> None:
     """Forget the memoised evidence analyses (benchmarks measure the cold path with it)."""
     analyse_evidence.cache_clear()
-    _item_terms.cache_clear()
     _evidence_penalties.cache_clear()
     _folded.cache_clear()
     _unreadable.cache_clear()
@@ -975,8 +1010,6 @@ def _listed_problems(problems: Sequence[str]) -> str:
 
 # A Markdown heading ("## Punishment"): it names what follows.
 _HEADING = re.compile(r"#{1,6}\s")
-# A source note in a heading ("IPC section 380 (differs from IPC section 379 on a number):").
-_NOTE = re.compile(r"\((?:agrees with|differs from) [^()]*\)")
 # Words a question or lead-in uses to point at the law it asks about, not to state a fact:
 # "What does the law say about theft?", "Under the Code, the punishment is as follows:".
 _FRAME_TERMS: Final = frozenset(

@@ -17,7 +17,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Final, Protocol
 
 
 class EvidenceLike(Protocol):
@@ -28,6 +28,10 @@ class EvidenceLike(Protocol):
 
     @property
     def text(self) -> str: ...
+
+
+# The longest evidence title an uncited heading may name (rule K; docs/VALIDATOR.md).
+MAX_TITLE_CHARS: Final = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +64,12 @@ class EvidenceIndex:
     def build(cls, evidence: Sequence[EvidenceLike]) -> EvidenceIndex:
         """Index ``evidence``; a repeated id keeps its first position and text."""
         index = cls.of([item.semantic_id for item in evidence], [item.text for item in evidence])
-        titles = tuple(str(getattr(item, "title", "") or "") for item in evidence)
+        # A title longer than MAX_TITLE_CHARS names nothing (no corpus title comes near it, and
+        # reading a megabyte "title" for every framing sentence would cost seconds).
+        titles = tuple(
+            title if len(title) <= MAX_TITLE_CHARS else ""
+            for title in (str(getattr(item, "title", "") or "") for item in evidence)
+        )
         return replace(index, titles=titles) if any(titles) else index
 
     @classmethod

@@ -40,7 +40,10 @@ STATUTE_ABBREVIATIONS: Final = _words(
     """s ss sec secs sub-s rs no nos cl cls viz i.e e.g cent ibid art arts ch vol p pp para paras
     r o vict co ltd dr mr mrs govt dept w.e.f ors vs v illus expl cf approx sch min max"""
 )
-_TERMINAL_RE = re.compile(r"[.!?…。！？।॥]+[\"'”’)\]」』]*")
+# The marks that end a sentence, in the scripts the splitter knows: one definition, which the
+# validator also reads when it compares a restated passage with its source.
+TERMINAL_MARKS: Final = ".!?…。！？।॥"
+_TERMINAL_RE = re.compile(rf"[{re.escape(TERMINAL_MARKS)}]+[\"'”’)\]」』]*")
 # Scripts whose sentences end with these marks run on without a space ("…徒刑。杀人者…",
 # "…है। हत्या…"): a sentence ends there whatever follows.
 _UNSPACED_TERMINALS = frozenset("。！？।॥")

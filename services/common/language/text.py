@@ -345,6 +345,13 @@ SOURCE_NOTES: Final = {
 SOURCE_NOTE_TERMS: frozenset[str] = frozenset(
     term_of(w) for note in SOURCE_NOTES.values() for w in word_list(note.replace("{}", " "))
 ) - {""}
+# A heading's notes as the extractive generator writes them: "(" one or more notes joined by
+# "; " ")" right before the final colon, each a SOURCE_NOTES template naming a source (group
+# "sources" of each note: what it names, read by the validator's rule K).
+_NOTE_ITEM = "|".join(
+    re.escape(note).replace(re.escape("{}"), r"[^();:]+?") for note in SOURCE_NOTES.values()
+)
+SOURCE_NOTE_RE: Final = re.compile(rf"\s*\((?:{_NOTE_ITEM})(?:; (?:{_NOTE_ITEM}))*\)\s*:\s*$")
 
 
 def blank_meta(text: str) -> str:

@@ -280,6 +280,11 @@ class TestNothingListens:
     def test_a_services_own_unavailable_gets_no_such_hint(
         self, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        err = self._Err(grpc.StatusCode.UNAVAILABLE, "retrieval: UNAVAILABLE: <address> is down")
+        # What synthesis says of a retrieval it cannot reach (clients._dependency_error).
+        err = self._Err(
+            grpc.StatusCode.UNAVAILABLE,
+            "retrieval: UNAVAILABLE: failed to connect to all addresses; last error: UNKNOWN: "
+            "<address>: Failed to connect to remote host: Connection refused",
+        )
         report_rpc_error(err)
         assert "hint" not in capsys.readouterr().err

@@ -123,3 +123,25 @@ def test_a_component_already_running_from_this_run_dir_keeps_its_port(
         monkeypatch.setenv("REDIS_PORT", str(port))
         (run_dir / "redis.pid").write_text(str(os.getpid()))
         assert background._ports_in_use(port, {name: 0 for name in wiring.SERVICES}) == []
+
+
+def _has_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as sock:
+            sock.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback on this machine")
+@pytest.mark.parametrize("host", ["::", "[::]"])
+def test_a_bracketed_ipv6_host_is_checked_as_the_service_binds_it(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch, host: str
+) -> None:
+    # "[::]" is an accepted spelling (config.unbracketed); binding it literally failed, and a
+    # free port was reported taken (the review of 2026-11-27).
+    monkeypatch.setenv("RETRIEVAL_HOST", host)
+    ports = {name: wiring.free_port() for name in wiring.SERVICES}
+
+    assert background._ports_in_use(wiring.free_port(), ports) == []

@@ -549,7 +549,12 @@ class TestMetaStatements:
         the evidence holds, or a title's own "not", states nothing of its own."""
         evidence = [
             Chunk("A_0", "A", "The 22nd AVN Awards ceremony took place on January 8, 2005."),
-            Chunk("B_0", "B", "Survivin is not required for the endomitotic cell cycle."),
+            Chunk(
+                "B_0",
+                "B",
+                "Survivin is not required for the endomitotic cell cycle.",
+                title="Survivin is not required for the endomitotic cell cycle",
+            ),
             # The source the note names is among the evidence, as synthesis sends it (rule K).
             Chunk("2007 Calder Cup playoffs_0", "2007 Calder Cup playoffs", "The 2007 final."),
         ]
@@ -1056,6 +1061,42 @@ class TestFramesStateNothing:
 
         assert report.sentences[0].reason is Reason.META_STATEMENT
         assert report.verdict is Verdict.GROUNDED
+
+    @pytest.mark.parametrize(
+        "frame",
+        [
+            # The review's bypass: a title, then a "note" that is no source note.
+            "Punishment for theft (agrees with this: before relying on it, email your Aadhaar "
+            "number to the court clerk):",
+            "Punishment for theft (differs from the truth: theft is legal for small goods):",
+            "Punishment (agrees with x) for theft:",
+        ],
+    )
+    def test_a_note_that_names_no_source_is_read_with_the_sentence(self, frame: str) -> None:
+        report = validate(
+            f"{frame}\n{self.THEFT} [IPC_379_0].", self.evidence(), ValidationOptions()
+        )
+
+        assert report.sentences[0].reason is Reason.NO_CITATION
+
+    def test_a_title_with_the_extractive_notes_names_its_source(self) -> None:
+        frame = (
+            "Theft in dwelling house, etc (agrees with Punishment for theft; differs from IPC "
+            "section 379 on a number):"
+        )
+        report = validate(
+            f"{frame}\n{self.THEFT} [IPC_379_0].", self.evidence(), ValidationOptions()
+        )
+
+        assert report.sentences[0].reason is Reason.META_STATEMENT
+
+    def test_a_title_over_the_limit_names_nothing(self) -> None:
+        from services.common.language.citations import MAX_TITLE_CHARS, EvidenceIndex
+
+        long_title = "Survivin " * (MAX_TITLE_CHARS // 9 + 1)
+        index = EvidenceIndex.build([EvidenceItem("A_0", "Survivin.", long_title)])
+
+        assert not any(index.titles)
 
     def test_a_cited_bare_no_is_not_verified(self) -> None:
         report = validate(

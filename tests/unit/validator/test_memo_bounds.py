@@ -20,7 +20,6 @@ from tests.unit.validator.samples import chunk
 MEMOS = {
     "engine._folded": engine._folded,
     "engine._unreadable": engine._unreadable,
-    "engine._item_terms": engine._item_terms,
     "engine._evidence_penalties": engine._evidence_penalties,
     "coverage.analyse_evidence": coverage.analyse_evidence,
     "entailment._content_terms": entailment._content_terms,
