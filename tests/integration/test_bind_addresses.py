@@ -15,17 +15,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from services.common.config import EnvReader, ServerSettings
 from services.common.metrics import serve_metrics
 from services.common.server import GrpcService
+from tests.support.network import ipv6_loopback
 
 pytestmark = pytest.mark.integration
-
-
-def _ipv6_loopback() -> bool:
-    try:
-        with socket.socket(socket.AF_INET6) as probe:
-            probe.bind(("::1", 0))
-    except OSError:
-        return False
-    return True
 
 
 def _dual_stack() -> bool:
@@ -34,7 +26,7 @@ def _dual_stack() -> bool:
     return flag.is_file() and flag.read_text().strip() == "0"
 
 
-needs_ipv6 = pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback on this machine")
+needs_ipv6 = pytest.mark.skipif(not ipv6_loopback(), reason="no IPv6 loopback on this machine")
 
 
 def _settings(host: str) -> ServerSettings:

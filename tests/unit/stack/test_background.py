@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from stack import background, wiring
+from tests.support.network import ipv6_loopback
 
 SLEEP = [sys.executable, "-c", "import time; time.sleep(120)"]
 CONFIG_ERROR = [
@@ -125,16 +126,7 @@ def test_a_component_already_running_from_this_run_dir_keeps_its_port(
         assert background._ports_in_use(port, {name: 0 for name in wiring.SERVICES}) == []
 
 
-def _has_ipv6_loopback() -> bool:
-    try:
-        with socket.socket(socket.AF_INET6) as sock:
-            sock.bind(("::1", 0))
-    except OSError:
-        return False
-    return True
-
-
-@pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback on this machine")
+@pytest.mark.skipif(not ipv6_loopback(), reason="no IPv6 loopback on this machine")
 @pytest.mark.parametrize("host", ["::", "[::]"])
 def test_a_bracketed_ipv6_host_is_checked_as_the_service_binds_it(
     run_dir: Path, monkeypatch: pytest.MonkeyPatch, host: str
