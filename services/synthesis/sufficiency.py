@@ -220,8 +220,20 @@ class SufficiencyDecision:
 
     @property
     def reason(self) -> str:
-        """A sentence saying why the evidence is insufficient ("" when sufficient)."""
-        return "" if self.failed is None else _DESCRIPTIONS[self.failed]
+        """A sentence saying why the evidence is insufficient ("" when sufficient). A question
+        none of whose key terms the corpus holds says so, naming them: a user sees that the
+        words, not the evidence found, are the problem ("chori ki saza kya hai")."""
+        if self.failed is None:
+            return ""
+        said = _DESCRIPTIONS[self.failed]
+        effective = self.key_terms.effective
+        if (
+            self.failed is Requirement.KEY_TERM_MATCH
+            and effective
+            and set(effective) <= self.unknown
+        ):
+            said += f", and no passage of the corpus holds any of them ({', '.join(effective)})"
+        return said
 
 
 def assess_sufficiency(

@@ -477,6 +477,9 @@ class TestPipeline:
 
             assert (result.answer != REFUSAL) is answered
             assert result.sufficiency.unknown == frozenset(unknown)
+            # The refusal names the words no passage holds, when that is why it refuses.
+            assert ("no passage of the corpus holds any of them (chori, ki, saza, kya, hai)" in
+                    result.refusal_reason) is not answered  # fmt: skip
 
     @pytest.mark.parametrize(("weight", "leading"), [(0.0, "IPC_379_0"), (1.0, "IPC_380_0")])
     async def test_the_models_scores_reach_the_extractive_generator(
