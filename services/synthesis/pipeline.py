@@ -586,9 +586,11 @@ class SynthesisPipeline:
                     decision = assess_sufficiency(
                         analysis.focus, intent, evidence, options, key_terms=terms
                     )
-            unknown = frozenset(stem(w) for r in results for w in r.unknown_terms)
-            if unknown:
-                decision = replace(decision, unknown=unknown)
+            said = tuple(dict.fromkeys(w for r in results for w in r.unknown_terms))
+            if said:
+                decision = replace(
+                    decision, unknown=frozenset(stem(w) for w in said), unknown_words=said
+                )
             annotate(sufficient=decision.sufficient, failed=decision.failed_code)
         _stage_done(timings, "sufficiency", mark)
         return evidence, decision

@@ -194,6 +194,8 @@ class SufficiencyDecision:
     # The key terms retrieval found in no passage of the whole corpus (its ``unknown_terms``,
     # stemmed): when every key term is one, the model may not rescue the question either.
     unknown: frozenset[str] = frozenset()
+    # The same words as the question writes them, for the refusal's reason.
+    unknown_words: tuple[str, ...] = ()
     # A comparison's terms, each checked on its own (comparison.assess_comparison), and the
     # first one the evidence did not support ("" when all were, or for other questions).
     compared: tuple[str, ...] = ()
@@ -232,7 +234,8 @@ class SufficiencyDecision:
             and effective
             and set(effective) <= self.unknown
         ):
-            said += f", and no passage of the corpus holds any of them ({', '.join(effective)})"
+            named = ", ".join(self.unknown_words or effective)
+            said += f", and no passage of the corpus holds any of them ({named})"
         return said
 
 

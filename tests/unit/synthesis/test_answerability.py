@@ -249,6 +249,19 @@ class TestCombine:
         known = replace(unknown, unknown=frozenset(hindi.effective[1:]))
         assert combine(known, SCORES, options).sufficient
 
+    def test_the_refusal_names_the_unknown_words_as_written(self) -> None:
+        terms = extract_key_terms("sending rude messages on whatsapp")
+        refused = replace(
+            decision(Requirement.KEY_TERM_MATCH, shared=()),
+            key_terms=terms,
+            unknown=frozenset(terms.effective),
+            unknown_words=("sending", "rude", "messages", "whatsapp"),
+        )
+
+        assert refused.reason.endswith(
+            "no passage of the corpus holds any of them (sending, rude, messages, whatsapp)"
+        )
+
     def test_needs_scores_skips_a_rescue_that_cannot_happen(self) -> None:
         options = AnswerabilityOptions(AnswerabilityMode.RESCUE, veto_below=0.5, rescue_at=0.9)
 
