@@ -18,7 +18,7 @@ from services.common.language.key_terms import (
 )
 from services.common.language.names import names_beyond_question
 from services.common.language.sentences import sentences
-from services.common.language.text import SOURCE_NOTES, stem
+from services.common.language.text import SOURCE_NOTES, source_heading, stem
 from services.common.refusal import REFUSAL
 from services.synthesis.comparison import term_stems, titled_with
 from services.synthesis.generation import GenerationRequest, GenerationResult
@@ -506,7 +506,7 @@ def by_source(chosen: list[_Unit], evidence: tuple[ScoredChunk, ...]) -> str:
             if relation.second_id in own and relation.first_id not in own
         )
         heading = source_label(chunks[units[0].semantic_id])
-        lines.append(f"{heading} ({'; '.join(notes)}):" if notes else f"{heading}:")
+        lines.append(source_heading(heading, list(notes)))
         lines.append(" ".join(_cite_unit(unit) for unit in units))
     return "\n".join(lines)
 

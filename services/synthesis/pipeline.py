@@ -37,7 +37,7 @@ from services.common.judge import Task
 from services.common.language.citations import resolve_positions
 from services.common.language.key_terms import KeyTerms
 from services.common.language.names import names_beyond_question
-from services.common.language.text import is_blank, normalise_query, stem
+from services.common.language.text import is_blank, normalise_query
 from services.common.metrics import STAGE_SECONDS
 from services.common.refusal import REFUSAL
 from services.common.tracing import annotate, stage_span
@@ -588,9 +588,7 @@ class SynthesisPipeline:
                     )
             said = tuple(dict.fromkeys(w for r in results for w in r.unknown_terms))
             if said:
-                decision = replace(
-                    decision, unknown=frozenset(stem(w) for w in said), unknown_words=said
-                )
+                decision = replace(decision, unknown_words=said)
             annotate(sufficient=decision.sufficient, failed=decision.failed_code)
         _stage_done(timings, "sufficiency", mark)
         return evidence, decision

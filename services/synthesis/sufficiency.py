@@ -191,10 +191,9 @@ class SufficiencyDecision:
     # holds none of them; the model may then not rescue a short question
     # (``answerability.unrelated_to_evidence``).
     shared: tuple[str, ...] = ()
-    # The key terms retrieval found in no passage of the whole corpus (its ``unknown_terms``,
-    # stemmed): when every key term is one, the model may not rescue the question either.
-    unknown: frozenset[str] = frozenset()
-    # The same words as the question writes them, for the refusal's reason.
+    # The question's words retrieval found in no passage of the whole corpus (its
+    # ``unknown_terms``, as the question writes them): when every key term is one of them
+    # (``unknown``), the model may not rescue the question either.
     unknown_words: tuple[str, ...] = ()
     # A comparison's terms, each checked on its own (comparison.assess_comparison), and the
     # first one the evidence did not support ("" when all were, or for other questions).
@@ -219,6 +218,11 @@ class SufficiencyDecision:
     def failed_code(self) -> str:
         """The failed requirement's stable code ("PENALTY_LANGUAGE"), "" when sufficient."""
         return self.failed.value if self.failed else ""
+
+    @property
+    def unknown(self) -> frozenset[str]:
+        """``unknown_words`` as key terms (stemmed)."""
+        return frozenset(stem(word) for word in self.unknown_words)
 
     @property
     def reason(self) -> str:

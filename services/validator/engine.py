@@ -615,10 +615,11 @@ def _judge(
         problems[Reason.INVALID_CITATION] = "no evidence item " + _listed(
             list(map(repr, invalid)), "invalid_citations"
         )
-    if ids and not _restates(claim_text, [view.text(i) for i in ids]):
+    if ids:
         # Rules and model read Latin-script text only (language/script.py): a sentence, or a
         # passage it cites, mostly in another script is not verified, never judged; unless it
-        # restates a whole cited passage word for word, which needs no reading.
+        # restates a whole cited passage word for word, which needs no reading (compared only
+        # then: the script check is memoised, the comparison is not).
         unreadable = [
             f"{who} is written mostly in {script} script"
             for who, script in (
@@ -627,7 +628,7 @@ def _judge(
             )
             if script is not None
         ]
-        if unreadable:
+        if unreadable and not _restates(claim_text, [view.text(i) for i in ids]):
             problems[Reason.UNREADABLE_SCRIPT] = (
                 "; ".join(unreadable)
                 + ", which the validator's rules and model do not read: not verified"

@@ -345,9 +345,18 @@ SOURCE_NOTES: Final = {
 SOURCE_NOTE_TERMS: frozenset[str] = frozenset(
     term_of(w) for note in SOURCE_NOTES.values() for w in word_list(note.replace("{}", " "))
 ) - {""}
-# A heading's notes as the extractive generator writes them: "(" one or more notes joined by
-# "; " ")" right before the final colon, each a SOURCE_NOTES template naming a source (group
-# "sources" of each note: what it names, read by the validator's rule K).
+
+
+def source_heading(label: str, notes: Sequence[str] = ()) -> str:
+    """A source heading as the extractive generator writes it: the source's label, its notes
+    (each a SOURCE_NOTES template filled in) in brackets joined by "; ", and a colon. What
+    SOURCE_NOTE_RE reads back."""
+    return f"{label} ({'; '.join(notes)}):" if notes else f"{label}:"
+
+
+# A heading's notes as ``source_heading`` writes them: "(" one or more notes joined by "; " ")"
+# right before the final colon, each a SOURCE_NOTES template naming a source (what it names is
+# read by the validator's rule K).
 _NOTE_ITEM = "|".join(
     re.escape(note).replace(re.escape("{}"), r"[^();:]+?") for note in SOURCE_NOTES.values()
 )

@@ -109,3 +109,16 @@ def test_forms_a_browser_follows_are_links_compared_whole(link: str) -> None:
 )
 def test_scheme_www_and_a_final_slash_do_not_make_another_link(same: str) -> None:
     assert links_not_in(same, ["See example.com at https://example.com/docs/ipc302."]) == []
+
+
+def test_a_source_heading_reads_back_as_its_notes() -> None:
+    # One definition written (source_heading, the extractive generator's) and read (SOURCE_NOTE_RE,
+    # the validator's rule K): a note the writer makes is one the reader sets aside.
+    from services.common.language.text import SOURCE_NOTE_RE, SOURCE_NOTES, source_heading
+
+    notes = [note.format("IPC section 379") for note in SOURCE_NOTES.values()]
+    heading = source_heading("IPC section 380", notes)
+
+    match = SOURCE_NOTE_RE.search(heading)
+    assert match is not None and heading[: match.start()] == "IPC section 380"
+    assert source_heading("IPC section 380") == "IPC section 380:"

@@ -238,7 +238,7 @@ class TestCombine:
         unknown = replace(
             decision(Requirement.KEY_TERM_MATCH, shared=()),
             key_terms=hindi,
-            unknown=frozenset(hindi.effective),
+            unknown_words=hindi.effective,
         )
         options = AnswerabilityOptions(AnswerabilityMode(mode), veto_below=0.5, rescue_at=0.9)
 
@@ -246,7 +246,7 @@ class TestCombine:
 
         assert not combined.sufficient and combined.answerability_effect == ""
         # One word of the corpus among them, and the model may rescue it as before.
-        known = replace(unknown, unknown=frozenset(hindi.effective[1:]))
+        known = replace(unknown, unknown_words=hindi.effective[1:])
         assert combine(known, SCORES, options).sufficient
 
     def test_the_refusal_names_the_unknown_words_as_written(self) -> None:
@@ -254,7 +254,6 @@ class TestCombine:
         refused = replace(
             decision(Requirement.KEY_TERM_MATCH, shared=()),
             key_terms=terms,
-            unknown=frozenset(terms.effective),
             unknown_words=("sending", "rude", "messages", "whatsapp"),
         )
 
