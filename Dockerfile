@@ -79,6 +79,8 @@ WORKDIR /app
 COPY --from=deps /opt/venv /opt/venv
 COPY --from=stubs /build/gen gen/
 COPY services/ services/
+# The act registry every service reads at import (services/common/language/acts.py).
+COPY data/corpora/acts.json data/corpora/acts.json
 # Bytecode compiled now, because the root filesystem is read-only at run time.
 RUN python -m compileall -q services gen
 

@@ -59,14 +59,24 @@ lock: ## Recompile requirements.lock from pyproject.toml (needs network to PyPI)
 # The reader, the chunker and the sentence splitter change what an index holds (their versions
 # are part of its checksum): a change to them re-runs ingest, which rebuilds only when the
 # checksum moved, and the touch keeps make from asking again.
-INDEX_INPUTS := data/corpora/indian_law/ipc.json services/retrieval/corpus.py \
+# CORPUS names what the index holds (default: the IPC), e.g. CORPUS="data/corpora/indian_law/ipc.json
+# my_act.jsonl" (data/corpora/README.md, "Adding an act"). A different CORPUS re-runs ingest: the
+# list is kept beside the index ($(INDEX_DIR).corpus, rewritten only when it changes), as file
+# times alone would call an index of other files up to date.
+CORPUS       ?= data/corpora/indian_law/ipc.json
+INDEX_INPUTS := $(CORPUS) data/corpora/acts.json services/retrieval/corpus.py \
 	services/retrieval/chunking.py services/common/language/sentences.py
-$(INDEX_DIR)/manifest.json: $(PROTO_STAMP) $(INDEX_INPUTS)
-	$(PY) -m services.retrieval.ingest --out $(INDEX_DIR) data/corpora/indian_law/ipc.json
+$(INDEX_DIR).corpus: always
+	@mkdir -p $(dir $@)
+	@echo '$(CORPUS)' | cmp -s - $@ || echo '$(CORPUS)' > $@
+$(INDEX_DIR)/manifest.json: $(PROTO_STAMP) $(INDEX_INPUTS) $(INDEX_DIR).corpus
+	$(PY) -m services.retrieval.ingest --out $(INDEX_DIR) $(CORPUS)
 	@touch $@
 
-.PHONY: index
-index: $(INDEX_DIR)/manifest.json ## Build the FAISS index of the bundled IPC corpus (reused when unchanged).
+.PHONY: always index
+always:
+
+index: $(INDEX_DIR)/manifest.json ## Build the FAISS index of CORPUS (default: the bundled IPC; reused when unchanged).
 
 # make run's demo question (QUESTION=... asks another); make ask has no default and wants one.
 DEMO_QUESTION := What is the punishment for cheating under section 420?

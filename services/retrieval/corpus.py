@@ -16,6 +16,8 @@ from pypdf import PdfReader
 from pypdf.errors import PdfReadError
 
 from services.common.errors import CorpusFormatError
+from services.common.language.acts import ACTS as REGISTERED_ACTS
+from services.common.language.acts import REGISTRY_PATH, Act
 from services.common.language.references import normalise_section
 
 logger = logging.getLogger(__name__)
@@ -97,61 +99,13 @@ def normalise_whitespace(raw: str) -> str:
 # --- statutes ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ActSpec:
-    """Where one act's JSON keeps each field (the source repositories disagree)."""
+# The acts a statutes file may hold, with where each one's JSON keeps each field (the source
+# repositories disagree), from the one registry: data/corpora/acts.json (``acts.ACTS``).
+ACTS: Final[Mapping[str, Act]] = {act.code: act for act in REGISTERED_ACTS}
 
-    code: str
-    name: str
-    section_key: str
-    title_key: str
-    text_key: str
-    chapter_key: str | None = None
-    chapter_title_key: str | None = None
-
-
-_CHAPTERED = {"section_key": "section", "title_key": "section_title", "text_key": "section_desc"}
-_FLAT = {"section_key": "section", "title_key": "title", "text_key": "description"}
-
-ACTS: Final[Mapping[str, ActSpec]] = {
-    "IPC": ActSpec(
-        "IPC",
-        "Indian Penal Code, 1860",
-        section_key="Section",
-        title_key="section_title",
-        text_key="section_desc",
-        chapter_key="chapter",
-        chapter_title_key="chapter_title",
-    ),
-    "CRPC": ActSpec(
-        "CRPC", "Code of Criminal Procedure, 1973", **_CHAPTERED, chapter_key="chapter"
-    ),
-    "IEA": ActSpec("IEA", "Indian Evidence Act, 1872", **_CHAPTERED, chapter_key="chapter"),
-    "NIA": ActSpec("NIA", "Negotiable Instruments Act, 1881", **_CHAPTERED, chapter_key="chapter"),
-    "HMA": ActSpec("HMA", "Hindu Marriage Act, 1955", **_CHAPTERED, chapter_key="chapter"),
-    "CPC": ActSpec("CPC", "Code of Civil Procedure, 1908", **_FLAT),
-    "IDA": ActSpec("IDA", "Indian Divorce Act, 1869", **_FLAT),
-    "MVA": ActSpec("MVA", "Motor Vehicles Act, 1988", **_FLAT),
-    "COI": ActSpec(
-        "COI",
-        "Constitution of India",
-        section_key="article",
-        title_key="title",
-        text_key="description",
-    ),
-}
-
-# File stem (lower-cased) → act code, for the files in data/corpora/indian_law/.
+# File name (lower-cased) → act code, for the files in data/corpora/indian_law/.
 ACT_BY_FILE_STEM: Final[Mapping[str, str]] = {
-    "ipc": "IPC",
-    "crpc": "CRPC",
-    "cpc": "CPC",
-    "iea": "IEA",
-    "nia": "NIA",
-    "ida": "IDA",
-    "mva": "MVA",
-    "hma": "HMA",
-    "constitution_of_india": "COI",
+    Path(act.file).stem.lower(): act.code for act in REGISTERED_ACTS if act.file
 }
 
 _SECTION_RE = re.compile(r"^[0-9]+[A-Z]*$")
@@ -170,10 +124,12 @@ def load_statutes(path: Path, act: str | None = None) -> list[Document]:
     """
     code = (act or detect_act(path) or "").upper()
     if code not in ACTS:
+        said = f"act {code!r} is not registered" if code else "cannot tell which act this is"
         raise CorpusFormatError(
-            f"{path}: cannot tell which act this is (known files: "
-            f"{', '.join(sorted(ACT_BY_FILE_STEM))}.json); pass the act explicitly "
-            f"(one of {', '.join(ACTS)})",
+            f"{path}: {said} (registered files: "
+            f"{', '.join(sorted(f'{stem}.json' for stem in ACT_BY_FILE_STEM))}); register the "
+            f"act and its file name in data/corpora/{REGISTRY_PATH.name} (data/corpora/README.md,"
+            ' "Adding an act")',
             metadata={"path": str(path)},
         )
     spec = ACTS[code]
@@ -211,32 +167,40 @@ def load_statutes(path: Path, act: str | None = None) -> list[Document]:
     return list(docs.values())
 
 
-def _statute_document(record: object, spec: ActSpec, path: Path, index: int) -> Document | None:
+def _statute_document(record: object, spec: Act, path: Path, index: int) -> Document | None:
     if not isinstance(record, dict):
         raise CorpusFormatError(f"{path}: record {index} is not a JSON object")
-    missing = [k for k in (spec.section_key, spec.text_key) if k not in record]
+    keys = spec.fields
+    missing = [keys[f] for f in ("section", "text") if keys[f] not in record]
     if missing:
+        field_map = ", ".join(f"{f}={k!r}" for f, k in keys.items())
         raise CorpusFormatError(
             f"{path}: record {index} lacks {', '.join(missing)} (expected the {spec.code} field "
-            f"map: section={spec.section_key!r}, title={spec.title_key!r}, text={spec.text_key!r})"
+            f"map of {REGISTRY_PATH.name}: {field_map})"
         )
-    section = normalise_section(record[spec.section_key])
+    raw_section = record[keys["section"]]
+    section = normalise_section(raw_section)
     if not _SECTION_RE.match(section):
         raise CorpusFormatError(
-            f"{path}: record {index} has section number {record[spec.section_key]!r}, "
+            f"{path}: record {index} has section number {raw_section!r}, "
             "expected digits optionally followed by letters"
         )
-    text = normalise_whitespace(str(record[spec.text_key] or ""))
+    text = normalise_whitespace(str(record[keys["text"]] or ""))
     if not text:
         logger.warning("%s: %s section %s has no text; skipped", path, spec.code, section)
         return None
-    chapter = record.get(spec.chapter_key, "") if spec.chapter_key else ""
-    chapter_title = record.get(spec.chapter_title_key, "") if spec.chapter_title_key else ""
+    chapter = record.get(keys["chapter"], "") if "chapter" in keys else ""
+    chapter_title = record.get(keys["chapter_title"], "") if "chapter_title" in keys else ""
     if spec.code == "IPC":
         chapter_title = IPC_CHAPTER_TITLES.get(str(chapter_title), chapter_title)
+    title = record.get(keys["title"]) if "title" in keys else ""
+    if not title:
+        logger.warning(
+            "%s: record %d (%s section %s) has no title", path, index, spec.code, section
+        )
     return Document(
         doc_id=f"{spec.code}_{section}",
-        title=normalise_whitespace(str(record.get(spec.title_key) or "")).replace("\n", " "),
+        title=normalise_whitespace(str(title or "")).replace("\n", " "),
         text=text,
         act=spec.code,
         act_name=spec.name,
@@ -317,23 +281,51 @@ def _read_json(path: Path) -> Any:
 def load_jsonl(path: Path) -> list[Document]:
     """Load ``{doc_id, title, text, metadata}`` lines; ``text`` may be a list of lines.
 
-    Blank lines are skipped; any other bad line raises CorpusFormatError naming its number.
+    ``metadata`` may name the record's ``act`` and ``section`` (a statute section written as
+    JSONL: ``{"doc_id": "MTA_3A", ..., "metadata": {"act": "MTA", "section": "3A"}}``), and
+    ``act_name``, ``chapter`` and ``chapter_title``; they fill the document's own fields, so
+    the act filter, section references and citations read them as they read a statutes file's.
+    Blank lines are skipped; a record with no text is skipped with a warning naming its line;
+    any other bad line raises CorpusFormatError naming its number.
     """
     docs: list[Document] = []
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as exc:
         raise CorpusFormatError(f"{path}: not UTF-8 ({exc})") from exc
+    unregistered: set[str] = set()
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            docs.append(_jsonl_document(json.loads(line)))
+            doc = _jsonl_document(json.loads(line))
         except (json.JSONDecodeError, ValueError, TypeError) as exc:
             raise CorpusFormatError(
                 f"{path}:{lineno}: {exc}", metadata={"path": str(path), "line": str(lineno)}
             ) from exc
+        if not doc.text:
+            logger.warning("%s:%d: document %s has no text; skipped", path, lineno, doc.doc_id)
+            continue
+        if not doc.title:
+            logger.warning("%s:%d: document %s has no title", path, lineno, doc.doc_id)
+        if doc.act and doc.act not in ACTS and doc.act not in unregistered:
+            unregistered.add(doc.act)
+            logger.warning(
+                "%s:%d: act %s is not in %s: the act filter and citations work, but questions"
+                " that name the act or its sections are not read as naming it (data/corpora/"
+                'README.md, "Adding an act")',
+                path,
+                lineno,
+                doc.act,
+                REGISTRY_PATH.name,
+            )
+        docs.append(doc)
     return docs
+
+
+# Metadata keys a JSONL record may use to say which act and section it is.
+_STATUTE_KEYS: Final = ("act", "section", "act_name", "chapter", "chapter_title")
+_ACT_CODE = re.compile(r"^[A-Z][A-Z0-9]{0,15}$")
 
 
 def _jsonl_document(record: object) -> Document:
@@ -342,6 +334,7 @@ def _jsonl_document(record: object) -> Document:
     doc_id = record.get("doc_id")
     if isinstance(doc_id, bool) or not isinstance(doc_id, str | int) or not str(doc_id).strip():
         raise ValueError("doc_id must be a non-empty string or an integer")
+    doc_id = str(doc_id).strip()
     raw_text = record.get("text")
     if isinstance(raw_text, list) and all(isinstance(t, str) for t in raw_text):
         raw_text = "\n".join(raw_text)
@@ -353,10 +346,37 @@ def _jsonl_document(record: object) -> Document:
     metadata = record.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise TypeError("metadata must be an object")
+    statute = {key: metadata.pop(key) for key in _STATUTE_KEYS if key in metadata}
+    for key, value in statute.items():
+        if not isinstance(value, str | int) or isinstance(value, bool):
+            raise TypeError(f"metadata.{key} must be a string")
+    act = str(statute.get("act", "")).strip()
+    section = normalise_section(statute["section"]) if "section" in statute else ""
+    if act and not _ACT_CODE.match(act):
+        raise ValueError(
+            f"metadata.act {act!r} must be an act code: 1-16 upper-case letters or digits"
+        )
+    if section and not _SECTION_RE.match(section):
+        raise ValueError(
+            f"metadata.section {statute['section']!r}: expected digits optionally followed by"
+            " letters (sub-sections such as 12(1) are not supported: write the section, 12)"
+        )
+    if bool(act) != bool(section):
+        raise ValueError("metadata.act and metadata.section go together: give both or neither")
+    if act and doc_id != f"{act}_{section}":
+        raise ValueError(
+            f"doc_id {doc_id!r} must be {act}_{section}, the act and section its metadata names"
+        )
+    registered = ACTS.get(act)
     return Document(
-        doc_id=str(doc_id).strip(),
+        doc_id=doc_id,
         title=title.strip(),
         text=normalise_whitespace(raw_text),
+        act=act,
+        act_name=str(statute.get("act_name", "") or (registered.name if registered else "")),
+        section=section,
+        chapter=str(statute.get("chapter", "")),
+        chapter_title=str(statute.get("chapter_title", "")),
         url=str(metadata.get("url", "")),
         metadata={str(k): _as_str(v) for k, v in metadata.items()},
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import time
@@ -13,7 +14,7 @@ from typing import Final, get_args
 from services.common.cli_errors import run_cli
 from services.common.errors import CorpusFormatError, IndexIntegrityError
 from services.common.logs import configure_logging
-from services.retrieval.corpus import FORMATS
+from services.retrieval.corpus import FORMATS, load_documents
 from services.retrieval.index import IndexKind
 from services.retrieval.store import DEFAULT_EMBED_TEXT, EMBED_TEXTS, build_artifacts
 
@@ -108,6 +109,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from services.retrieval.embedding import load_encoder
 
+    # Read every source before the model (seconds to load): a bad file is named at once. Its
+    # warnings come once, from the build below.
+    logging.disable(logging.WARNING)
+    try:
+        for source in args.sources:
+            load_documents(source, args.format)
+    except CorpusFormatError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 1
+    finally:
+        logging.disable(logging.NOTSET)
     started = time.perf_counter()
     try:
         encoder = load_encoder(args.model_path, device=args.device, progress=not args.quiet)

@@ -21,6 +21,7 @@ from tqdm import tqdm
 
 from services.common.errors import CorpusFormatError, IndexIntegrityError
 from services.common.evidence import Chunk, heading
+from services.common.language.acts import registry_digest
 from services.retrieval.chunking import (
     DEFAULT_MIN_WORDS,
     SPLITTER_VERSION,
@@ -141,6 +142,9 @@ def corpus_checksum(
         "splitter": SPLITTER_VERSION,
         "reader": READER_VERSION,
         "embed_text": embed_text,
+        # The act registry says where a statutes file keeps each field and what each act is
+        # called: editing it changes the documents (data/corpora/acts.json).
+        "acts": registry_digest(),
     }
     digest.update(json.dumps(params, sort_keys=True).encode())
     for source in sources:

@@ -7,11 +7,13 @@ are a section title's content words names that section: docs/RETRIEVAL.md).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from services.common.language.acts import ACTS
 from services.common.language.conversation import conversation_spans
 from services.common.language.lay_terms import alternatives
 from services.common.language.references import (
@@ -76,13 +78,15 @@ CUE_WORDS = _words(
 )
 
 # Words naming the corpus itself; they only count when a question has nothing more specific.
+# Every registered act's code is one (data/corpora/acts.json: "HMA" was missing from the list
+# this replaced).
 GENERIC_WORDS = _words(
     """
     act acts code codes law laws legal provision provisions statute statutes section sections
-    chapter chapters clause clauses article articles ipc crpc cpc iea nia mva indian penal india
+    chapter chapters clause clauses article articles indian penal india
     offence offences offense offenses
     """
-)
+) | frozenset(act.code.lower() for act in ACTS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,17 +161,34 @@ def text_stems(text: str) -> frozenset[str]:
 
 
 def chunk_stems(chunk: ChunkLike) -> frozenset[str]:
-    """Stems of a chunk's text and title, plus its act's acronym where the text names the act.
+    """Stems of a chunk's text and title, plus its act's acronym where the text names the act,
+    plus the specific words of its act's name.
 
     The acronym lets "the IPC" match a sentence saying "the Indian Penal Code" without making
-    every IPC sentence match a question that merely mentions the IPC.
+    every IPC sentence match a question that merely mentions the IPC. The name's specific words
+    let "the Model Traffic Act" match every sentence of that act: "model" and "traffic" are key
+    terms (only generic words such as "Indian", "Penal", "Code" and "Act" are not), and no
+    sentence of an act need repeat its name. Every word of the IPC's name is generic, so an IPC
+    chunk gains nothing.
     """
     words = f"{chunk.text} {chunk.title}".lower()
     stems = text_stems(words)
     act_name = re.sub(r",?\s*\d{4}$", "", chunk.act_name).lower()  # "Indian Penal Code, 1860"
     if chunk.act and act_name and act_name in words:
         stems |= {stem(chunk.act.lower())}
+    if chunk.act and act_name:
+        stems |= _name_stems(act_name)
     return stems
+
+
+@functools.cache
+def _name_stems(act_name: str) -> frozenset[str]:
+    """The stems of an act name's specific words (not stop, cue or generic words)."""
+    return frozenset(
+        stem(token)
+        for token in text_words(act_name)
+        if token not in STOP_WORDS and token not in CUE_WORDS and token not in GENERIC_WORDS
+    )
 
 
 def chunk_section(chunk: ChunkLike) -> str:

@@ -13,19 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-# Act names and abbreviations as people write them → act codes used by the statutes corpus.
-# Dotted abbreviations need their dots ("i.e.a."), or "i.e. a" would name the Evidence Act.
-ACT_ALIASES: Final[Mapping[str, str]] = {
-    r"ipc|i\.p\.c\.?|indian penal code|penal code": "IPC",
-    r"crpc|cr\.\s?p\.\s?c\.?|code of criminal procedure|criminal procedure code": "CRPC",
-    r"cpc|c\.p\.c\.?|code of civil procedure|civil procedure code": "CPC",
-    r"iea|i\.e\.a\.|(?:indian )?evidence act": "IEA",
-    r"nia|n\.?\s?i\.? act|negotiable instruments?(?: act)?": "NIA",
-    r"hma|hindu marriage act": "HMA",
-    r"ida|(?:indian )?divorce act": "IDA",
-    r"mva|m\.?\s?v\.? act|motor vehicles? act": "MVA",
-    r"coi|constitution(?: of india)?": "COI",
-}
+from services.common.language.acts import ACTS
+
+# Act names and abbreviations as people write them → act codes, from the one registry
+# (data/corpora/acts.json, ``acts.ACTS``). Dotted abbreviations need their dots ("i.e.a."), or
+# "i.e. a" would name the Evidence Act.
+ACT_ALIASES: Final[Mapping[str, str]] = {act.pattern: act.code for act in ACTS}
+# "Article 21" with no act named: the act whose provisions are articles (the Constitution).
+_ARTICLE_ACT: Final = next((act.code for act in ACTS if act.provision == "article"), None)
 _ACT_ALTERNATIVES: Final = "|".join(f"(?P<a{i}>{p})" for i, p in enumerate(ACT_ALIASES))
 _ACT = re.compile(rf"\b(?:{_ACT_ALTERNATIVES})(?!\w)", re.I)
 _ANY_ACT: Final = "(?:" + "|".join(ACT_ALIASES) + ")"
@@ -125,15 +120,15 @@ def parse_section_refs(query: str) -> tuple[SectionRef, ...]:
     """Provisions named in ``query``, in order of appearance, without duplicates.
 
     Each number takes the act mentioned nearest to it; "Article N" with no act named means the
-    Constitution. A bare number is only read as a section right next to an act name
-    ("302 IPC", "IPC 302") or as the whole query ("420", "498A?"), so "3 years" or
-    "2 witnesses" never count.
+    act whose provisions are articles (the Constitution). A bare number is only read as a
+    section right next to an act name ("302 IPC", "IPC 302") or as the whole query ("420",
+    "498A?"), so "3 years" or "2 witnesses" never count.
     """
     mentions = _act_mentions(query)
     groups = _groups(query)
     found: list[tuple[int, SectionRef]] = []
     for start, end, numbers, is_article in groups:
-        act = _act_for(query, start, end, mentions) or ("COI" if is_article else None)
+        act = _act_for(query, start, end, mentions) or (_ARTICLE_ACT if is_article else None)
         found.extend((pos, SectionRef(normalise_section(num), act)) for pos, num in numbers)
     found.sort(key=lambda item: item[0])
     return tuple(dict.fromkeys(ref for _, ref in found))

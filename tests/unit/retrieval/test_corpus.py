@@ -154,8 +154,11 @@ class TestStatutesLoader:
 
     def test_load_statutes_unknown_act_raises(self, tmp_path: Path) -> None:
         path = write_json(tmp_path / "mystery.json", [])
-        with pytest.raises(CorpusFormatError, match="cannot tell which act"):
+        with pytest.raises(CorpusFormatError, match="cannot tell which act") as info:
             load_statutes(path)
+        assert "register the act and its file name in data/corpora/acts.json" in info.value.message
+        with pytest.raises(CorpusFormatError, match="act 'MTA' is not registered"):
+            load_statutes(path, act="mta")
 
     def test_load_statutes_missing_field_names_the_field_map(self, tmp_path: Path) -> None:
         path = write_json(
@@ -270,6 +273,57 @@ class TestJsonlLoader:
         with pytest.raises(CorpusFormatError, match=message) as info:
             load_jsonl(path)
         assert info.value.metadata["line"] == "3"
+
+    def test_load_jsonl_reads_a_statute_section(self, tmp_path: Path) -> None:
+        # A data engineer adding an act as JSONL: its act and section fill the document's own
+        # fields (they were left in metadata, so --act and "section 3A" found nothing).
+        path = tmp_path / "mva.jsonl"
+        record = {
+            "doc_id": "MVA_129",
+            "title": "Wearing of protective headgear",
+            "text": "Every person driving a motor cycle shall wear protective headgear.",
+            "metadata": {"act": "MVA", "section": "129", "chapter": "VIII", "url": "u"},
+        }
+        path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+        (doc,) = load_jsonl(path)
+        assert (doc.act, doc.section, doc.chapter) == ("MVA", "129", "VIII")
+        assert doc.act_name == ACTS["MVA"].name  # the registry's, when the record gives none
+        assert doc.metadata == {"url": "u"}
+
+    @pytest.mark.parametrize(
+        ("metadata", "doc_id", "message"),
+        [
+            ({"act": "MVA"}, "MVA_129", "act and metadata.section go together"),
+            ({"act": "mva", "section": "129"}, "MVA_129", "must be an act code"),
+            ({"act": "MVA", "section": "12(1)"}, "MVA_12(1)", "sub-sections such as 12"),
+            ({"act": "MVA", "section": "129"}, "MVA_130", "must be MVA_129"),
+            ({"act": ["MVA"], "section": "129"}, "MVA_129", "metadata.act must be a string"),
+        ],
+    )
+    def test_load_jsonl_checks_a_statute_section(
+        self, tmp_path: Path, metadata: dict[str, object], doc_id: str, message: str
+    ) -> None:
+        path = tmp_path / "docs.jsonl"
+        record = {"doc_id": doc_id, "text": "Some text.", "metadata": metadata}
+        path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+        with pytest.raises(CorpusFormatError, match=message):
+            load_jsonl(path)
+
+    def test_load_jsonl_skips_an_empty_record_and_warns_of_what_it_lacks(
+        self, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        path = tmp_path / "docs.jsonl"
+        lines = [
+            {"doc_id": "MTA_1", "text": "x.", "metadata": {"act": "MTA", "section": "1"}},
+            {"doc_id": "b", "title": "B", "text": "   "},
+        ]
+        path.write_text("\n".join(json.dumps(x) for x in lines), encoding="utf-8")
+        with caplog.at_level(logging.WARNING):
+            docs = load_jsonl(path)
+        assert [d.doc_id for d in docs] == ["MTA_1"]
+        assert "docs.jsonl:2: document b has no text; skipped" in caplog.text
+        assert "docs.jsonl:1: document MTA_1 has no title" in caplog.text
+        assert "act MTA is not in acts.json" in caplog.text
 
 
 class TestDirectoryLoader:

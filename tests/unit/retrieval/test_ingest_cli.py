@@ -1,10 +1,12 @@
-"""Tests for the ingest CLI's approximate-index options."""
+"""Tests for the ingest CLI: approximate-index options, and sources read before the model."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from services.retrieval.ingest import parse_args
+from services.retrieval.ingest import main, parse_args
 
 
 class TestIndexOptions:
@@ -34,3 +36,23 @@ class TestIndexOptions:
     def test_ingest_rejects_misplaced_or_invalid_options(self, argv: list[str]) -> None:
         with pytest.raises(SystemExit):
             parse_args(["--out", "x", *argv])
+
+
+class TestSourcesFirst:
+    def test_a_bad_source_is_named_before_the_model_loads(
+        self,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        # The model takes seconds to load; a data engineer's typo should not wait for it.
+        def no_model(*_args: object, **_kwargs: object) -> None:
+            raise AssertionError("the model was loaded before the sources were read")
+
+        monkeypatch.setattr("services.retrieval.embedding.load_encoder", no_model)
+        bad = tmp_path / "acts.jsonl"
+        bad.write_text('{"doc_id": "MTA_1", "text": "x", "metadata": {"act": "MTA"}}\n')
+        assert main(["--out", str(tmp_path / "index"), "--quiet", str(bad)]) == 1
+        assert "acts.jsonl:1: metadata.act and metadata.section go together" in (
+            capsys.readouterr().err
+        )

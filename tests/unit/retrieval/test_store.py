@@ -191,6 +191,22 @@ class TestReuse:
         assert not manifest.reused
         assert fake_encoder.calls > calls
 
+    def test_build_rebuilds_when_the_act_registry_changes(
+        self,
+        built: Path,
+        corpus: Path,
+        fake_encoder: HashingEncoder,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        # The registry names each act and maps its statutes file's fields: an index built with
+        # an older registry holds other documents (a data engineer renamed an act and got the
+        # old index back, "reused").
+        old = load(built, fake_encoder).manifest
+        monkeypatch.setattr(store, "registry_digest", lambda: "another registry")
+        manifest = build_artifacts([corpus], built, fake_encoder, progress=False)
+        assert not manifest.reused
+        assert manifest.corpus_checksum != old.corpus_checksum
+
     def test_build_rebuilds_when_source_changes(
         self, built: Path, corpus: Path, fake_encoder: HashingEncoder
     ) -> None:
