@@ -41,6 +41,8 @@ class Reason(enum.Enum):
     ROLE_MISMATCH = "ROLE_MISMATCH"
     MODALITY_MISMATCH = "MODALITY_MISMATCH"
     LINK_MISMATCH = "LINK_MISMATCH"
+    # Names an act none of its cited passages belongs to or names (rule 5b).
+    ACT_MISMATCH = "ACT_MISMATCH"
     UNSAFE_TEXT = "UNSAFE_TEXT"
     # Mostly in a script the rules and model do not read (language/script.py): not verified.
     UNREADABLE_SCRIPT = "UNREADABLE_SCRIPT"
@@ -82,6 +84,7 @@ TIER_OF_REASON: dict[Reason, Tier] = {
     Reason.UNREADABLE_SCRIPT: Tier.COVERAGE,
     Reason.NUMBER_MISMATCH: Tier.NUMBERS,
     Reason.LINK_MISMATCH: Tier.NUMBERS,
+    Reason.ACT_MISMATCH: Tier.NUMBERS,
     Reason.UNSAFE_TEXT: Tier.CITATIONS,
     Reason.NEGATION_MISMATCH: Tier.NEGATION,
     Reason.MODALITY_MISMATCH: Tier.NEGATION,

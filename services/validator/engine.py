@@ -28,6 +28,7 @@ from services.common.language.quantities import (
     swapped,
     unsupported,
 )
+from services.common.language.references import act_name, act_of_id, named_acts
 from services.common.language.script import unreadable_script
 from services.common.language.sentences import (
     TERMINAL_MARKS,
@@ -91,6 +92,7 @@ _SENTENCE_PRIORITY = (
     Reason.MODALITY_MISMATCH,
     Reason.NUMBER_MISMATCH,
     Reason.LINK_MISMATCH,
+    Reason.ACT_MISMATCH,
     Reason.PENALTY_MISMATCH,
     Reason.ROLE_MISMATCH,
     Reason.CONTRADICTED,
@@ -661,6 +663,11 @@ def _judge(
                     f"links to {', '.join(map(repr, foreign))}, which the cited evidence does "
                     "not hold"
                 )
+            if other_acts := _acts_not_cited(claim_text, ids, [view.text(i) for i in ids]):
+                problems[Reason.ACT_MISMATCH] = (
+                    f"names the {', '.join(map(act_name, other_acts))}, which no cited passage"
+                    " belongs to or names"
+                )
         evidence_scopes = [s for a in analyses for s in a.negations]
         # With no negation on either side there is nothing to disagree on (and no clauses to build).
         if options.check_negation and (claim.negations or evidence_scopes):
@@ -745,6 +752,19 @@ def _judge(
     # while HotpotQA answers citing one paragraph of two lost 0.86 -> 0.79.)
     rescue = problems.keys() == {Reason.LOW_COVERAGE} and bool(ids)
     return failed, (_Pending(index, claim_text, ids, rescue=True) if rescue else None)
+
+
+def _acts_not_cited(claim_text: str, ids: Sequence[str], texts: Sequence[str]) -> list[str]:
+    """Acts the sentence names that none of its cited passages belongs to or names (rule 5b);
+    nothing when a cited id names no registered act (a SQuAD passage: no act to compare)."""
+    named = named_acts(claim_text)
+    if not named:
+        return []
+    cited = [act_of_id(i) for i in ids]
+    if not cited or None in cited:
+        return []
+    held = set(cited).union(*(named_acts(t, any_case=True) for t in texts))
+    return [code for code in named if code not in held]
 
 
 def _number_problems(

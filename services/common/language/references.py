@@ -25,6 +25,7 @@ _ACT_ALTERNATIVES: Final = "|".join(f"(?P<a{i}>{p})" for i, p in enumerate(ACT_A
 _ACT = re.compile(rf"\b(?:{_ACT_ALTERNATIVES})(?!\w)", re.I)
 _ANY_ACT: Final = "(?:" + "|".join(ACT_ALIASES) + ")"
 _ACT_CODES: Final = tuple(ACT_ALIASES.values())
+_REGISTERED_CODES: Final = frozenset(_ACT_CODES)
 
 _NUMBER = r"\d+(?:-?[A-Za-z]{1,2})?\b"
 # "section 420", "sec. 498A", "s. 302", "ss. 299 and 300", "u/s 379", "Article 21A", "art 14",
@@ -138,3 +139,24 @@ def reference_spans(query: str) -> list[tuple[int, int]]:
     """Character spans of the references ``parse_section_refs`` reads ("section 378 and 379",
     the "302" of "302 IPC"), in order, so that a caller can take them out of the text."""
     return sorted((start, end) for start, end, _, _ in _groups(query))
+
+
+def named_acts(text: str, *, any_case: bool = False) -> tuple[str, ...]:
+    """The codes of the acts ``text`` names, in order, without duplicates: an act's code or
+    alias written with a capital ("the Motor Vehicles Act", "CrPC", "IPC"), so that "the
+    constitution of an unlawful assembly" names no act; ``any_case`` counts every mention."""
+    return tuple(
+        dict.fromkeys(code for pos, code in _act_mentions(text) if any_case or text[pos].isupper())
+    )
+
+
+def act_name(code: str) -> str:
+    """A registered act's name as enacted ("Motor Vehicles Act, 1988"), else the code."""
+    return next((act.name for act in ACTS if act.code == code), code)
+
+
+def act_of_id(semantic_id: str) -> str | None:
+    """The registered act whose code starts ``semantic_id`` (``IPC_420_0`` → ``IPC``), or None
+    (a SQuAD or SciFact passage's id names no act)."""
+    code = semantic_id.split("_", 1)[0]
+    return code if code in _REGISTERED_CODES else None

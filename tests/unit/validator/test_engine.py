@@ -441,6 +441,56 @@ class TestLinks:
         assert Reason.LINK_MISMATCH not in foreign.sentences[0].failed
 
 
+class TestActs:
+    """Rule 5b (L): a sentence names the act its citations belong to. Found by a data engineer
+    adding a second act: a sentence naming another act was GROUNDED on an IPC citation."""
+
+    @pytest.mark.parametrize("act", ["the Motor Vehicles Act", "the CrPC", "the Evidence Act"])
+    def test_another_act_named_fails(self, act: str) -> None:
+        report = check(f"Under {act}, {CHEATING.lower()} [IPC_420_0].", check_entailment=False)
+
+        assert report.verdict is Verdict.NOT_GROUNDED
+        assert report.sentences[0].reason is Reason.ACT_MISMATCH
+        assert "which no cited passage belongs to or names" in report.sentences[0].detail
+
+    @pytest.mark.parametrize("act", ["the IPC", "the Indian Penal Code", "section 420 IPC"])
+    def test_the_cited_act_named_passes(self, act: str) -> None:
+        report = check(f"Under {act}, {CHEATING.lower()} [IPC_420_0].")
+
+        assert Reason.ACT_MISMATCH not in report.sentences[0].failed
+
+    def test_an_act_the_cited_text_names_passes(self) -> None:
+        # The IPC itself names other acts ("... under the Code of Criminal Procedure"): a
+        # sentence quoting it names them too.
+        evidence = [chunk("IPC_1_0", "An offence as defined in the Code of Criminal Procedure.")]
+        report = check(
+            "An offence is as defined in the Code of Criminal Procedure [IPC_1_0].", evidence
+        )
+
+        assert Reason.ACT_MISMATCH not in report.sentences[0].failed
+
+    def test_a_lower_case_word_names_no_act(self) -> None:
+        evidence = [chunk("IPC_141_0", "An assembly of five or more persons is unlawful.")]
+        report = check(
+            "The constitution of an assembly of five or more persons is unlawful [IPC_141_0].",
+            evidence,
+        )
+
+        assert Reason.ACT_MISMATCH not in report.sentences[0].failed
+
+    def test_passages_of_no_registered_act_are_not_judged_and_the_switch_turns_it_off(
+        self,
+    ) -> None:
+        evidence = [chunk("Apollo 11_0", "Apollo 11 landed on the Moon in 1969.")]
+        squad = check(
+            "Under the Evidence Act, Apollo 11 landed on the Moon [Apollo 11_0].", evidence
+        )
+        off = check(f"Under the CrPC, {CHEATING.lower()} [IPC_420_0].", check_numbers=False)
+
+        assert Reason.ACT_MISMATCH not in squad.sentences[0].failed
+        assert Reason.ACT_MISMATCH not in off.sentences[0].failed
+
+
 class TestReviewedEdges:
     """Found by a review of the rules above, each fixed."""
 
