@@ -216,11 +216,12 @@ async def _rpc(
     token = request_id_var.set(request_id)
     started = time.perf_counter()
     code: Any = grpc.StatusCode.OK
+    reason = ""  # the ErrorInfo reason the caller gets ("" for OK and gRPC's own statuses)
     try:
         await context.send_initial_metadata(((REQUEST_ID_KEY, request_id),))
         yield
     except errors.GroundedError as exc:
-        code = status.code_for(exc)
+        code, reason = status.code_for(exc), exc.reason
         logger.log(
             _level_for(exc, code),
             "request failed",
@@ -249,14 +250,14 @@ async def _rpc(
             logger.warning("method not implemented", extra={"method": method})
             await context.abort(code, f"{method} is not implemented by this server")
         else:
-            code = grpc.StatusCode.INTERNAL
+            code, reason = grpc.StatusCode.INTERNAL, status.INTERNAL_REASON
             logger.exception("unhandled error", extra={"method": method})
             rich = status.internal_status()
             await context.abort(rich.code, rich.details, rich.trailing_metadata)
     finally:
         elapsed = time.perf_counter() - started
         code_name = code.name if isinstance(code, grpc.StatusCode) else str(code)
-        RPC_REQUESTS.labels(service, method, code_name).inc()
+        RPC_REQUESTS.labels(service, method, code_name, reason).inc()
         RPC_LATENCY.labels(service, method).observe(elapsed)
         logger.info(
             "rpc",

@@ -7,7 +7,13 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from prometheus_client import Counter, Gauge, Histogram, start_http_server
+from prometheus_client import (
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    start_http_server,
+)
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -15,6 +21,11 @@ if TYPE_CHECKING:
 from services import __version__
 
 logger = logging.getLogger(__name__)
+
+# No ``*_created`` series beside each counter and histogram: nothing reads them (no alert,
+# dashboard or test), and each added a series per label set of every counter and
+# histogram to /metrics.
+disable_created_metrics()  # type: ignore[no-untyped-call]  # untyped library
 
 # Seconds, from half a millisecond to a minute. One SynthesizeAnswer may wait up to
 # SynthesisConfig.slowest_answer_s on its dependencies: 15 s with the default limits, 35 s with
@@ -27,8 +38,15 @@ SECONDS_BUCKETS = (
 
 RPC_REQUESTS = Counter(
     "grounded_rpc_requests_total",
-    "RPCs handled, by method and status code.",
-    ["service", "method", "code"],
+    'RPCs handled, by method, status code and the error\'s ErrorInfo reason ("" for OK and '
+    "for statuses without one: the caller's deadline, a cancelled call).",
+    ["service", "method", "code", "reason"],
+)
+SERVING_STATE = Gauge(
+    "grounded_serving",
+    "1 while this process's gRPC health reports SERVING (warmed up, not draining, no shipped "
+    "model failed); 0 otherwise.",
+    ["service"],
 )
 RPC_LATENCY = Histogram(
     "grounded_rpc_latency_seconds",
@@ -57,7 +75,12 @@ CACHE_EVENTS = Counter(
     "Retrieval cache lookups by outcome: hit, miss, bypass (Redis unavailable), error.",
     ["outcome"],
 )
-REFUSALS = Counter("grounded_synthesis_refusals_total", "Refusals by reason.", ["reason"])
+REFUSALS = Counter(
+    "grounded_synthesis_refusals_total",
+    "Refusals by reason (the response's refusal_code) and, for a refusal on insufficient "
+    'evidence, the sufficiency requirement that failed ("" otherwise).',
+    ["reason", "requirement"],
+)
 VALIDATION_FAILURES = Counter(
     "grounded_validation_failures_total", "Failed validations by rule (reason code).", ["reason"]
 )

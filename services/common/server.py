@@ -29,7 +29,7 @@ from services.common.config import (
 )
 from services.common.interceptors import ServiceInterceptor
 from services.common.logs import configure_logging
-from services.common.metrics import serve_metrics
+from services.common.metrics import SERVING_STATE, serve_metrics
 from services.common.tracing import configure_tracing, server_interceptors
 
 logger = logging.getLogger(__name__)
@@ -126,16 +126,27 @@ class GrpcService:
         """Take the server out of rotation (start-up, or a shipped model that stopped working)."""
         for name in ("", *self.service_names):
             await self.health.set(name, NOT_SERVING)
+        self._publish_health()
 
     async def mark_serving(self) -> None:
         self.warm = True
         for name in ("", *self.service_names):
             await self.health.set(name, SERVING)
+        self._publish_health()
         logger.info("serving", extra={"services": list(self.service_names)})
+
+    async def enter_lame_duck(self) -> None:
+        """Report NOT_SERVING for good (the drain); calls are still answered until ``stop``."""
+        await self.health.enter_graceful_shutdown()
+        self._publish_health()
+
+    def _publish_health(self) -> None:
+        """``grounded_serving`` follows what health reports for the whole server (name "")."""
+        SERVING_STATE.labels(self.label).set(1 if self.health.serving else 0)
 
     async def stop(self, grace: float | None = None) -> None:
         """Flip health to NOT_SERVING, refuse new calls, let in-flight calls finish within grace."""
-        await self.health.enter_graceful_shutdown()
+        await self.enter_lame_duck()
         await self.server.stop(self.settings.grace_s if grace is None else grace)
 
 
@@ -143,6 +154,11 @@ class _HealthServicer(health.aio.HealthServicer):  # type: ignore[misc]  # untyp
     """grpc's asyncio health servicer plus ``List`` (grpc.health.v1 declares it and reflection
     advertises it, but the library leaves it unimplemented): every service name this server
     reports, with its status, as ``Check`` would answer for each."""
+
+    @property
+    def serving(self) -> bool:
+        """Whether the server as a whole (service name "") reports SERVING."""
+        return bool(self._server_status.get("") == SERVING)
 
     async def List(
         self, request: health_pb2.HealthListRequest, context: aio.ServicerContext[Any, Any]
@@ -276,7 +292,7 @@ async def run_until_signalled(app: ServiceApp) -> None:
     # routing here and calls already queued in the transport are picked up (grpc-core cancels
     # calls not yet handed to a handler when stop() begins); then refuse new calls and give
     # in-flight ones grace_s to finish.
-    await service.health.enter_graceful_shutdown()
+    await service.enter_lame_duck()
     logger.info(
         "draining",
         extra={

@@ -133,12 +133,16 @@ def _bounded_violations(
     return kept
 
 
+# The ErrorInfo reason of an unexpected exception's status (``internal_status``).
+INTERNAL_REASON = "INTERNAL"
+
+
 def internal_status(message: str = "internal error") -> grpc.Status:
     """A generic INTERNAL status for unexpected exceptions; details stay in the logs."""
     status = status_pb2.Status(
         code=code_pb2.INTERNAL,
         message=message,
-        details=[_pack(error_details_pb2.ErrorInfo(reason="INTERNAL", domain=ERROR_DOMAIN))],
+        details=[_pack(error_details_pb2.ErrorInfo(reason=INTERNAL_REASON, domain=ERROR_DOMAIN))],
     )
     rich: grpc.Status = rpc_status.to_status(status)
     return rich

@@ -1185,10 +1185,16 @@ class ResultBuilder:
         reason: str,
         report: ValidationReport | None = None,
     ) -> SynthesisResult:
-        # Fields named as the response names them, so logs filter on them as clients do.
+        # Fields named as the response names them, so logs filter on them as clients do;
+        # failed_requirement is the sufficiency requirement's code ("" when none failed).
         logger.info(
             "refused",
-            extra={"status": status.value, "refusal_code": code, "refusal_reason": reason},
+            extra={
+                "status": status.value,
+                "refusal_code": code,
+                "refusal_reason": reason,
+                "failed_requirement": self.sufficiency.failed_code,
+            },
         )
         return self._result(status, REFUSAL, code, reason, report, ())
 

@@ -158,8 +158,11 @@ class SynthesisServicer(pb_grpc.SynthesisServiceServicer):
 
 
 def _count(result: SynthesisResult) -> None:
+    """Count a refusal by its code and, when the evidence fell short, the requirement that
+    failed (a SufficiencyRequirement name without its prefix: one of a fixed set)."""
     if not result.answered:
-        REFUSALS.labels(result.refusal_code or result.status.value).inc()
+        requirement = result.sufficiency.failed_code
+        REFUSALS.labels(result.refusal_code or result.status.value, requirement).inc()
 
 
 def _deadline(context: aio.ServicerContext[Any, Any]) -> float | None:

@@ -74,7 +74,9 @@ async def test_one_call_past_the_limit_is_resource_exhausted_and_health_still_an
 ) -> None:
     servicer = _Held()
     service, port = await _serve("2", servicer)
-    refused = RPC_REQUESTS.labels("synthesis", "SynthesizeAnswer", "RESOURCE_EXHAUSTED")
+    refused = RPC_REQUESTS.labels(
+        "synthesis", "SynthesizeAnswer", "RESOURCE_EXHAUSTED", "OVERLOADED"
+    )
     before = refused._value.get()
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:

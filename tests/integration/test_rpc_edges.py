@@ -18,7 +18,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from services.common import errors
 from services.common.config import EnvReader, ServerSettings
 from services.common.interceptors import ServiceInterceptor
-from services.common.metrics import RPC_REQUESTS
+from services.common.metrics import RPC_REQUESTS, SERVING_STATE
 from services.common.server import GrpcService
 from tests.integration.conftest import Stack
 from tests.support.grpc_helpers import error_reason, retry_delay_s
@@ -153,7 +153,7 @@ async def test_health_checks_pass_through_unlogged_and_uncounted(
 ) -> None:
     """A kubelet probes every few seconds: health checks get no access-log line and no RPC
     metrics (they would flood the logs and set a floor under every request-rate graph)."""
-    counted = RPC_REQUESTS.labels("validator", "Check", "OK")
+    counted = RPC_REQUESTS.labels("validator", "Check", "OK", "")
     before = counted._value.get()
     with caplog.at_level(logging.DEBUG):
         async with grpc.aio.insecure_channel(stack.validator) as channel:
@@ -173,9 +173,11 @@ async def test_a_service_answers_only_once_warm() -> None:
         EnvReader("TEST_", {"TEST_PORT": "0"}), default_port=0, default_metrics_port=-1
     )
     service = GrpcService(label="synthesis", service_names=[SYNTHESIS], settings=settings)
+    serving = SERVING_STATE.labels("synthesis")
     port = await service.start(
         lambda server: spb_grpc.add_SynthesisServiceServicer_to_server(_Broken(), server)
     )
+    assert serving._value.get() == 0  # grounded_serving follows health
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             stub = spb_grpc.SynthesisServiceStub(channel)
@@ -192,11 +194,16 @@ async def test_a_service_answers_only_once_warm() -> None:
             assert (await health.Check(check, timeout=10)).status == (
                 health_pb2.HealthCheckResponse.SERVING
             )
+            assert serving._value.get() == 1
             with pytest.raises(grpc.aio.AioRpcError) as warm:
                 await stub.SynthesizeAnswer(request, timeout=10)
             assert warm.value.code() == grpc.StatusCode.INTERNAL  # the servicer ran
+            await service.mark_not_serving()  # a shipped model failed
+            assert serving._value.get() == 0
+            await service.mark_serving()
     finally:
         await service.stop(0)
+    assert serving._value.get() == 0  # drained
 
 
 class _Failing(spb_grpc.SynthesisServiceServicer):
@@ -230,3 +237,34 @@ async def test_a_failed_call_is_logged_at_the_level_of_whose_fault_it_is(
         await _call_through_our_interceptor(_Failing(error))
     (line,) = [r for r in caplog.records if r.getMessage() == "request failed"]
     assert line.levelno == level, (line.levelname, error.reason)
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        (
+            errors.InvalidInputError([errors.FieldViolation("question", "empty")]),
+            "INVALID_ARGUMENT",
+        ),
+        (errors.ModelUnavailableError("model failed"), "UNAVAILABLE"),
+        (errors.DependencyUnavailableError("validator", "UNAVAILABLE"), "UNAVAILABLE"),
+    ],
+    ids=["invalid-input", "model", "dependency"],
+)
+async def test_a_failed_call_is_counted_with_its_reason(
+    error: errors.GroundedError, code: str
+) -> None:
+    """grounded_rpc_requests_total tells a model that failed from a dependency that did, both
+    UNAVAILABLE: its reason label is the ErrorInfo reason the caller got."""
+    counted = RPC_REQUESTS.labels("test", "SynthesizeAnswer", code, error.reason)
+    before = counted._value.get()
+    caught = await _call_through_our_interceptor(_Failing(error))
+    assert caught.code().name == code and error_reason(caught) == error.reason
+    assert counted._value.get() == before + 1
+
+
+async def test_an_unexpected_exception_is_counted_as_internal() -> None:
+    counted = RPC_REQUESTS.labels("test", "SynthesizeAnswer", "INTERNAL", "INTERNAL")
+    before = counted._value.get()
+    await _call_through_our_interceptor(_Broken())
+    assert counted._value.get() == before + 1

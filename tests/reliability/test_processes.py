@@ -69,7 +69,11 @@ def _scrape(url: str) -> Samples:
 
 
 def _value(samples: Samples, name: str, **labels: str) -> float:
-    return samples.get((name, frozenset(labels.items())), 0.0)
+    """The sum of ``name``'s series that carry ``labels`` (and any others)."""
+    wanted = labels.items()
+    return sum(
+        value for (sample, held), value in samples.items() if sample == name and wanted <= held
+    )
 
 
 def _ask(stack: ProcessStack, question: str, **kwargs: object) -> spb.SynthesizeAnswerResponse:
@@ -112,10 +116,12 @@ class TestMetrics:
 
         rpc = "grounded_rpc_requests_total"
         syn = {"service": "synthesis", "method": "SynthesizeAnswer"}
-        assert grew("synthesis", rpc, 3, **syn, code="OK")
-        assert grew("synthesis", rpc, 1, **syn, code="INVALID_ARGUMENT")
-        assert grew("retrieval", rpc, 3, service="retrieval", method="RetrievePassages", code="OK")
-        assert grew("validator", rpc, 2, service="validator", method="ValidateAnswer", code="OK")
+        assert grew("synthesis", rpc, 3, **syn, code="OK", reason="")
+        assert grew("synthesis", rpc, 1, **syn, code="INVALID_ARGUMENT", reason="INVALID_INPUT")
+        retrieve = {"service": "retrieval", "method": "RetrievePassages"}
+        assert grew("retrieval", rpc, 3, **retrieve, code="OK", reason="")
+        validate = {"service": "validator", "method": "ValidateAnswer"}
+        assert grew("validator", rpc, 2, **validate, code="OK", reason="")
         for service, method in (
             ("synthesis", "SynthesizeAnswer"),
             ("retrieval", "RetrievePassages"),
@@ -128,8 +134,15 @@ class TestMetrics:
             )
         assert grew("retrieval", "grounded_retrieval_cache_events_total", outcome="hit")
         assert grew("retrieval", "grounded_retrieval_cache_events_total", outcome="miss")
+        # Counted with the requirement the refusal names (SufficiencyRequirement, unprefixed).
+        failed = spb.SufficiencyRequirement.Name(refused.sufficiency.failed_requirement)
+        requirement = failed.removeprefix("SUFFICIENCY_REQUIREMENT_")
+        assert requirement != "UNSPECIFIED"
         assert grew(
-            "synthesis", "grounded_synthesis_refusals_total", reason="INSUFFICIENT_EVIDENCE"
+            "synthesis",
+            "grounded_synthesis_refusals_total",
+            reason="INSUFFICIENT_EVIDENCE",
+            requirement=requirement,
         )
         assert grew("validator", "grounded_validation_failures_total", reason="NO_CITATION")
 

@@ -213,3 +213,44 @@ class TestModelFailures:
             await synth.answer(SynthesisRequest(question, top_k=3))
 
         assert caught.value.metadata["model"] == role
+
+
+def refusals(reason: str, requirement: str) -> float:
+    labels = {"reason": reason, "requirement": requirement}
+    return REGISTRY.get_sample_value("grounded_synthesis_refusals_total", labels) or 0.0
+
+
+class TestRefusals:
+    async def test_a_refusal_is_counted_with_the_requirement_that_failed(
+        self, ipc: Mapping[str, Chunk], caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """A spike of refusals on insufficient evidence can be told apart by requirement (no
+        evidence at all, against evidence without the question's terms, ...), in the metric
+        and in the refusal's log line."""
+        synth = SynthesisPipeline(
+            FakeRetriever(()), EngineValidator(), ExtractiveGenerator(), PipelineSettings()
+        )
+        documents: Any = None  # GetDocument is not called
+        servicer = SynthesisServicer(
+            synth.lease,
+            default_top_k=3,
+            default_generator="extractive",
+            documents=documents,
+            documents_timeout_s=1.0,
+        )
+        before = refusals("INSUFFICIENT_EVIDENCE", "EVIDENCE_PRESENT")
+        unlabelled = refusals("INSUFFICIENT_EVIDENCE", "")
+        context: Any = NoDeadline()
+
+        with caplog.at_level("INFO", logger="services.synthesis.pipeline"):
+            response = await servicer.SynthesizeAnswer(
+                pb.SynthesizeAnswerRequest(question="What is theft?"), context
+            )
+
+        assert response.sufficiency.failed_requirement == (
+            pb.SUFFICIENCY_REQUIREMENT_EVIDENCE_PRESENT
+        )
+        assert refusals("INSUFFICIENT_EVIDENCE", "EVIDENCE_PRESENT") == before + 1
+        assert refusals("INSUFFICIENT_EVIDENCE", "") == unlabelled
+        (line,) = [r for r in caplog.records if r.getMessage() == "refused"]
+        assert line.failed_requirement == "EVIDENCE_PRESENT"  # type: ignore[attr-defined]
