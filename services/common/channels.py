@@ -161,8 +161,9 @@ async def call_idempotent(
     connect_wait_s: float = 0.0,
     attempts: int = 2,
 ) -> _T:
-    """Run an idempotent unary ``call(timeout_s)``, again on UNAVAILABLE, or on a server at its
-    concurrency limit (RESOURCE_EXHAUSTED / OVERLOADED), while time is left.
+    """Run an idempotent unary ``call(timeout_s)``, again on UNAVAILABLE (unless its reason is
+    MODEL_UNAVAILABLE), or on a server at its concurrency limit (RESOURCE_EXHAUSTED /
+    OVERLOADED), while time is left.
 
     With a ``channel``, first wait up to ``connect_wait_s`` (at most half the budget) for it to
     be READY (``ready_within``), so the first call after a dependency restarts gets through.
@@ -192,11 +193,15 @@ async def call_idempotent(
 
 
 def _worth_another(error: aio.AioRpcError) -> bool:
-    """A failure another server (or the same one a moment later) may not repeat."""
-    code = error.code()
-    return code == grpc.StatusCode.UNAVAILABLE or (
-        code == grpc.StatusCode.RESOURCE_EXHAUSTED and reason_of(error) == "OVERLOADED"
-    )
+    """A failure another server (or the same one a moment later) may not repeat.
+
+    Not UNAVAILABLE / MODEL_UNAVAILABLE: the server's model failed on this request and it has
+    taken itself out of rotation; the same request sent to the next replica would likely fail
+    that one's model too (a query of death took out two validators that way)."""
+    code, reason = error.code(), reason_of(error)
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return reason != "MODEL_UNAVAILABLE"
+    return code == grpc.StatusCode.RESOURCE_EXHAUSTED and reason == "OVERLOADED"
 
 
 def outbound_metadata() -> tuple[tuple[str, str], ...]:

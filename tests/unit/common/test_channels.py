@@ -140,14 +140,19 @@ class TestCallIdempotent:
         [
             (errors.OverloadedError("the retrieval server is already handling 1024 calls"), 2),
             (errors.MessageTooLargeError("document 'BIG' is 9,000,000 bytes"), 1),
+            (errors.NotReadyError("the validator service is still warming up"), 2),
+            (errors.ModelUnavailableError("the model entailment-minilm-l6 failed to run"), 1),
         ],
-        ids=["overloaded", "too-large"],
+        ids=["overloaded", "too-large", "not-ready", "model-unavailable"],
     )
     async def test_a_server_at_its_limit_is_asked_again_a_large_message_is_not(
         self, error: errors.GroundedError, attempts: int
     ) -> None:
         """Both are RESOURCE_EXHAUSTED: OVERLOADED refuses before any work, and round_robin
-        sends the next attempt to another server; a message too large stays too large."""
+        sends the next attempt to another server; a message too large stays too large. Both
+        NOT_READY and MODEL_UNAVAILABLE are UNAVAILABLE: a replica still warming up is worth
+        passing over, a request its model failed on is not sent to the next replica's model
+        (a query of death would take that one out of rotation too)."""
         rich = status.to_status(error)
         calls = 0
 
