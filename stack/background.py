@@ -282,4 +282,4 @@ def main() -> None:
         else:
             down()
     except SettingError as error:
-        exit_on_setting_error("stack", error)
+        exit_on_setting_error("stack", error, json_line=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -153,12 +154,24 @@ def wait_serving(
 
 
 def last_line(log: Path) -> str:
-    """``: <the log's last line>`` (a service's start-up error is its last words), or ""."""
+    """``: <the log's last line>`` (a service's start-up error is its last words), or "".
+
+    A service logs JSON lines: of such a line, its ``msg`` (``retrieval stopped: <cause>``),
+    not the raw object, whose traceback field would push the cause past what is shown. A
+    configuration error (plain text on stderr, then the same as JSON) and Redis's own lines
+    are shown as written."""
     try:
         lines = log.read_text(errors="replace").strip().splitlines()
     except OSError:
         return ""
-    return f": {lines[-1][:500]}" if lines else ""
+    if not lines:
+        return ""
+    try:
+        record = json.loads(lines[-1])
+    except ValueError:
+        record = None
+    said = record.get("msg") if isinstance(record, dict) else None
+    return f": {str(said) if said is not None else lines[-1]}"[:502]
 
 
 def terminate(pid: int, *, exited: Callable[[], bool], timeout_s: float) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import ipaddress
+import logging
 import math
 import os
 import sys
@@ -18,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import NoReturn, TypeVar
 
+from services.common.logs import JsonFormatter
 from services.common.urls import display_url, split_url
 
 T = TypeVar("T")
@@ -53,10 +55,18 @@ class InvalidSettingError(SettingError, ValueError):
     """A setting is set to a value it does not accept (or one another setting rules out)."""
 
 
-def exit_on_setting_error(service: str, error: SettingError) -> NoReturn:
-    """End start-up on a bad setting: one line on stderr naming it, exit status 2 (a usage
-    error, as for a bad command line), so the orchestrator's log shows why."""
-    print(f"{service}: configuration error: {error}", file=sys.stderr, flush=True)
+def exit_on_setting_error(service: str, error: SettingError, *, json_line: bool = True) -> NoReturn:
+    """End start-up on a bad setting: a line on stderr naming it, exit status 2 (a usage
+    error, as for a bad command line), so the orchestrator's log shows why.
+
+    With ``json_line`` (a service; not the stack's own command line) the same message goes
+    first as a CRITICAL JSON line, as the service logs everything else, so a log pipeline that
+    keeps JSON lines only keeps it too; the plain line stays last, for `kubectl logs | tail -1`."""
+    line = f"{service}: configuration error: {error}"
+    if json_line:
+        record = logging.LogRecord(__name__, logging.CRITICAL, __file__, 0, line, None, None)
+        print(JsonFormatter(service).format(record), file=sys.stderr)
+    print(line, file=sys.stderr, flush=True)
     raise SystemExit(2) from error
 
 

@@ -152,6 +152,12 @@ class ModelUnavailableError(GroundedError):
 
     reason = "MODEL_UNAVAILABLE"
 
+    def naming(self, setting: str, value: object) -> ModelUnavailableError:
+        """The same error, its message led by the setting that chose the model
+        (``VALIDATOR_ENTAILMENT_MODEL_DIR=/models/x: cannot read ...``), so a start-up that
+        fails on it says what to change, not only which file was wrong."""
+        return ModelUnavailableError(f"{setting}={value}: {self.message}", metadata=self.metadata)
+
 
 class TooLongForModelError(GroundedError):
     """One request's text is too long for a model to read whole, however its evidence is

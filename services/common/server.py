@@ -27,6 +27,7 @@ from services.common.config import (
     exit_on_setting_error,
     host_port,
 )
+from services.common.errors import GroundedError
 from services.common.interceptors import ServiceInterceptor
 from services.common.logs import configure_logging
 from services.common.metrics import SERVING_STATE, serve_metrics
@@ -331,8 +332,18 @@ def serve_main(
         asyncio.run(serve())
     except SettingError as error:
         exit_on_setting_error(label, error)
-    except Exception:
+    except Exception as exc:
         # A model that cannot load, or a crash: one JSON line (the traceback a field of it), not
         # raw traceback lines a log collector cannot parse; exit status 1, so the pod restarts.
-        logger.critical("%s stopped by an unhandled error", label, exc_info=True)
+        # The cause leads the message, where `kubectl logs | tail -1` and `stack up` show it.
+        logger.critical("%s stopped: %s", label, stop_cause(exc), exc_info=True)
         raise SystemExit(1) from None
+
+
+def stop_cause(exc: BaseException) -> str:
+    """What stopped a process, in one line: a ``GroundedError``'s own message (it names the
+    file or setting), otherwise the exception's type and text."""
+    if isinstance(exc, GroundedError):
+        return exc.message
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__

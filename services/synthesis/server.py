@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as pb_grpc
 
@@ -183,6 +184,14 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
                 statement_veto_below=a.statement_veto_below,
                 statement_rescue_at=a.statement_rescue_at,
             )
+        except ModelUnavailableError as exc:
+            raise _unavailable(
+                exc,
+                "answerability model",
+                ("SYNTHESIS_ANSWERABILITY_MODEL_DIR", a.model_dir),
+                "set SYNTHESIS_ANSWERABILITY=off",
+            ) from exc
+        try:
             claims = (
                 await asyncio.to_thread(
                     load_scorer,
@@ -200,12 +209,12 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
             if claims is not None and a.mode != "shadow":
                 require_calibrated(claims.encoder.manifest)
         except ModelUnavailableError as exc:
-            logger.error(
-                "answerability model unavailable, not serving: %s (set "
-                "SYNTHESIS_ANSWERABILITY=off to run without it on purpose)",
-                exc.message,
-            )
-            raise
+            raise _unavailable(
+                exc,
+                "statement model",
+                ("SYNTHESIS_STATEMENT_MODEL_DIR", a.statement_model_dir),
+                "set SYNTHESIS_ANSWERABILITY_STATEMENTS=keywords (or SYNTHESIS_ANSWERABILITY=off)",
+            ) from exc
         answerability.load(scorer, options, claims)
         logger.info(
             "answerability model loaded",
@@ -259,6 +268,21 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
         warm_up,
         on_stop,
     )
+
+
+def _unavailable(
+    exc: ModelUnavailableError, model: str, setting: tuple[str, Path], instead: str
+) -> ModelUnavailableError:
+    """Log that ``model`` could not load (one ERROR line saying how to run without it on
+    purpose) and return the error naming the setting that chose it."""
+    named = exc.naming(*setting)
+    logger.error(
+        "%s unavailable, not serving: %s (%s to run without it on purpose)",
+        model,
+        named.message,
+        instead,
+    )
+    return named
 
 
 def main() -> None:

@@ -50,12 +50,13 @@ def create_app(config: ValidatorConfig) -> ServiceApp:
         try:
             servicer.tier = await asyncio.to_thread(tier_from_config, config)
         except ModelUnavailableError as exc:
+            named = exc.naming("VALIDATOR_ENTAILMENT_MODEL_DIR", config.model_dir)
             logger.error(
                 "entailment model unavailable, not serving: %s (set VALIDATOR_ENTAILMENT=off to "
                 "run without it on purpose)",
-                exc.message,
+                named.message,
             )
-            raise
+            raise named from exc
         set_build_info("validator", models=[servicer.tier.model.name])
 
     async def on_stop() -> None:

@@ -80,7 +80,11 @@ def test_a_bad_setting_stops_start_up_naming_it(
 ) -> None:
     result = start(service, settings)
     assert result.returncode == 2, result.stderr
-    assert result.stderr.strip().splitlines()[-1].startswith(line)
+    *_, logged, last = result.stderr.strip().splitlines()
+    assert last.startswith(line)
+    # The same message as a JSON line just before it, for pipelines that keep JSON lines only.
+    record = json.loads(logged)
+    assert (record["level"], record["service"], record["msg"]) == ("CRITICAL", service, last)
 
 
 def test_settings_that_rule_each_other_out_stop_retrieval_at_warm_up() -> None:
@@ -106,6 +110,7 @@ def test_settings_that_rule_each_other_out_stop_retrieval_at_warm_up() -> None:
     [
         ("validator", "VALIDATOR_ENTAILMENT_MODEL_DIR"),
         ("synthesis", "SYNTHESIS_ANSWERABILITY_MODEL_DIR"),
+        ("synthesis", "SYNTHESIS_STATEMENT_MODEL_DIR"),
     ],
 )
 def test_a_model_that_cannot_load_stops_start_up_in_json_lines(
@@ -113,14 +118,17 @@ def test_a_model_that_cannot_load_stops_start_up_in_json_lines(
 ) -> None:
     """Exit status 1 (the pod restarts; never a silent fallback), and stderr stays JSON lines
     a log collector can parse: the service's line saying what to do, then one line whose
-    ``exc`` field holds the traceback (raw traceback lines used to follow)."""
+    ``exc`` field holds the traceback (raw traceback lines used to follow). Both name the
+    setting that chose the model, and the last line's message says the cause, where
+    `kubectl logs | tail -1` and `python -m stack up` show it."""
     result = start(service, {f"{service.upper()}_PORT": "0", setting: str(tmp_path)})
     assert result.returncode == 1, result.stderr
     records = [json.loads(line) for line in result.stderr.strip().splitlines()]
     unavailable = [r for r in records if r["level"] == "ERROR" and "unavailable" in r["msg"]]
     assert len(unavailable) == 1
-    assert f"cannot read the model manifest {tmp_path}/manifest.json" in unavailable[0]["msg"]
+    cause = f"{setting}={tmp_path}: cannot read the model manifest {tmp_path}/manifest.json"
+    assert cause in unavailable[0]["msg"]
     assert f"set {service.upper()}_" in unavailable[0]["msg"]  # the way to run without it
     assert records[-1]["level"] == "CRITICAL"
-    assert records[-1]["msg"] == f"{service} stopped by an unhandled error"
+    assert records[-1]["msg"].startswith(f"{service} stopped: {cause}")
     assert "ModelUnavailableError" in records[-1]["exc"]
