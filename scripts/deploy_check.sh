@@ -37,21 +37,24 @@ for dir in deploy/overlays/*/; do
 done
 
 # ... plus the base with every subset of the opt-in components (2^n renders), each through a
-# generated kustomization, so a component that only works beside another is caught.
+# generated kustomization, so a component that only works beside another is caught. A component
+# whose kustomization.yaml says "# deploy-check: standalone" only adds resources of its own and
+# patches nothing (the alerts' PrometheusRule): it is rendered once beside the base, not in every
+# subset, which would double the renders for nothing.
 components=()
+standalone=()
 for dir in deploy/components/*/; do
-  components+=("$(basename "${dir%/}")")
+  if grep -q '^# deploy-check: standalone' "${dir}kustomization.yaml"; then
+    standalone+=("$(basename "${dir%/}")")
+  else
+    components+=("$(basename "${dir%/}")")
+  fi
 done
 combo_root="$out_dir/combos"
 rm -rf "$combo_root"
-n=${#components[@]}
-for ((mask = 1; mask < (1 << n); mask++)); do
-  picked=()
-  for ((i = 0; i < n; i++)); do
-    if ((mask & (1 << i))); then picked+=("${components[$i]}"); fi
-  done
-  name="base+$(IFS=+; echo "${picked[*]}")"
-  dir="$combo_root/$name"
+write_combo() {  # write_combo NAME COMPONENT...: a kustomization of the base and those components
+  local dir="$combo_root/$1"
+  shift
   mkdir -p "$dir"
   {
     echo "apiVersion: kustomize.config.k8s.io/v1beta1"
@@ -59,9 +62,22 @@ for ((mask = 1; mask < (1 << n); mask++)); do
     echo "resources:"
     echo "  - ../../../../deploy/base"
     echo "components:"
-    for c in "${picked[@]}"; do echo "  - ../../../../deploy/components/$c"; done
+    for c in "$@"; do echo "  - ../../../../deploy/components/$c"; done
   } >"$dir/kustomization.yaml"
-  targets+=("$name=$dir")
+}
+for c in "${standalone[@]}"; do
+  write_combo "base+$c" "$c"
+  targets+=("base+$c=$combo_root/base+$c")
+done
+n=${#components[@]}
+for ((mask = 1; mask < (1 << n); mask++)); do
+  picked=()
+  for ((i = 0; i < n; i++)); do
+    if ((mask & (1 << i))); then picked+=("${components[$i]}"); fi
+  done
+  name="base+$(IFS=+; echo "${picked[*]}")"
+  write_combo "$name" "${picked[@]}"
+  targets+=("$name=$combo_root/$name")
 done
 
 mkdir -p "$out_dir"

@@ -692,6 +692,13 @@ class TestProd:
         assert len(budgets) == 1
         assert budgets[0]["apiVersion"] == "policy/v1"
 
+    def test_prod_carries_the_alerts_and_nothing_else_does(self, rendered: Rendered) -> None:
+        """The PrometheusRule of components/alerts (docs/RUNBOOK.md): in every prod variant,
+        once; base and dev have no Prometheus Operator to count on."""
+        rules = [r["metadata"]["name"] for r in rendered.of_kind("PrometheusRule")]
+        expected = ["grounded-qa-alerts"] if rendered.target in PROD_TARGETS else []
+        assert rules == expected
+
     def test_prod_namespace_enforces_restricted_pod_security(self, prod: Rendered) -> None:
         namespaces = prod.of_kind("Namespace")
         assert len(namespaces) == 1
