@@ -22,7 +22,7 @@ from typing import NoReturn
 
 import grpc
 
-from services.common.config import EnvReader, SettingError, exit_on_setting_error, unbracketed
+from services.common.config import EnvReader, SettingError, exit_on_setting_error
 from stack.wiring import (
     OFFLINE_ENV,
     SERVICES,
@@ -159,9 +159,7 @@ def _ports_in_use(redis_port: int, ports: dict[str, int]) -> list[str]:
         if _pid_alive(name) is not None:
             continue
         env = EnvReader(f"{name.upper()}_")
-        host = unbracketed(
-            env.str("HOST", "127.0.0.1")
-        )  # "[::]" binds as "::", as the service does
+        host = env.host("HOST", "127.0.0.1")  # read as the service reads it ("[::]" as "::")
         if _in_use(host, ports[name]):
             busy.append(f"{name} port {ports[name]} ({name.upper()}_PORT)")
         metrics = env.int("METRICS_PORT", DEFAULT_METRICS_PORTS[name], minimum=-1, maximum=65535)

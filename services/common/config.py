@@ -14,6 +14,7 @@ import ipaddress
 import logging
 import math
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -221,6 +222,46 @@ class EnvReader:
             f"{setting}={display_url(url)!r}: plain http would send the API key in clear; {advice}"
         )
 
+    def redis_url(self, name: builtins.str) -> builtins.str:
+        """A Redis URL (``""`` stays off), checked with redis-py's own parser without
+        connecting (``redis_store.url_problem``), so a typo stops start-up here, named, instead
+        of raising from redis once the models have loaded. An error never shows the URL's
+        userinfo (the password) or query."""
+        url = self.str(name, "")
+        if not url:
+            return url
+        # Imported here: redis is an adapter's library, loaded only where a URL is configured.
+        from services.common.redis_store import url_problem
+
+        if problem := url_problem(url):
+            raise InvalidSettingError(
+                f"{self.prefix}{name}={display_url(url)!r}: {problem}; expected "
+                "redis://[user:password@]host[:port][/db], rediss://... or unix:///path"
+            )
+        return url
+
+    def grpc_target(self, name: builtins.str, default: builtins.str) -> builtins.str:
+        """A gRPC target a channel dials (``grpc_target_problem`` says what is accepted)."""
+        target = self.str(name, default)
+        if problem := grpc_target_problem(target):
+            raise InvalidSettingError(
+                f"{self.prefix}{name}={target!r}: {problem}; expected a gRPC target: host:port, "
+                "[IPv6]:port, dns:///host:port, ipv4:addr:port[,addr:port...], "
+                "ipv6:[addr]:port[,...] or unix:/path"
+            )
+        return target
+
+    def host(self, name: builtins.str, default: builtins.str) -> builtins.str:
+        """An address a server listens on, held bare (``unbracketed``): an IP address (``::``
+        or ``[::]`` for every interface, ``0.0.0.0`` for IPv4's) or a host name."""
+        raw = self.str(name, default)
+        host = unbracketed(raw)
+        if not (_is_ip(host) or _is_hostname(host)):
+            raise self.invalid(
+                name, raw, "an IP address (:: or 0.0.0.0 for every interface) or a host name"
+            )
+        return host
+
     def required(self, name: builtins.str) -> builtins.str:
         raw = self._raw(name)
         if raw is None:
@@ -235,6 +276,84 @@ def _loopback(host: builtins.str) -> builtins.bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+# One label of a host name (RFC 1123; "_" too, as DNS SRV-style names use it).
+_LABEL = re.compile(r"^(?!-)[A-Za-z0-9_-]{1,63}(?<!-)$")
+# gRPC name-resolver schemes a target may name (grpc/doc/naming.md); any other is refused.
+GRPC_SCHEMES = ("dns", "ipv4", "ipv6", "unix", "unix-abstract")
+
+
+def _is_ip(host: builtins.str, version: builtins.int | None = None) -> builtins.bool:
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return version is None or address.version == version
+
+
+def _is_hostname(host: builtins.str) -> builtins.bool:
+    name = host[:-1] if host.endswith(".") else host
+    return 0 < len(name) <= 253 and all(_LABEL.match(label) for label in name.split("."))
+
+
+def _host_port_problem(text: builtins.str, *, ip: builtins.int | None = None) -> str | None:
+    """What is wrong with ``host:port`` (``[IPv6]:port``; with ``ip``, an address of that IP
+    version only), or None. The port is required, 1 to 65535: gRPC's default (443) is never
+    what a service here listens on."""
+    if ip == 6 and not text.startswith("["):
+        return f"{text!r} is not [IPv6 address]:port"
+    if text.startswith("["):
+        host, bracket, port = text[1:].partition("]")
+        if ip == 4:
+            return f"{text!r} is not an IPv4 address:port"
+        if not bracket or not _is_ip(host, 6):
+            return f"{text!r} is not [IPv6 address]:port"
+        if not port.startswith(":"):
+            return f"{text!r} has no port after its IPv6 address"
+        port = port[1:]
+    else:
+        host, colon, port = text.rpartition(":")
+        if not colon:
+            return f"{text!r} has no port"
+        if ":" in host:
+            return f"{text!r}: an IPv6 address goes in brackets, [{host}]:{port}"
+        if ip is not None and not _is_ip(host, ip):
+            return f"{host!r} is not an IPv{ip} address"
+        if not (_is_ip(host, 4) or _is_hostname(host)):
+            return f"{host!r} is not a host name or an IP address"
+    if not (port.isdigit() and 1 <= int(port) <= 65535):
+        return f"the port {port!r} is not a number from 1 to 65535"
+    return None
+
+
+def grpc_target_problem(target: builtins.str) -> str | None:
+    """What is wrong with ``target`` as a gRPC channel target, or None: ``host:port``,
+    ``[IPv6]:port``, ``dns:[//authority/]host:port``, ``ipv4:addr:port[,addr:port...]``,
+    ``ipv6:[addr]:port[,...]``, ``unix:path`` / ``unix:///path``, ``unix-abstract:name``. A
+    URL (``http://host:port``) is refused: gRPC reads it as a DNS name, reports the channel
+    ready to use, and fails every call "Misformatted domain name"."""
+    scheme, colon, rest = target.partition(":")
+    scheme = scheme.lower()
+    if colon and scheme in GRPC_SCHEMES:
+        if scheme in ("unix", "unix-abstract"):
+            return None if rest.strip("/") else "no socket path after unix:"
+        if scheme == "dns":
+            if rest.startswith("//"):
+                _authority, slash, rest = rest[2:].partition("/")
+                if not slash:
+                    return "dns://authority needs /host:port after it (dns:///host:port)"
+            return _host_port_problem(rest)
+        addresses = rest.split(",")
+        for address in addresses:
+            if problem := _host_port_problem(address, ip=4 if scheme == "ipv4" else 6):
+                return problem
+        return None
+    if "://" in target:
+        address = target.split("://", 1)[1].rstrip("/")
+        write = repr(address) if _host_port_problem(address) is None else "host:port"
+        return f"{scheme}:// is not a gRPC name-resolver scheme (write {write} or dns:///host:port)"
+    return _host_port_problem(target)
 
 
 def _in_range(
@@ -398,7 +517,7 @@ class ServerSettings:
     ) -> ServerSettings:
         global_env = EnvReader("", env._env)
         return cls(
-            host=unbracketed(env.str("HOST", "127.0.0.1")),
+            host=env.host("HOST", "127.0.0.1"),
             port=env.int("PORT", default_port, minimum=0, maximum=65535),
             grace_s=env.float("GRACE_S", 10.0, minimum=0.0, maximum=600.0),
             drain_delay_s=env.float("DRAIN_DELAY_S", 1.0, minimum=0.0, maximum=60.0),
@@ -491,7 +610,7 @@ class JudgeSettings:
             prompt=judge.str("PROMPT", "numbered", choices=("numbered", "document-claim")),
             band_low=judge.probability("BAND_LOW"),
             band_high=judge.probability("BAND_HIGH"),
-            cache_url=judge.str("CACHE_URL", ""),
+            cache_url=judge.redis_url("CACHE_URL"),
             cache_ttl_s=judge.int("CACHE_TTL_S", 86_400, minimum=1, maximum=30 * 86_400),
             cache_key=judge.secret("CACHE_KEY"),
             env_prefix=judge.prefix,

@@ -7,9 +7,11 @@ import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 import redis
 from redis.backoff import NoBackoff
+from redis.connection import parse_url
 from redis.retry import Retry
 
 logger = logging.getLogger(__name__)
@@ -23,6 +25,28 @@ EventSink = Callable[[str], None]
 
 
 def _ignore(_: str) -> None:
+    return None
+
+
+def url_problem(url: str) -> str | None:
+    """What is wrong with a Redis URL as redis-py reads it (``redis.connection.parse_url``, the
+    parser ``Redis.from_url`` uses), without connecting; None when nothing is. Also wrong: no
+    host (``redis://`` would dial localhost), no socket path, and a database that is not a
+    number (redis-py drops it and uses database 0). Never quotes the URL's password."""
+    try:
+        parsed = parse_url(url)  # type: ignore[no-untyped-call]  # untyped library
+    except ValueError as error:
+        said = str(error)
+        password = urlsplit(url).password if "@" in url else None
+        return said.replace(password, "***") if password else said
+    scheme = url.split(":", 1)[0].lower()
+    if scheme == "unix":
+        return None if parsed.get("path") else "no socket path (unix:///path/to/redis.sock)"
+    if not parsed.get("host"):
+        return "no host (redis://host:6379/0)"
+    database = urlsplit(url).path.strip("/")
+    if database and not database.isdigit():
+        return f"the database {database!r} is not a number (redis://host:6379/0)"
     return None
 
 

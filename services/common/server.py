@@ -6,6 +6,7 @@ import asyncio
 import functools
 import logging
 import signal
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -21,6 +22,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from services.common.config import (
+    InvalidSettingError,
     ServerSettings,
     SettingError,
     TlsSettings,
@@ -108,10 +110,14 @@ class GrpcService:
         """Register servicers, bind and start; every service reports NOT_SERVING until ready."""
         register(self.server)
         address = host_port(self.settings.host, self.settings.port)
-        if self.settings.tls.enabled:
-            self.port = self.server.add_secure_port(address, server_credentials(self.settings.tls))
-        else:
-            self.port = self.server.add_insecure_port(address)
+        try:
+            if self.settings.tls.enabled:
+                credentials = server_credentials(self.settings.tls)
+                self.port = self.server.add_secure_port(address, credentials)
+            else:
+                self.port = self.server.add_insecure_port(address)
+        except RuntimeError as error:  # grpc-core's "Failed to bind to address ..."
+            raise self._bind_error(address) from error
         await self.mark_not_serving()
         await self.server.start()
         logger.info(
@@ -122,6 +128,25 @@ class GrpcService:
             },
         )
         return self.port
+
+    def _bind_error(self, address: str) -> InvalidSettingError:
+        """Why ``address`` cannot be listened on, naming the settings to change (gRPC says only
+        "Failed to bind"): a host that does not resolve, one not of this machine, a port in use."""
+        p = self.label.upper()
+        host, port = self.settings.host, self.settings.port
+        named = f"{p}_HOST={host!r} / {p}_PORT={port}: cannot listen on {address}"
+        try:
+            found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError) as error:
+            return InvalidSettingError(f"{named}: {p}_HOST does not resolve ({error})")
+        for family, kind, proto, _, sockaddr in found:
+            with socket.socket(family, kind, proto) as sock:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    sock.bind(sockaddr)
+                except OSError as error:
+                    return InvalidSettingError(f"{named}: {error.strerror}")
+        return InvalidSettingError(named)
 
     async def mark_not_serving(self) -> None:
         """Take the server out of rotation (start-up, or a shipped model that stopped working)."""

@@ -49,6 +49,9 @@ def display_url(url: str) -> str:
     (either may hold a credential, e.g. ``?api-key=...``)."""
     parts = split_url(url)
     if parts is None:
-        return "<unparsable base URL>"
+        # Not a URL urlsplit reads (a port that is not a number): the same parts left out.
+        scheme, sep, rest = url.partition("://")
+        netloc, slash, path = re.split(r"[?#]", rest, maxsplit=1)[0].partition("/")
+        return f"{scheme}{sep}{netloc.rsplit('@', 1)[-1]}{slash}{path}"
     netloc = parts.netloc.rsplit("@", 1)[-1]
     return urlunsplit(parts._replace(netloc=netloc, query="", fragment=""))

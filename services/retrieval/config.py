@@ -39,7 +39,7 @@ class RetrievalConfig:
             server=ServerSettings.from_env(env, default_port=50051, default_metrics_port=9091),
             index_dir=env.str("INDEX_DIR", "var/index"),
             model_path=env.str("MODEL_PATH", ""),
-            redis_url=env.str("REDIS_URL", ""),
+            redis_url=env.redis_url("REDIS_URL"),
             cache_ttl_s=env.int("CACHE_TTL_S", 86_400, minimum=1),
             cache_timeout_s=env.float("CACHE_TIMEOUT_S", 0.05, minimum=0.001, maximum=5.0),
             faiss_threads=env.int("FAISS_THREADS", 1, minimum=1, maximum=64),

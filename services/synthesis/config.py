@@ -225,8 +225,8 @@ class SynthesisConfig:
                 default_metrics_port=9092,
                 default_max_concurrent_rpcs=DEFAULT_MAX_CONCURRENT_RPCS,
             ),
-            retrieval_addr=env.str("RETRIEVAL_ADDR", "127.0.0.1:50051"),
-            validator_addr=env.str("VALIDATOR_ADDR", "127.0.0.1:50053"),
+            retrieval_addr=env.grpc_target("RETRIEVAL_ADDR", "127.0.0.1:50051"),
+            validator_addr=env.grpc_target("VALIDATOR_ADDR", "127.0.0.1:50053"),
             retrieval_timeout_s=env.float(
                 "RETRIEVAL_TIMEOUT_S", RETRIEVAL_TIMEOUT_S, minimum=0.01, maximum=120.0
             ),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -72,8 +73,35 @@ def start(service: str, settings: dict[str, str]) -> subprocess.CompletedProcess
             "validator: configuration error: VALIDATOR_JUDGE_CACHE_KEY must be set when "
             "VALIDATOR_JUDGE_CACHE_URL is set",
         ),
+        (
+            "synthesis",
+            {"SYNTHESIS_RETRIEVAL_ADDR": "http://127.0.0.1:51051"},
+            "synthesis: configuration error: SYNTHESIS_RETRIEVAL_ADDR='http://127.0.0.1:51051': "
+            "http:// is not a gRPC name-resolver scheme (write '127.0.0.1:51051'",
+        ),
+        (
+            "retrieval",
+            {"RETRIEVAL_REDIS_URL": "htp://x"},
+            "retrieval: configuration error: RETRIEVAL_REDIS_URL='htp://x': Redis URL must "
+            "specify one of the following schemes",
+        ),
+        (
+            "validator",
+            {"VALIDATOR_HOST": "not a host"},
+            "validator: configuration error: VALIDATOR_HOST='not a host': expected an IP address",
+        ),
     ],
-    ids=["port", "choice", "integer", "half-tls", "judge-band", "unsigned-judge-cache"],
+    ids=[
+        "port",
+        "choice",
+        "integer",
+        "half-tls",
+        "judge-band",
+        "unsigned-judge-cache",
+        "url-as-grpc-target",
+        "redis-url",
+        "host",
+    ],
 )
 def test_a_bad_setting_stops_start_up_naming_it(
     service: str, settings: dict[str, str], line: str
@@ -85,6 +113,21 @@ def test_a_bad_setting_stops_start_up_naming_it(
     # The same message as a JSON line just before it, for pipelines that keep JSON lines only.
     record = json.loads(logged)
     assert (record["level"], record["service"], record["msg"]) == ("CRITICAL", service, last)
+
+
+def test_a_port_in_use_stops_start_up_naming_the_settings() -> None:
+    """gRPC says only "Failed to bind" (a C-core line, exit 1 before); the service names the
+    settings that chose the address and why it cannot be had, exit status 2."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = start("validator", {"VALIDATOR_HOST": "127.0.0.1", "VALIDATOR_PORT": str(port)})
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"validator: configuration error: VALIDATOR_HOST='127.0.0.1' / VALIDATOR_PORT={port}: "
+        f"cannot listen on 127.0.0.1:{port}: Address already in use"
+    )
 
 
 def test_settings_that_rule_each_other_out_stop_retrieval_at_warm_up() -> None:

@@ -284,3 +284,148 @@ class TestBaseUrl:
         judge = {"X_JUDGE_BASE_URL": "http://203.0.113.7/v1", "X_JUDGE_MODEL": "m"}
         with pytest.raises(InvalidSettingError, match=r"^X_JUDGE_BASE_URL="):
             JudgeSettings.from_env(EnvReader("X_", {**judge, "X_JUDGE_API_KEY": "k"}))
+
+
+class TestGrpcTarget:
+    """Synthesis's downstream addresses (SRE audit 2): a URL used to be accepted, and synthesis
+    reported SERVING while every call failed UNAVAILABLE "Misformatted domain name"."""
+
+    @staticmethod
+    def read(target: str) -> str:
+        return EnvReader("X_", {"X_ADDR": target}).grpc_target("ADDR", "127.0.0.1:50051")
+
+    @pytest.mark.parametrize(
+        "target",
+        [
+            "127.0.0.1:50051",
+            "retrieval:50051",
+            "retrieval.grounded-qa.svc.cluster.local:50051",
+            "[::1]:50051",
+            "dns:///retrieval:50051",
+            "dns://10.0.0.10/retrieval-v2:50051",
+            "dns:retrieval:50051",
+            "ipv4:127.0.0.1:1,127.0.0.1:2",
+            "ipv6:[::1]:1,[fd00::a]:2",
+            "unix:/run/grounded/retrieval.sock",
+            "unix:///run/grounded/retrieval.sock",
+            "unix-abstract:retrieval",
+        ],
+    )
+    def test_accepted(self, target: str) -> None:
+        assert self.read(target) == target
+
+    def test_unset_is_the_default(self) -> None:
+        assert EnvReader("X_", {}).grpc_target("ADDR", "127.0.0.1:50051") == "127.0.0.1:50051"
+
+    @pytest.mark.parametrize(
+        ("target", "said"),
+        [
+            ("http://127.0.0.1:51051", "http:// is not a gRPC name-resolver scheme (write '127"),
+            ("https://retrieval:50051/", "https:// is not a gRPC name-resolver scheme"),
+            ("xds:///retrieval", "xds:// is not a gRPC name-resolver scheme"),
+            ("retrieval", "'retrieval' has no port"),
+            ("dns:///retrieval", "'retrieval' has no port"),
+            ("dns://10.0.0.10", "needs /host:port after it"),
+            ("retrieval:port", "the port 'port' is not a number from 1 to 65535"),
+            ("retrieval:0", "the port '0' is not a number"),
+            ("retrieval:70000", "the port '70000' is not a number"),
+            ("::1:50051", "an IPv6 address goes in brackets, [::1]:50051"),
+            ("[::1]", "no port after its IPv6 address"),
+            ("[no-v6]:1", "is not [IPv6 address]:port"),
+            ("ipv4:localhost:1", "'localhost' is not an IPv4 address"),
+            ("ipv4:127.0.0.1:1,127.0.0.1", "'127.0.0.1' has no port"),
+            ("ipv6:::1", "is not [IPv6 address]:port"),
+            ("unix:", "no socket path"),
+            ("not a host:1", "'not a host' is not a host name or an IP address"),
+        ],
+    )
+    def test_refused_naming_the_setting(self, target: str, said: str) -> None:
+        with pytest.raises(InvalidSettingError, match=f"^X_ADDR={re.escape(repr(target))}: ") as e:
+            self.read(target)
+        assert said in str(e.value) and "expected a gRPC target" in str(e.value)
+
+
+class TestHost:
+    @pytest.mark.parametrize(
+        ("raw", "host"),
+        [
+            ("127.0.0.1", "127.0.0.1"),
+            ("::", "::"),
+            ("[::]", "::"),
+            ("fd00::a", "fd00::a"),
+            ("localhost", "localhost"),
+            (
+                "validator-0.validator.grounded-qa.svc.cluster.local",
+                ("validator-0.validator.grounded-qa.svc.cluster.local"),
+            ),
+        ],
+    )
+    def test_accepted(self, raw: str, host: str) -> None:
+        settings = ServerSettings.from_env(
+            EnvReader("V_", {"V_HOST": raw}), default_port=1, default_metrics_port=2
+        )
+        assert settings.host == host
+
+    @pytest.mark.parametrize("raw", ["not a host", "[::1", "-leading.dash", "a..b", "host:50051"])
+    def test_refused_naming_the_setting(self, raw: str) -> None:
+        with pytest.raises(InvalidSettingError, match=f"^V_HOST={re.escape(repr(raw))}: expected"):
+            ServerSettings.from_env(
+                EnvReader("V_", {"V_HOST": raw}), default_port=1, default_metrics_port=2
+            )
+
+
+class TestRedisUrl:
+    """Redis URLs (SRE audit 3) are read with redis-py's own parser at start-up: before, a bad
+    one raised from redis, a raw traceback, once the retrieval model had loaded."""
+
+    @staticmethod
+    def read(url: str, name: str = "REDIS_URL") -> str:
+        return EnvReader("X_", {f"X_{name}": url}).redis_url(name)
+
+    @pytest.mark.parametrize(
+        "url",
+        [
+            "",
+            "redis://redis:6379/0",
+            "redis://:secret@redis:6379/0",
+            "rediss://user:secret@redis.example.com:6380/2",
+            "unix:///run/redis/redis.sock",
+        ],
+    )
+    def test_accepted(self, url: str) -> None:
+        assert self.read(url) == url
+
+    @pytest.mark.parametrize(
+        ("url", "said"),
+        [
+            ("htp://x", "Redis URL must specify one of the following schemes"),
+            ("redis://redis:port/0", "Port could not be cast to integer value"),
+            ("redis://redis:99999/0", "Port out of range"),
+            ("redis://", "no host"),
+            ("redis://redis:6379/zero", "the database 'zero' is not a number"),
+            ("redis://redis:6379/0?socket_timeout=soon", "Invalid value for 'socket_timeout'"),
+            ("unix://", "no socket path"),
+        ],
+    )
+    def test_refused_naming_the_setting(self, url: str, said: str) -> None:
+        with pytest.raises(InvalidSettingError, match=r"^X_REDIS_URL=") as e:
+            self.read(url)
+        assert said in str(e.value)
+
+    @pytest.mark.parametrize(
+        "url", ["redis://:pw-secret@redis:port/0", "redis://u:pw-secret@redis:6379/x?password=q"]
+    )
+    def test_the_password_is_never_shown(self, url: str) -> None:
+        with pytest.raises(InvalidSettingError) as e:
+            self.read(url)
+        assert "pw-secret" not in str(e.value) and "password=q" not in str(e.value)
+
+    def test_the_judge_cache_url_is_checked_too(self) -> None:
+        env = {
+            "X_JUDGE_BASE_URL": "http://127.0.0.1:9/v1",
+            "X_JUDGE_MODEL": "m",
+            "X_JUDGE_CACHE_URL": "htp://redis:6379/0",
+            "X_JUDGE_CACHE_KEY": "k",
+        }
+        with pytest.raises(InvalidSettingError, match=r"^X_JUDGE_CACHE_URL='htp://redis"):
+            JudgeSettings.from_env(EnvReader("X_", env))
