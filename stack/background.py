@@ -1,6 +1,8 @@
 """The stack ``make run`` leaves running (Redis + the three services on fixed ports), by PID file.
 
-``up`` is idempotent: a component whose PID is alive is left alone. It returns once every service
+``up`` is idempotent: a component whose PID is alive (not a zombie; Redis answering PING) is left
+alone, and a retrieval left so that serves another index than ``--index-dir`` holds now is
+named in a warning (not restarted: ``make stop && make run``). It returns once every service
 is SERVING and one SynthesizeAnswer has gone through end to end. A service that exits during
 start-up is reported at once with its log's last line (a configuration error names the setting),
 and what this ``up`` started is stopped again. ``down`` stops what ``up`` started. Logs go to
@@ -45,6 +47,7 @@ DEFAULT_METRICS_PORTS = {"retrieval": 9091, "synthesis": 9092, "validator": 9093
 
 
 def _pid_alive(name: str) -> int | None:
+    """The PID its file names, if that process runs; else None (and the stale file is gone)."""
     pid_file = RUN_DIR / f"{name}.pid"
     if not pid_file.exists():
         return None
@@ -54,7 +57,34 @@ def _pid_alive(name: str) -> int | None:
     except (ValueError, ProcessLookupError, PermissionError):
         pid_file.unlink(missing_ok=True)
         return None
+    if zombie(pid):
+        pid_file.unlink(missing_ok=True)
+        return None
     return pid
+
+
+def zombie(pid: int) -> bool:
+    """Whether ``pid`` has exited but not been reaped (its state in /proc/<pid>/stat is Z):
+    ``kill(pid, 0)`` still finds such a process, so a Redis that had died was taken for one
+    running, and ``up`` went on without a cache."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    # "<pid> (<comm>) <state> ...": comm may hold spaces and parentheses, the state follows
+    # the last ")".
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]
+
+
+def _redis_answers(port: int) -> bool:
+    """Whether a Redis answers PING on loopback ``port`` within a second (any reply counts:
+    one that wants a password still runs)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1.0) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(64)[:1] in (b"+", b"-")
+    except OSError:
+        return False
 
 
 def _gone(name: str) -> Callable[[], bool]:
@@ -192,6 +222,15 @@ def up(index_dir: str, timeout_s: float) -> None:
     started: dict[str, subprocess.Popen[bytes]] = {}
     if proc := _spawn("redis", redis_argv(redis_port, redis_dir.resolve()), base_env):
         started["redis"] = proc
+    elif not _redis_answers(redis_port):
+        _fail(
+            f"redis: pid {_pid_alive('redis')} (from {RUN_DIR / 'redis.pid'}) runs but does not "
+            f"answer PING on 127.0.0.1:{redis_port} (REDIS_PORT): a stuck Redis, one started "
+            "with another REDIS_PORT, or another process that took its pid; stop it with: "
+            "make stop",
+            started,
+            1,
+        )
     for name in SERVICES:
         env = service_env(
             name,
@@ -220,11 +259,48 @@ def up(index_dir: str, timeout_s: float) -> None:
             returncode = proc.poll() if proc else None
             _fail(str(error), started, 2 if returncode == 2 else 1)
         print(f"{name}: SERVING on {address}")
+    if "retrieval" not in started and (
+        stale := _stale_index(
+            os.environ.get("RETRIEVAL_INDEX_DIR", index_dir), loopback(ports["retrieval"])
+        )
+    ):
+        print(stale, file=sys.stderr)
     redis = started.get("redis")
     if redis is not None and redis.poll() is not None:
         log = _log("redis")
         _fail(f"redis exited during start-up{last_line(log)}; see {log}", started, 1)
     _wait_answering(timeout_s)
+
+
+def _stale_index(index_dir: str, address: str) -> str | None:
+    """A warning when the retrieval already running at ``address`` serves another index than
+    ``index_dir`` holds now (rebuilt since it started: ``make index`` after a corpus change);
+    None when they agree, or when either cannot be read. ``up`` leaves a running service alone,
+    so without this it went on answering from the old index, saying only "already running"."""
+    from grounded.retrieval.v1 import retrieval_service_pb2 as rpb
+    from grounded.retrieval.v1 import retrieval_service_pb2_grpc as rpb_grpc
+
+    from services.retrieval.store import Manifest
+
+    manifest = Path(index_dir) / "manifest.json"
+    try:
+        wanted = Manifest.from_json(manifest.read_text()).index_version
+    except (OSError, ValueError, TypeError):
+        return None
+    with grpc.insecure_channel(address) as channel:
+        try:
+            reply = rpb_grpc.RetrievalServiceStub(channel).ListDocuments(
+                rpb.ListDocumentsRequest(page_size=1), timeout=10
+            )
+        except grpc.RpcError:
+            return None
+    if reply.index_version == wanted:
+        return None
+    return (
+        f"stack: WARNING: the retrieval already running serves index {reply.index_version}, "
+        f"but {manifest} is index {wanted} (rebuilt since retrieval started): answers come from "
+        "the old index until retrieval restarts: make stop && make run"
+    )
 
 
 def _wait_answering(timeout_s: float) -> None:

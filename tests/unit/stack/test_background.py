@@ -6,11 +6,17 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
+from concurrent import futures
 from pathlib import Path
 
+import grpc
 import pytest
+from grounded.retrieval.v1 import retrieval_service_pb2 as rpb
+from grounded.retrieval.v1 import retrieval_service_pb2_grpc as rpb_grpc
 
+from services.retrieval.store import Manifest
 from stack import background, wiring
 from tests.support.network import ipv6_loopback
 
@@ -45,10 +51,7 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     # A zombie still answers kill(pid, 0); /proc says whether it is one.
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
-    except (OSError, IndexError):
-        return True
+    return not background.zombie(pid)
 
 
 def test_a_service_that_exits_at_start_up_is_reported_at_once(
@@ -137,3 +140,93 @@ def test_a_bracketed_ipv6_host_is_checked_as_the_service_binds_it(
     ports = {name: wiring.free_port() for name in wiring.SERVICES}
 
     assert background._ports_in_use(wiring.free_port(), ports) == []
+
+
+def test_a_zombie_is_not_taken_for_a_running_process(run_dir: Path) -> None:
+    """A Redis that died unreaped still answers kill(pid, 0): up said "already running" and
+    went on without a cache (SRE audit 9)."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # exited, left unreaped
+        os.kill(proc.pid, 0)  # still found
+        (run_dir / "redis.pid").write_text(str(proc.pid))
+        assert background._pid_alive("redis") is None
+        assert not (run_dir / "redis.pid").exists()
+    finally:
+        proc.wait()
+
+
+def test_a_redis_that_does_not_answer_ping_is_reported_not_used(
+    run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The PID file names a live process (this one), but nothing answers on REDIS_PORT.
+    (run_dir / "redis.pid").write_text(str(os.getpid()))
+    with pytest.raises(SystemExit) as exit_info:
+        background.up(str(run_dir / "index"), timeout_s=20.0)
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err
+    assert f"redis: pid {os.getpid()}" in err and "does not answer PING" in err
+    assert [p.name for p in run_dir.glob("*.pid")] == ["redis.pid"]  # nothing else started
+
+
+def test_redis_answers_means_a_reply_to_ping() -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+
+        def reply() -> None:
+            conn, _ = server.accept()
+            with conn:
+                if conn.recv(64) == b"PING\r\n":
+                    conn.sendall(b"+PONG\r\n")
+
+        thread = threading.Thread(target=reply)
+        thread.start()
+        assert background._redis_answers(port)
+        thread.join()
+    assert not background._redis_answers(port)  # closed: nothing listens
+
+
+class _Retrieval(rpb_grpc.RetrievalServiceServicer):
+    def __init__(self, version: str) -> None:
+        self.version = version
+
+    def ListDocuments(self, request: object, context: object) -> rpb.ListDocumentsResponse:
+        return rpb.ListDocumentsResponse(index_version=self.version)
+
+
+def test_a_running_retrieval_on_another_index_is_named(tmp_path: Path) -> None:
+    """make run after a re-ingest left the running retrieval on the old index, saying only
+    "already running" (SRE audit 10)."""
+    manifest = Manifest(
+        schema_version=1,
+        model="m",
+        dim=4,
+        chunk_count=1,
+        document_count=1,
+        index_kind="flat",
+        index_options={},
+        corpus_checksum="c0ffee",
+        chunking={},
+        embed_text="heading+text",
+        sources=[],
+        created_at="2026-11-27T00:00:00+00:00",
+    )
+    (tmp_path / "manifest.json").write_text(manifest.to_json())
+    fake = _Retrieval("0123456789ab")
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    rpb_grpc.add_RetrievalServiceServicer_to_server(fake, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        said = background._stale_index(str(tmp_path), f"127.0.0.1:{port}")
+        assert said is not None
+        assert f"serves index 0123456789ab, but {tmp_path / 'manifest.json'}" in said
+        assert f"is index {manifest.index_version}" in said and "make stop && make run" in said
+        fake.version = manifest.index_version
+        assert background._stale_index(str(tmp_path), f"127.0.0.1:{port}") is None
+    finally:
+        server.stop(None)
+    # Nothing to compare with: no manifest, or no retrieval answering.
+    assert background._stale_index(str(tmp_path / "absent"), f"127.0.0.1:{port}") is None
