@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 import signal
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -289,8 +290,11 @@ class ServiceApp:
             await self.on_stop()
 
 
-async def run_until_signalled(app: ServiceApp) -> None:
-    """Start, warm up, serve until SIGTERM/SIGINT, then drain gracefully."""
+async def run_until_signalled(app: ServiceApp) -> bool:
+    """Start, warm up, serve until SIGTERM/SIGINT, then drain gracefully. False when the signal
+    came during warm-up: the server is stopped at once (it answered nothing but NOT_READY, so
+    there is nothing to drain), and the caller should exit without waiting for the warm-up's
+    worker thread, which cannot be cancelled (``serve_main``)."""
     service = app.service
     loop = asyncio.get_running_loop()
     stop_requested = asyncio.Event()
@@ -314,6 +318,9 @@ async def run_until_signalled(app: ServiceApp) -> None:
         await waiter
     else:
         warm.cancel()
+        await app.stop(0)
+        logger.info("stopped during warm-up")
+        return False
     # Lame duck: report NOT_SERVING but keep answering for drain_delay_s, so load balancers stop
     # routing here and calls already queued in the transport are picked up (grpc-core cancels
     # calls not yet handed to a handler when stop() begins); then refuse new calls and give
@@ -329,6 +336,7 @@ async def run_until_signalled(app: ServiceApp) -> None:
     await asyncio.sleep(service.settings.drain_delay_s)
     await app.stop()
     logger.info("stopped")
+    return True
 
 
 class _Configured(Protocol):
@@ -352,7 +360,12 @@ def serve_main(
 
         # The aio server and channels bind to the running loop, so they are built inside it.
         async def serve() -> None:
-            await run_until_signalled(create_app(config))
+            if not await run_until_signalled(create_app(config)):
+                # Stopped during warm-up: the thread loading a model or the index (read-only)
+                # cannot be interrupted, and both asyncio.run and the interpreter would wait
+                # for it (retrieval took 8-9 s to exit, up to its whole warm-up); end here.
+                logging.shutdown()
+                os._exit(0)
 
         asyncio.run(serve())
     except SettingError as error:

@@ -193,3 +193,51 @@ class TestSynthesisShutdownUnderLoad:
                         proc.kill()
                         await proc.wait()
             await server.stop(0)
+
+
+# A service whose warm-up never finishes: it blocks a worker thread, as loading a model or the
+# index does, which no cancellation reaches.
+_STUCK_WARM_UP = """
+import asyncio, sys, threading
+from services.common.config import EnvReader, ServerSettings
+from services.common.server import GrpcService, ServiceApp, serve_main
+
+class Config:
+    server = ServerSettings.from_env(
+        EnvReader("T_", {"T_PORT": "0"}), default_port=0, default_metrics_port=-1
+    )
+
+def create_app(config):
+    service = GrpcService(label="stuck", service_names=[], settings=config.server)
+
+    async def warm_up():
+        print("warming up", flush=True)
+        await asyncio.to_thread(threading.Event().wait)
+
+    return ServiceApp(service, lambda server: None, warm_up)
+
+serve_main("stuck", Config, create_app)
+"""
+
+
+def test_sigterm_during_warm_up_stops_without_waiting_for_it() -> None:
+    """SIGTERM while a model or the index is still loading: the process stops at once (it has
+    answered nothing but NOT_READY), exit status 0. It used to wait for the loading thread:
+    retrieval took its whole warm-up to exit, past a pod's termination grace on a slow node."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _STUCK_WARM_UP],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "warming up\n"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)  # a bound, not a measurement: it never ends else
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert '"msg": "stopped during warm-up"' in err.strip().splitlines()[-1]
