@@ -5,25 +5,14 @@ and `make lint` would pass). So every element of today's protos must be in the b
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from importlib import resources
 from pathlib import Path
 
 import pytest
 from google.protobuf import descriptor_pb2
-from grpc_tools import protoc
 
-ROOT = Path(__file__).resolve().parents[3]
-PROTOS = ROOT / "protos"
+from tests.support.protos import PROTOS, build_contracts
+
 BASELINE = PROTOS / "baseline.binpb"
-
-
-def build_contracts(out: Path) -> descriptor_pb2.FileDescriptorSet:
-    """Today's protos/, compiled by the protoc make protos runs (no buf, no network)."""
-    sources = sorted(str(p.relative_to(PROTOS)) for p in PROTOS.rglob("*.proto"))
-    well_known = resources.files("grpc_tools") / "_proto"
-    args = ["protoc", f"-I{PROTOS}", f"-I{well_known}", f"--descriptor_set_out={out}", *sources]
-    assert protoc.main(args) == 0, "protoc could not compile protos/ (see its output above)"
-    return descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes())
 
 
 def _enum_elements(prefix: str, enum: descriptor_pb2.EnumDescriptorProto) -> Iterator[str]:

@@ -12,8 +12,10 @@ from grounded.validator.v1 import validator_service_pb2 as vpb
 
 from services.common import validation as r
 from services.common.validation_proto import report_from_proto, report_to_proto
+from tests.support.protos import build_contracts
 
-PROTOS = Path(__file__).resolve().parents[3] / "protos" / "grounded"
+ROOT = Path(__file__).resolve().parents[3]
+PROTOS = ROOT / "protos" / "grounded"
 
 
 def _fields(message: Descriptor) -> list[tuple[object, ...]]:
@@ -87,3 +89,41 @@ class TestContractComments:
             if (hits := re.findall(r"services/[\w/]+\.py|\bissue \d+", proto.read_text()))
         }
         assert found == {}
+
+
+# The Go module the go_package options name (README, "Clients in other languages": replace it,
+# or let buf's managed mode do so, in a client's own build), and where buf.gen.yaml writes Go.
+GO_MODULE = "github.com/grounded-qa/grounded"
+GO_OUT = "clients/go"
+
+
+class TestLanguageOptions:
+    """Code in other languages can be generated from every contract file: protoc-gen-go refuses a
+    file without go_package ("unable to determine Go import path"), and buf's STANDARD style
+    expects each package's Java and C# names to agree across its files."""
+
+    def test_every_file_names_its_go_java_and_csharp_packages(self, tmp_path: Path) -> None:
+        wrong = {}
+        for file in build_contracts(tmp_path / "contracts.binpb").file:
+            if not file.package.startswith("grounded."):
+                continue
+            directory = file.name.rsplit("/", 1)[0]  # grounded/type/v1
+            _, service, version = file.package.split(".")
+            expected = {
+                "go_package": f"{GO_MODULE}/{GO_OUT}/{directory};{service}{version}",
+                "java_package": f"com.{file.package}",
+                "java_multiple_files": True,
+                "csharp_namespace": ".".join(p.capitalize() for p in file.package.split(".")),
+            }
+            got = {name: getattr(file.options, name) for name in expected}
+            if got != expected:
+                wrong[file.name] = got
+        assert wrong == {}
+
+    def test_buf_gen_writes_go_where_go_package_points(self) -> None:
+        template = (ROOT / "buf.gen.yaml").read_text()
+        go_outs = re.findall(
+            r"remote: buf\.build/(?:protocolbuffers|grpc)/go\n\s+out: (\S+)", template
+        )
+        assert go_outs == [GO_OUT, GO_OUT], template
+        assert "paths=source_relative" in template
