@@ -18,6 +18,7 @@ from typing import Any, Protocol, TypeVar
 import grpc
 from google.protobuf import descriptor_pb2
 from google.protobuf.message import DecodeError
+from grounded.type.v1 import error_reason_pb2
 from grpc import aio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
@@ -40,6 +41,12 @@ logger = logging.getLogger(__name__)
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+# Reflection describes what the process's descriptor pool holds, and a file gets there when its
+# stub is imported. grounded.type.v1.ErrorReason (the ErrorInfo reasons every error carries) is
+# in no service's request or response, so no servicer imports it: named here, every server
+# registers it and `grpcurl describe grounded.type.v1.ErrorReason` answers.
+ERROR_REASON = error_reason_pb2.DESCRIPTOR.enum_types_by_name["ErrorReason"].full_name
 
 
 def server_credentials(tls: TlsSettings) -> grpc.ServerCredentials:

@@ -120,6 +120,15 @@ class TestGrpcurl:
         assert len(comments) >= 3, comments
         assert [c for c in comments if c not in shown] == [], result.stdout
 
+    @pytest.mark.parametrize("name", sorted(SERVICES))
+    async def test_grpcurl_describes_the_error_reasons(self, stack: Stack, name: str) -> None:
+        # In no method's messages: a client reading an ErrorInfo reason looks it up here.
+        result = await _grpcurl(getattr(stack, name), "describe", "grounded.type.v1.ErrorReason")
+
+        assert result.returncode == 0, result.stderr
+        assert "INVALID_INPUT = 1;" in result.stdout and "DEPENDENCY_TIMEOUT = 12;" in result.stdout
+        assert "// Why a call of any grounded service failed" in result.stdout
+
     async def test_grpcurl_synthesize_answer_returns_cited_answer(self, stack: Stack) -> None:
         payload = {"question": "What is the punishment for cheating under section 420?", "top_k": 5}
         result = await _grpcurl(

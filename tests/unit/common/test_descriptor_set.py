@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -33,3 +35,21 @@ class TestDescriptorSet:
 
         assert comments == {}
         assert any(str(corrupt) in r.getMessage() for r in caplog.records)
+
+
+class TestReflectedTypes:
+    def test_the_server_bootstrap_registers_the_error_reason_enum(self) -> None:
+        """Reflection answers from the process's descriptor pool; ErrorReason is in no method's
+        messages, so only the bootstrap's import puts it there. A fresh interpreter, so that
+        no other test's import can stand in for it."""
+        probe = (
+            "import services.common.server\n"
+            "from google.protobuf import descriptor_pool\n"
+            "enum = descriptor_pool.Default().FindEnumTypeByName('grounded.type.v1.ErrorReason')\n"
+            "print(enum.values_by_name['INVALID_INPUT'].number)"
+        )
+        result = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == "1"
