@@ -235,16 +235,20 @@ def contract_comments() -> Mapping[str, descriptor_pb2.SourceCodeInfo]:
 
 
 class _CommentedReflectionServicer(reflection.aio.ReflectionServicer):  # type: ignore[misc]
-    """grpc's asyncio reflection servicer, sending our contracts with their comments.
+    """grpc's asyncio reflection servicer, sending our contracts with their comments and every
+    field's JSON name.
 
     The stock servicer rebuilds every file it sends from the runtime's descriptor pool
     (``CopyToProto``), and the stubs embed descriptors without source info, so `grpcurl
     describe` showed fields without the comments that state their limits, units and defaults.
-    Each file found in ``comments`` gets its comments back; nothing else changes: the set's
-    own descriptors differ in more than comments (protoc fills in every field's json_name, and
-    with it grpcurl would print camelCase JSON), and files outside it (health, reflection) go out
-    as the stock servicer built them. The comments' paths index the file's elements in
-    declaration order, which CopyToProto keeps.
+    Each file found in ``comments`` gets its comments back (the comments' paths index the
+    file's elements in declaration order, which CopyToProto keeps). ``CopyToProto`` also leaves
+    out each field's ``json_name``, which protoc writes into every descriptor set: without it
+    grpcurl printed snake_case JSON (``doc_id``) from reflection but lowerCamelCase (``docId``)
+    from the .proto files, as Go's protojson and protobuf-es do. Every file sent, ours or not
+    (health, reflection, google.rpc's error details), gets the JSON names the pool's own
+    descriptors give (``_fill_json_names``), so reflection and the .proto files agree on the
+    canonical proto3 JSON names. Nothing else changes.
     """
 
     def __init__(
@@ -257,18 +261,35 @@ class _CommentedReflectionServicer(reflection.aio.ReflectionServicer):  # type: 
         self, request_iterator: AsyncIterator[Any], context: aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[Any]:
         async for response in super().ServerReflectionInfo(request_iterator, context):
-            if self._comments and response.HasField("file_descriptor_response"):
+            if response.HasField("file_descriptor_response"):
                 protos = response.file_descriptor_response.file_descriptor_proto
-                protos[:] = [self._with_comments(proto) for proto in protos]
+                protos[:] = [self._completed(proto) for proto in protos]
             yield response
 
-    def _with_comments(self, serialized: bytes) -> bytes:
+    def _completed(self, serialized: bytes) -> bytes:
         proto = descriptor_pb2.FileDescriptorProto.FromString(serialized)
+        _fill_json_names(proto, self._pool)
         comments = self._comments.get(proto.name)
-        if comments is None:
-            return serialized
-        proto.source_code_info.CopyFrom(comments)
+        if comments is not None:
+            proto.source_code_info.CopyFrom(comments)
         return proto.SerializeToString()
+
+
+def _fill_json_names(file: descriptor_pb2.FileDescriptorProto, pool: Any) -> None:
+    """Set each field's ``json_name`` in ``file`` (nested messages' too) where it is unset, to
+    what ``pool``'s descriptor of that field says (protobuf's lowerCamelCase of the name, or a
+    ``json_name`` option): what protoc writes into a descriptor set."""
+
+    def fill(messages: Sequence[descriptor_pb2.DescriptorProto], scope: str) -> None:
+        for message in messages:
+            full_name = f"{scope}.{message.name}" if scope else message.name
+            fields = pool.FindMessageTypeByName(full_name).fields_by_name
+            for field in message.field:
+                if not field.HasField("json_name"):
+                    field.json_name = fields[field.name].json_name
+            fill(message.nested_type, full_name)
+
+    fill(file.message_type, file.package)
 
 
 @dataclass

@@ -130,7 +130,7 @@ class TestGrpcurl:
         assert "// Why a call of any grounded service failed" in result.stdout
 
     async def test_grpcurl_synthesize_answer_returns_cited_answer(self, stack: Stack) -> None:
-        payload = {"question": "What is the punishment for cheating under section 420?", "top_k": 5}
+        payload = {"question": "What is the punishment for cheating under section 420?", "topK": 5}
         result = await _grpcurl(
             "-d",
             json.dumps(payload),
@@ -145,7 +145,7 @@ class TestGrpcurl:
     async def test_grpcurl_validate_shows_tiers_and_entailment_scores(self, stack: Stack) -> None:
         evidence = [
             {
-                "semantic_id": "IPC_379_0",
+                "semanticId": "IPC_379_0",
                 "text": "Whoever commits theft shall be punished with imprisonment of either "
                 "description for a term which may extend to three years, or with fine, or with both.",
             }
@@ -164,12 +164,12 @@ class TestGrpcurl:
         assert result.returncode == 0, result.stderr
         body = json.loads(result.stdout)
         assert "VALIDATION_TIER_ENTAILMENT" in body["tiers"]
-        assert body["entailment_model"].startswith("entailment-minilm-l6")
+        assert body["entailmentModel"].startswith("entailment-minilm-l6")
         (sentence,) = body["sentences"]
         # A paraphrase, no quote: the cheap tiers pass it on and the model decides it.
-        assert sentence["decided_by"] == "VALIDATION_TIER_ENTAILMENT", sentence
+        assert sentence["decidedBy"] == "VALIDATION_TIER_ENTAILMENT", sentence
         scores = sentence["entailment"]
-        assert scores["semantic_id"] == "IPC_379_0"
+        assert scores["semanticId"] == "IPC_379_0"
         assert not scores.get("verbatim") and scores["windows"] >= 1, scores
         # proto3 JSON leaves a zero probability out.
         probabilities = [scores.get(k, 0.0) for k in ("entailment", "neutral", "contradiction")]
@@ -183,19 +183,57 @@ class TestGrpcurl:
     ) -> None:
         result = await _grpcurl(
             "-d",
-            json.dumps({"doc_id": "IPC_420"}),
+            json.dumps({"docId": "IPC_420"}),
             stack.synthesis,
             "grounded.synthesis.v1.SynthesisService/GetDocument",
         )
         assert result.returncode == 0, result.stderr
         body = json.loads(result.stdout)
         doc = body["document"]
-        assert doc["doc_id"] == "IPC_420" and doc["section"] == "420" and body["index_version"]
+        assert doc["docId"] == "IPC_420" and doc["section"] == "420" and body["indexVersion"]
         (first, *_) = doc["passages"]
         # proto3 JSON leaves a zero offset out.
-        start, end = first.get("char_start", 0), first["char_end"]
-        assert first["semantic_id"] == "IPC_420_0"
+        start, end = first.get("charStart", 0), first["charEnd"]
+        assert first["semanticId"] == "IPC_420_0"
         assert doc["text"][start:end] == first["text"]
+
+    @pytest.mark.parametrize("name", sorted(SERVICES))
+    async def test_grpcurl_prints_the_same_json_from_reflection_as_from_the_protos(
+        self, stack: Stack, name: str
+    ) -> None:
+        """Reflection sends each field's json_name, as protoc writes it for the .proto files:
+        grpcurl printed snake_case from reflection and lowerCamelCase from -proto before."""
+        method, payload = {
+            "retrieval": ("RetrievePassages", {"query": "section 420", "topK": 2}),
+            "synthesis": ("GetDocument", {"doc_id": "IPC_420"}),
+            "validator": ("ValidateAnswer", {"answer": "Theft [IPC_379_0].", "evidence": []}),
+        }[name]
+        proto = f"grounded/{name}/v1/{name}_service.proto"
+        full_method = f"{SERVICES[name]}/{method}"
+        address = getattr(stack, name)
+
+        reflected = await _grpcurl(
+            "-emit-defaults", "-d", json.dumps(payload), address, full_method
+        )
+        from_protos = await _grpcurl(
+            "-emit-defaults",
+            "-import-path",
+            str(PROTOS),
+            "-proto",
+            proto,
+            "-d",
+            json.dumps(payload),
+            address,
+            full_method,
+        )
+
+        assert reflected.returncode == 0 and from_protos.returncode == 0, reflected.stderr
+        names = _field_names(json.loads(reflected.stdout))
+        assert names == _field_names(json.loads(from_protos.stdout))
+        assert not [n for n in names if "_" in n], names
+        assert {"retrieval": "semanticId", "synthesis": "docId", "validator": "invalidCitations"}[
+            name
+        ] in names
 
     async def test_grpcurl_get_document_unknown_shows_not_found_and_the_id_meant(
         self, stack: Stack
@@ -213,25 +251,40 @@ class TestGrpcurl:
     async def test_grpcurl_list_documents_pages_through_the_index(self, stack: Stack) -> None:
         result = await _grpcurl(
             "-d",
-            json.dumps({"page_size": 3, "acts": ["IPC"]}),
+            json.dumps({"pageSize": 3, "acts": ["IPC"]}),
             stack.synthesis,
             "grounded.synthesis.v1.SynthesisService/ListDocuments",
         )
         assert result.returncode == 0, result.stderr
         body = json.loads(result.stdout)
-        assert [d["doc_id"] for d in body["documents"]] == ["IPC_1", "IPC_2", "IPC_3"]
-        assert all(d["passage_count"] >= 1 and "text" not in d for d in body["documents"])
-        assert body["next_page_token"] and body["total_size"] > 500
+        assert [d["docId"] for d in body["documents"]] == ["IPC_1", "IPC_2", "IPC_3"]
+        assert all(d["passageCount"] >= 1 and "text" not in d for d in body["documents"])
+        assert body["nextPageToken"] and body["totalSize"] > 500
 
     async def test_grpcurl_bad_request_shows_invalid_argument(self, stack: Stack) -> None:
         result = await _grpcurl(
             "-d",
-            json.dumps({"query": "", "top_k": -3}),
+            json.dumps({"query": "", "topK": -3}),
             stack.retrieval,
             "grounded.retrieval.v1.RetrievalService/RetrievePassages",
         )
         assert result.returncode != 0
+        # A field violation names the proto field (snake_case), whichever JSON name was sent.
         assert "InvalidArgument" in result.stderr and "top_k" in result.stderr
+
+
+def _field_names(body: object) -> set[str]:
+    """Every key of a grpcurl JSON body but those of map fields (keyed by ids, not names)."""
+    if isinstance(body, list):
+        return set().union(*(_field_names(item) for item in body))
+    if not isinstance(body, dict):
+        return set()
+    names = set()
+    for key, value in body.items():
+        names.add(key)
+        if key not in ("answerabilityById", "extras"):
+            names |= _field_names(value)
+    return names
 
 
 def _comments_of(source: str, message: str) -> list[str]:
@@ -297,7 +350,7 @@ def _messages(stdout: str) -> list[dict[str, object]]:
 
 class TestGrpcurlStream:
     async def test_grpcurl_shows_the_stream_of_events(self, stack: Stack) -> None:
-        payload = {"question": "What is the punishment for cheating under section 420?", "top_k": 5}
+        payload = {"question": "What is the punishment for cheating under section 420?", "topK": 5}
         result = await _grpcurl(
             "-d",
             json.dumps(payload),
@@ -313,7 +366,7 @@ class TestGrpcurlStream:
         assert isinstance(finished, dict)
         response = finished["response"]
         assert response["status"] == "ANSWER_STATUS_ANSWERED"
-        assert finished["sentences_sent"] == len(sentences) and not finished.get("retract")
+        assert finished["sentencesSent"] == len(sentences) and not finished.get("retract")
         joined = " ".join(str(s["text"]) for s in sentences)  # type: ignore[index]
         assert joined == " ".join(response["answer"].split())
         assert all(s["citations"] for s in sentences)  # type: ignore[index]
@@ -321,7 +374,7 @@ class TestGrpcurlStream:
     async def test_grpcurl_stream_bad_request_shows_invalid_argument(self, stack: Stack) -> None:
         result = await _grpcurl(
             "-d",
-            json.dumps({"question": "", "top_k": 500}),
+            json.dumps({"question": "", "topK": 500}),
             stack.synthesis,
             "grounded.synthesis.v1.SynthesisService/StreamAnswer",
         )

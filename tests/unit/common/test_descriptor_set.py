@@ -8,8 +8,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from google.protobuf import descriptor_pb2, descriptor_pool
+from grounded.retrieval.v1 import retrieval_service_pb2
+from grounded.synthesis.v1 import synthesis_service_pb2
+from grounded.validator.v1 import validator_service_pb2
 
 from services.common import server
+
+# The services' contracts, loaded into the default pool as a server loads them (with the files
+# they import, and error_reason.proto by services.common.server).
+SERVICES = (retrieval_service_pb2, synthesis_service_pb2, validator_service_pb2)
 
 PROTOS = Path(__file__).resolve().parents[3] / "protos"
 
@@ -53,3 +61,30 @@ class TestReflectedTypes:
         )
         assert result.returncode == 0, result.stderr
         assert result.stdout.strip() == "1"
+
+    def test_reflection_gives_every_field_the_json_name_protoc_gives_it(self) -> None:
+        """What reflection sends (the pool's descriptors, completed) names each field in JSON as
+        the shipped descriptor set, written by protoc from the .proto files, does."""
+        pool = descriptor_pool.Default()
+        assert all(pool.FindFileByName(s.DESCRIPTOR.name) for s in SERVICES)
+        shipped = descriptor_pb2.FileDescriptorSet.FromString(server.DESCRIPTOR_SET.read_bytes())
+        for protoc_file in shipped.file:
+            sent = descriptor_pb2.FileDescriptorProto()
+            pool.FindFileByName(protoc_file.name).CopyToProto(sent)
+
+            server._fill_json_names(sent, pool)
+
+            assert _json_names(sent) == _json_names(protoc_file), protoc_file.name
+        passage = pool.FindMessageTypeByName("grounded.type.v1.Passage")
+        assert passage.fields_by_name["semantic_id"].json_name == "semanticId"
+
+
+def _json_names(file: descriptor_pb2.FileDescriptorProto) -> dict[str, str]:
+    names = {}
+    pending = [(file.package, m) for m in file.message_type]
+    while pending:
+        scope, message = pending.pop()
+        full_name = f"{scope}.{message.name}"
+        names.update({f"{full_name}.{f.name}": f.json_name for f in message.field})
+        pending.extend((full_name, m) for m in message.nested_type)
+    return names
