@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from google.rpc import error_details_pb2
 
 from services.common import server as server_module
 from services.validator.config import ValidatorConfig
@@ -247,6 +248,33 @@ class TestGrpcurl:
         assert result.returncode != 0
         assert "NotFound" in result.stderr
         assert "did you mean 'IPC_420'?" in result.stderr
+
+    async def test_grpcurl_decodes_error_details_from_proto_files(self, stack: Stack) -> None:
+        """Without reflection (the front door), grpcurl needs google/rpc/error_details.proto, or
+        it prints 'google.rpc.ErrorInfo is not recognized' and base64. The wheel that ships
+        google.rpc's Python modules ships the .proto beside them (README.md, DEPLOY.md)."""
+        rpc_protos = Path(error_details_pb2.__file__).parents[2]
+        result = await _grpcurl(
+            "-import-path",
+            str(PROTOS),
+            "-import-path",
+            str(rpc_protos),
+            "-proto",
+            "grounded/synthesis/v1/synthesis_service.proto",
+            "-proto",
+            "google/rpc/error_details.proto",
+            "-d",
+            json.dumps({"docId": "IPC_420_0"}),
+            stack.synthesis,
+            "grounded.synthesis.v1.SynthesisService/GetDocument",
+        )
+
+        assert result.returncode != 0 and "NotFound" in result.stderr
+        assert "not recognized" not in result.stderr, result.stderr
+        assert (
+            '"reason":"NOT_FOUND"' in result.stderr
+            and '"resourceName":"IPC_420_0"' in result.stderr
+        )
 
     async def test_grpcurl_list_documents_pages_through_the_index(self, stack: Stack) -> None:
         result = await _grpcurl(
