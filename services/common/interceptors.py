@@ -22,15 +22,40 @@ from services.common.metrics import RPC_LATENCY, RPC_REQUESTS
 logger = logging.getLogger(__name__)
 
 REQUEST_ID_KEY = "x-request-id"
-_MAX_REQUEST_ID = 128
+MAX_REQUEST_ID_CHARS = 128
 _DEADLINE_SLACK_S = 0.1
+# How much of a refused id the log line quotes (escaped with ascii()).
+_QUOTED_ID_CHARS = 64
 
 
-def _incoming_request_id(context: aio.ServicerContext[Any, Any]) -> str:
+def request_id_problem(value: object) -> str:
+    """Why ``value`` cannot be a request id, or "" when it can: 1 to 128 printable ASCII
+    characters (0x20-0x7E). The id goes back in the response headers and on to the services
+    this one calls, and gRPC refuses any other character in an ASCII header: echoed, a caller's
+    'café' failed the whole call (INTERNAL, "Invalid metadata")."""
+    if not isinstance(value, str):
+        return "it is not text"
+    if not value:
+        return "it is empty"
+    if len(value) > MAX_REQUEST_ID_CHARS:
+        return f"it is {len(value)} characters long, over {MAX_REQUEST_ID_CHARS}"
+    for at, char in enumerate(value):
+        if not " " <= char <= "~":
+            return f"it holds {char!a} at {at}, and only printable ASCII (0x20-0x7E) is kept"
+    return ""
+
+
+def _incoming_request_id(context: aio.ServicerContext[Any, Any]) -> tuple[str, str]:
+    """The caller's x-request-id, or a new one when it sent none or one ``request_id_problem``
+    refuses; and that refused id, quoted and escaped (else "")."""
     for key, value in context.invocation_metadata() or ():
-        if key == REQUEST_ID_KEY and isinstance(value, str) and 0 < len(value) <= _MAX_REQUEST_ID:
-            return value
-    return uuid.uuid4().hex
+        if key == REQUEST_ID_KEY:
+            problem = request_id_problem(value)
+            if not problem:
+                return str(value), ""  # text, as request_id_problem checked
+            quoted = ascii(value[:_QUOTED_ID_CHARS] if isinstance(value, str) else value)
+            return uuid.uuid4().hex, f"{quoted}: {problem}"
+    return uuid.uuid4().hex, ""
 
 
 # Health checks (a kubelet probes every few seconds) are answered as the library writes them:
@@ -212,8 +237,15 @@ async def _rpc(
     service: str, method: str, context: aio.ServicerContext[Any, Any]
 ) -> AsyncIterator[None]:
     """One call: request id, the error → status mapping, access log and metrics."""
-    request_id = _incoming_request_id(context)
+    request_id, refused = _incoming_request_id(context)
     token = request_id_var.set(request_id)
+    if refused:
+        # The caller's mistake (INFO); this line, under the new id, ties the two together.
+        logger.info(
+            "replaced the caller's x-request-id %s",
+            refused,
+            extra={"method": method},
+        )
     started = time.perf_counter()
     code: Any = grpc.StatusCode.OK
     reason = ""  # the ErrorInfo reason the caller gets ("" for OK and gRPC's own statuses)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import shutil
 import subprocess
 import sys
@@ -275,6 +276,26 @@ class TestGrpcurl:
             '"reason":"NOT_FOUND"' in result.stderr
             and '"resourceName":"IPC_420_0"' in result.stderr
         )
+
+    async def test_grpcurl_a_request_id_grpc_cannot_echo_is_replaced_not_fatal(
+        self, stack: Stack
+    ) -> None:
+        """grpcurl sends the header's UTF-8 as it is; echoing 'café' failed the call (INTERNAL
+        'Invalid metadata'). Now the call answers, under a new id."""
+        result = await _grpcurl(
+            "-v",
+            "-H",
+            "x-request-id: café",
+            "-d",
+            json.dumps({"docId": "IPC_420"}),
+            stack.synthesis,
+            "grounded.synthesis.v1.SynthesisService/GetDocument",
+        )
+
+        assert result.returncode == 0, result.stderr
+        headers = result.stdout.split("Response headers received:", 1)[1].split("\n\n", 1)[0]
+        echoed = re.findall(r"^x-request-id: (.*)$", headers, re.M)
+        assert len(echoed) == 1 and re.fullmatch(r"[0-9a-f]{32}", echoed[0]), result.stdout
 
     async def test_grpcurl_list_documents_pages_through_the_index(self, stack: Stack) -> None:
         result = await _grpcurl(
