@@ -37,16 +37,25 @@ async def bounded(
     limit_s: float,
     call: Callable[[float], Awaitable[_T]],
 ) -> _T:
-    """Run ``call(budget)`` and enforce the budget even if the call hangs: past the caller's
-    deadline that is ``DeadlineExceededError``, past the stage's limit
-    ``DependencyTimeoutError``."""
+    """Run ``call(budget)`` and enforce the budget even if the call hangs.
+
+    Out of time, whose time ran out decides the error: the stage's limit, with the caller's
+    deadline still running, is ``DependencyTimeoutError`` (DEPENDENCY_TIMEOUT); the caller's
+    deadline is ``DeadlineExceededError`` (DEADLINE_EXCEEDED). That holds both when our own
+    timer fires and when the call itself gives up (the dependency's DEADLINE_EXCEEDED, which
+    its client raises as ``DependencyTimeoutError``): a dependency handed the caller's remaining
+    time, because that was shorter than the limit, ran out of the caller's time, however early
+    gRPC said so."""
     seconds = budget(deadline, limit_s, dependency)
+    callers_time = deadline is not None and seconds < limit_s
     try:
         async with asyncio.timeout(seconds):
             return await call(seconds)
-    except TimeoutError:
-        if deadline is not None and time.monotonic() >= deadline:
+    except (TimeoutError, DependencyTimeoutError) as error:
+        if callers_time or (deadline is not None and time.monotonic() >= deadline):
             raise DeadlineExceededError(f"deadline exceeded during {dependency}") from None
+        if isinstance(error, DependencyTimeoutError):
+            raise
         raise DependencyTimeoutError(dependency, f"no answer within {seconds:.3f}s") from None
 
 

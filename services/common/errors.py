@@ -11,7 +11,7 @@
     ├── ModelUnavailableError        MODEL_UNAVAILABLE      a shipped model is missing, corrupt or fails
     ├── DependencyError              DEPENDENCY_FAILED      a downstream service failed
     │   ├── DependencyUnavailableError  DEPENDENCY_UNAVAILABLE  unreachable or refused
-    │   └── DependencyTimeoutError      DEPENDENCY_TIMEOUT      deadline passed downstream
+    │   └── DependencyTimeoutError      DEPENDENCY_TIMEOUT      a dependency passed its own limit
     └── DeadlineExceededError        DEADLINE_EXCEEDED      the caller's own deadline ran out here
 
 Expected outcomes are not errors: insufficient evidence and failed validation are normal responses.
@@ -184,7 +184,9 @@ class DependencyUnavailableError(DependencyError):
 
 
 class DependencyTimeoutError(DependencyError):
-    """A downstream dependency did not answer within its deadline."""
+    """A downstream dependency did not answer within its time limit. Raised by a client for
+    any DEADLINE_EXCEEDED; ``budget.bounded`` makes it ``DeadlineExceededError`` when the time
+    the call had was the caller's deadline rather than the stage's limit."""
 
     reason = "DEPENDENCY_TIMEOUT"
 

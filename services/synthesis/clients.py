@@ -84,6 +84,8 @@ def _dependency_error(name: str, err: aio.AioRpcError, target: str = "") -> Exce
     """``err`` as the dependency ``name`` failing; ``target``, its configured address
     (SYNTHESIS_RETRIEVAL_ADDR, SYNTHESIS_VALIDATOR_ADDR), is not repeated to the caller."""
     if err.code() in _TIMEOUT_CODES:
+        # Whose time it was (the stage's limit or the caller's deadline) is budget.bounded's to
+        # say: it knows which of the two the call was given.
         return DependencyTimeoutError(name, "did not answer in time")
     details = err.details() or ""
     said = _scrubbed(details, target)
