@@ -28,7 +28,13 @@ from services.synthesis.pipeline import (
     SynthesisResult,
     SynthesisStatus,
 )
-from services.synthesis.routing import ModelChoice, model_not_offered, not_offered
+from services.synthesis.routing import (
+    ModelChoice,
+    log_model_not_offered,
+    log_not_offered,
+    model_not_offered,
+    not_offered,
+)
 from services.synthesis.sources import RelationKind
 from services.synthesis.streaming import EvidenceEvent, SentenceEvent, StreamEvent
 from services.synthesis.sufficiency import Requirement, SufficiencyDecision
@@ -50,6 +56,21 @@ GENERATOR_NAMES = {
     pb.GENERATOR_KIND_EXTRACTIVE: "extractive",
     pb.GENERATOR_KIND_OPENAI: "openai",
 }
+# A caller names generators and roles by the contract's enum values, so refusals do too.
+_GENERATOR_KINDS = {
+    name: pb.GeneratorKind.Name(kind) for kind, name in GENERATOR_NAMES.items() if name
+}
+_ROLE_NAMES = " or ".join(pb.TurnRole.Name(role) for role in _ROLES)
+
+
+def _generator_kind(name: str) -> str:
+    """A generator as the caller names it: "openai" is GENERATOR_KIND_OPENAI."""
+    return _GENERATOR_KINDS.get(name, name)
+
+
+def _role(number: int) -> str:
+    """A TurnRole by its name, or its number when the enum has no such value."""
+    return pb.TurnRole.Name(number) if number in pb.TurnRole.values() else str(number)
 
 
 def request_from_proto(
@@ -95,16 +116,24 @@ def request_from_proto(
     for name in ("acts", "doc_ids"):  # retrieval's rule, checked before passing them on
         for bad in filter_value_violations(f"filters.{name}", getattr(request.filters, name)):
             violations.add(bad.field, bad.description)
-    violations.check(
-        request.generator in GENERATOR_NAMES, "generator", f"unknown generator {request.generator}"
-    )
+    if request.generator not in GENERATOR_NAMES:
+        kinds = _GENERATOR_KINDS.values() if offered is None else map(_generator_kind, offered)
+        violations.add(
+            "generator",
+            f"unknown generator {request.generator}: not a GeneratorKind value; this server "
+            f"offers {', '.join(kinds)} (unset: its default)",
+        )
     violations.check(
         len(request.history) <= MAX_HISTORY_TURNS,
         "history",
         f"must hold at most {MAX_HISTORY_TURNS} turns (got {len(request.history)})",
     )
     for i, turn in enumerate(request.history[:MAX_HISTORY_TURNS]):
-        violations.check(turn.role in _ROLES, f"history[{i}].role", "must be USER or ASSISTANT")
+        violations.check(
+            turn.role in _ROLES,
+            f"history[{i}].role",
+            f"must be {_ROLE_NAMES} (got {_role(turn.role)})",
+        )
         violations.check(
             len(turn.text) <= MAX_TURN_CHARS,
             f"history[{i}].text",
@@ -120,11 +149,9 @@ def request_from_proto(
         readable, "model", "must be a model name: not blank, no control or invisible characters"
     )
     asked = GENERATOR_NAMES.get(request.generator)
-    violations.check(
-        offered is None or asked is None or asked in offered,
-        "generator",
-        not_offered(asked or "", offered or ()),
-    )
+    if offered is not None and asked is not None and asked not in offered:
+        violations.add("generator", not_offered(asked, offered, named=_generator_kind))
+        log_not_offered(asked)
     generator = asked or default_generator
     violations.check(
         not request.model or default_generator is None or generator == "openai",
@@ -135,8 +162,15 @@ def request_from_proto(
     # its length or its characters is not named again.
     model = request.model.strip()
     named = readable and len(request.model) <= MAX_MODEL_NAME_CHARS
-    if models is not None and model and named and generator in ("openai", None):
-        violations.check(models.allows(model), "model", model_not_offered(model, models))
+    if (
+        models is not None
+        and model
+        and named
+        and generator in ("openai", None)
+        and not models.allows(model)
+    ):
+        violations.add("model", model_not_offered(model, models))
+        log_model_not_offered(model)
     violations.raise_if_any()
     return SynthesisRequest(
         question=request.question.strip(),

@@ -87,7 +87,7 @@ from services.synthesis.limits import (
 )
 from services.synthesis.prompt import group_by_document, is_synthesis_mode, source_documents
 from services.synthesis.question import QuestionAnalysis, analyse_question, recent_turns
-from services.synthesis.routing import GeneratorPool, not_offered
+from services.synthesis.routing import GeneratorPool, log_not_offered, not_offered
 from services.synthesis.sources import SourceRelation, relate
 from services.synthesis.sufficiency import (
     SufficiencyDecision,
@@ -784,7 +784,9 @@ class SynthesisPipeline:
                 "must be 'user' or 'assistant'",
             )
         name = request.generator or self._default_name
-        violations.check(name in self._generators, "generator", not_offered(name, self._generators))
+        if name not in self._generators:
+            violations.add("generator", not_offered(name, self._generators))
+            log_not_offered(name)
         violations.raise_if_any()
         return self._generators[name]
 

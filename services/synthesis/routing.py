@@ -151,6 +151,7 @@ class GeneratorPool:
         if not choice.allows(model):
             # The request's parser says so first (convert.request_from_proto); this guards
             # every other way in, so that a name not allowed never reaches the endpoint.
+            log_model_not_offered(model)
             raise InvalidInputError([FieldViolation("model", model_not_offered(model, choice))])
         variant = self._variants.get(model)
         if variant is None:
@@ -193,21 +194,49 @@ async def _close(variant: _Variant) -> None:
         logger.exception("closing an evicted model generator failed")
 
 
-def not_offered(name: str, offered: Iterable[str]) -> str:
-    """Why a request's generator cannot run on this server, and what would let it."""
-    listed = ", ".join(offered)
+# What the operator sets to offer a generator or more models. For the server's log only: a
+# caller cannot set a server's environment, and its variable names are the operator's business
+# (a caller was told SYNTHESIS_OPENAI_BASE_URL ... until 2026-11-27).
+_OFFERS_OPENAI = (
+    "an OpenAI-compatible endpoint: SYNTHESIS_OPENAI_BASE_URL (and SYNTHESIS_OPENAI_API_KEY), "
+    "or SYNTHESIS_GENERATOR=openai"
+)
+_OFFERS_MODELS = "SYNTHESIS_OPENAI_ALLOWED_MODELS (comma-separated names; * for any)"
+
+
+def not_offered(name: str, offered: Iterable[str], *, named: Callable[[str], str] = str) -> str:
+    """Why a request's generator cannot run on this server, for the caller: ``named`` writes a
+    generator as the caller names it (at the gRPC edge, its GENERATOR_KIND_ name)."""
+    listed = ", ".join(named(n) for n in offered)
     if name == OPENAI:
-        return (
-            f"the openai generator is not offered by this server (offered: {listed}); it needs "
-            "an OpenAI-compatible endpoint: SYNTHESIS_OPENAI_BASE_URL (and "
-            "SYNTHESIS_OPENAI_API_KEY), or SYNTHESIS_GENERATOR=openai"
+        return f"{named(name)} is not configured on this server (offered: {listed})"
+    return f"unknown generator {named(name)!r}; offered: {listed}"
+
+
+def log_not_offered(name: str) -> None:
+    """Say in the server's log what would offer the generator ``name`` a request was refused."""
+    if name == OPENAI:
+        logger.info(
+            "a request asked for the openai generator, which this server does not offer; "
+            "it needs %s",
+            _OFFERS_OPENAI,
         )
-    return f"unknown generator {name!r}; offered: {listed}"
+
+
+def log_model_not_offered(model: str) -> None:
+    """Say in the server's log what would offer the ``model`` a request was refused."""
+    logger.info(
+        "a request asked for model %r, which this server does not offer; %s lists the models "
+        "callers may name",
+        model,
+        _OFFERS_MODELS,
+    )
 
 
 def model_not_offered(model: str, choice: ModelChoice) -> str:
-    """Why a request's ``model`` cannot run on this server: the models it offers (a close
-    one first, as "did you mean"), and the setting that would offer more."""
+    """Why a request's ``model`` cannot run on this server, for the caller: the models it
+    offers (a close one first, as "did you mean"); which setting offers more is the log's
+    (``log_model_not_offered``)."""
     offered = choice.offered or ()
     named = ", ".join(offered[:_MAX_MODELS_NAMED])
     if len(offered) > _MAX_MODELS_NAMED:
@@ -216,8 +245,8 @@ def model_not_offered(model: str, choice: ModelChoice) -> str:
     meant = same or difflib.get_close_matches(model, offered, n=1)
     hint = f"; did you mean {meant[0]!r}?" if meant else ""
     return (
-        f"model {model!r} is not offered by this server{hint} (offered: {named}); the operator "
-        "chooses the models callers may name: SYNTHESIS_OPENAI_ALLOWED_MODELS"
+        f"model {model!r} is not offered by this server{hint} (offered: {named}); its operator "
+        "chooses the models callers may name"
     )
 
 

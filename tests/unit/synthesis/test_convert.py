@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -366,7 +367,7 @@ class TestRequestFromProto:
         assert "once normalised (NFKC), as searched (got 36000 from 2000)" in violation.description
 
     def test_a_generator_the_server_does_not_offer_is_named_beside_every_other_field(
-        self,
+        self, caplog: pytest.LogCaptureFixture
     ) -> None:
         # Found by a new user: an empty question hid the generator, and the generator was then
         # called "unknown" without saying what would offer it.
@@ -374,17 +375,61 @@ class TestRequestFromProto:
             question="", generator=pb.GENERATOR_KIND_OPENAI, model="m" * 201
         )
 
-        with pytest.raises(InvalidInputError) as info:
+        with caplog.at_level(logging.INFO), pytest.raises(InvalidInputError) as info:
             convert.request_from_proto(
                 request, default_top_k=5, default_generator="extractive", offered=("extractive",)
             )
 
         fields = {v.field: v.description for v in info.value.violations}
         assert set(fields) == {"question", "generator", "model"}
+        # In the caller's terms (the enum's names); the server's settings stay in its log.
         assert fields["generator"] == (
-            "the openai generator is not offered by this server (offered: extractive); it needs "
-            "an OpenAI-compatible endpoint: SYNTHESIS_OPENAI_BASE_URL (and "
-            "SYNTHESIS_OPENAI_API_KEY), or SYNTHESIS_GENERATOR=openai"
+            "GENERATOR_KIND_OPENAI is not configured on this server "
+            "(offered: GENERATOR_KIND_EXTRACTIVE)"
+        )
+        logged = " ".join(r.getMessage() for r in caplog.records)
+        assert "SYNTHESIS_OPENAI_BASE_URL" in logged
+
+    @pytest.mark.parametrize("generator", [3, 7])
+    def test_a_generator_outside_the_enum_is_refused_naming_those_offered(
+        self, generator: int
+    ) -> None:
+        request = pb.SynthesizeAnswerRequest(question="What is theft?", generator=generator)  # type: ignore[arg-type]
+
+        with pytest.raises(InvalidInputError) as info:
+            convert.request_from_proto(
+                request, default_top_k=5, default_generator="extractive", offered=("extractive",)
+            )
+
+        (violation,) = info.value.violations
+        assert (violation.field, violation.description) == (
+            "generator",
+            f"unknown generator {generator}: not a GeneratorKind value; this server offers "
+            "GENERATOR_KIND_EXTRACTIVE (unset: its default)",
+        )
+
+    @pytest.mark.parametrize(
+        ("role", "named"), [(pb.TURN_ROLE_UNSPECIFIED, "TURN_ROLE_UNSPECIFIED"), (7, "7")]
+    )
+    def test_a_turn_without_a_role_is_refused_in_the_contracts_names(
+        self, role: int, named: str
+    ) -> None:
+        # {"history":[{"text":"x"}]}: role is required.
+        request = pb.SynthesizeAnswerRequest(
+            question="What is theft?",
+            history=[
+                pb.ConversationTurn(role=pb.TURN_ROLE_USER, text="hi"),
+                pb.ConversationTurn(role=role, text="x"),
+            ],  # type: ignore[arg-type]
+        )
+
+        with pytest.raises(InvalidInputError) as info:
+            convert.request_from_proto(request, default_top_k=5)
+
+        (violation,) = info.value.violations
+        assert (violation.field, violation.description) == (
+            "history[1].role",
+            f"must be TURN_ROLE_USER or TURN_ROLE_ASSISTANT (got {named})",
         )
 
     @pytest.mark.parametrize(
