@@ -298,7 +298,7 @@ def _stale_index(index_dir: str, address: str) -> str | None:
         return None
     return (
         f"stack: WARNING: the retrieval already running serves index {reply.index_version}, "
-        f"but {manifest} is index {wanted} (rebuilt since retrieval started): answers come from "
+        f"but {manifest} is index {wanted} (another index, or rebuilt since it started): answers come from "
         "the old index until retrieval restarts: make stop && make run"
     )
 
