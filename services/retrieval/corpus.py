@@ -16,8 +16,8 @@ from pypdf import PdfReader
 from pypdf.errors import PdfReadError
 
 from services.common.errors import CorpusFormatError
+from services.common.language.acts import ACT_CODE, REGISTRY_PATH, Act
 from services.common.language.acts import ACTS as REGISTERED_ACTS
-from services.common.language.acts import REGISTRY_PATH, Act
 from services.common.language.references import normalise_section
 
 logger = logging.getLogger(__name__)
@@ -133,6 +133,10 @@ def load_statutes(path: Path, act: str | None = None) -> list[Document]:
             metadata={"path": str(path)},
         )
     spec = ACTS[code]
+    if "title" not in spec.fields:
+        logger.warning(
+            "%s: the registry maps no title field for %s: no section has a title", path, code
+        )
     data = _read_json(path)
     if code == "HMA" and _is_hma_csv_dump(data):
         records = _reparse_hma(data, path)
@@ -194,7 +198,7 @@ def _statute_document(record: object, spec: Act, path: Path, index: int) -> Docu
     if spec.code == "IPC":
         chapter_title = IPC_CHAPTER_TITLES.get(str(chapter_title), chapter_title)
     title = record.get(keys["title"]) if "title" in keys else ""
-    if not title:
+    if not title and "title" in keys:  # an act with no title field is warned of once
         logger.warning(
             "%s: record %d (%s section %s) has no title", path, index, spec.code, section
         )
@@ -281,12 +285,14 @@ def _read_json(path: Path) -> Any:
 def load_jsonl(path: Path) -> list[Document]:
     """Load ``{doc_id, title, text, metadata}`` lines; ``text`` may be a list of lines.
 
-    ``metadata`` may name the record's ``act`` and ``section`` (a statute section written as
-    JSONL: ``{"doc_id": "MTA_3A", ..., "metadata": {"act": "MTA", "section": "3A"}}``), and
-    ``act_name``, ``chapter`` and ``chapter_title``; they fill the document's own fields, so
-    the act filter, section references and citations read them as they read a statutes file's.
-    Blank lines are skipped; a record with no text is skipped with a warning naming its line;
-    any other bad line raises CorpusFormatError naming its number.
+    A record is a statute section when its ``metadata`` names an act code and a section number
+    and its ``doc_id`` is ``<ACT>_<SECTION>`` (``{"doc_id": "MTA_3A", ..., "metadata": {"act":
+    "MTA", "section": "3A"}}``): those, with ``act_name``, ``chapter`` and ``chapter_title``,
+    then fill the document's own fields, so the act filter, section references and citations
+    read them as they read a statutes file's. Metadata that is not a statute section's (a
+    ``section`` named "History") stays metadata, as before, with one warning per file. Blank
+    lines are skipped; a record with no text is skipped with a warning naming its line; any
+    other bad line raises CorpusFormatError naming its number.
     """
     docs: list[Document] = []
     try:
@@ -294,11 +300,12 @@ def load_jsonl(path: Path) -> list[Document]:
     except UnicodeDecodeError as exc:
         raise CorpusFormatError(f"{path}: not UTF-8 ({exc})") from exc
     unregistered: set[str] = set()
+    not_statute: str | None = None
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            doc = _jsonl_document(json.loads(line))
+            doc, why_not = _jsonl_document(json.loads(line))
         except (json.JSONDecodeError, ValueError, TypeError) as exc:
             raise CorpusFormatError(
                 f"{path}:{lineno}: {exc}", metadata={"path": str(path), "line": str(lineno)}
@@ -308,6 +315,16 @@ def load_jsonl(path: Path) -> list[Document]:
             continue
         if not doc.title:
             logger.warning("%s:%d: document %s has no title", path, lineno, doc.doc_id)
+        if why_not and not_statute is None:
+            not_statute = why_not
+            logger.warning(
+                "%s:%d: document %s is not read as a statute section (%s); its metadata stays"
+                " metadata (the first such record of the file)",
+                path,
+                lineno,
+                doc.doc_id,
+                why_not,
+            )
         if doc.act and doc.act not in ACTS and doc.act not in unregistered:
             unregistered.add(doc.act)
             logger.warning(
@@ -323,12 +340,13 @@ def load_jsonl(path: Path) -> list[Document]:
     return docs
 
 
-# Metadata keys a JSONL record may use to say which act and section it is.
+# Metadata keys a statute section written as JSONL uses for its own fields.
 _STATUTE_KEYS: Final = ("act", "section", "act_name", "chapter", "chapter_title")
-_ACT_CODE = re.compile(r"^[A-Z][A-Z0-9]{0,15}$")
 
 
-def _jsonl_document(record: object) -> Document:
+def _jsonl_document(record: object) -> tuple[Document, str]:
+    """The record's document, and why metadata naming an act or section did not make it a
+    statute section ("" when it did, or named neither)."""
     if not isinstance(record, dict):
         raise TypeError("expected a JSON object")
     doc_id = record.get("doc_id")
@@ -346,40 +364,43 @@ def _jsonl_document(record: object) -> Document:
     metadata = record.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise TypeError("metadata must be an object")
-    statute = {key: metadata.pop(key) for key in _STATUTE_KEYS if key in metadata}
-    for key, value in statute.items():
-        if not isinstance(value, str | int) or isinstance(value, bool):
-            raise TypeError(f"metadata.{key} must be a string")
-    act = str(statute.get("act", "")).strip()
-    section = normalise_section(statute["section"]) if "section" in statute else ""
-    if act and not _ACT_CODE.match(act):
-        raise ValueError(
-            f"metadata.act {act!r} must be an act code: 1-16 upper-case letters or digits"
-        )
-    if section and not _SECTION_RE.match(section):
-        raise ValueError(
-            f"metadata.section {statute['section']!r}: expected digits optionally followed by"
-            " letters (sub-sections such as 12(1) are not supported: write the section, 12)"
-        )
-    if bool(act) != bool(section):
-        raise ValueError("metadata.act and metadata.section go together: give both or neither")
-    if act and doc_id != f"{act}_{section}":
-        raise ValueError(
-            f"doc_id {doc_id!r} must be {act}_{section}, the act and section its metadata names"
-        )
+    why_not = _not_a_statute(doc_id, metadata) if {"act", "section"} & set(metadata) else ""
+    statute: dict[str, Any] = {}
+    if {"act", "section"} & set(metadata) and not why_not:
+        statute = {key: metadata.pop(key) for key in _STATUTE_KEYS if key in metadata}
+    act = str(statute.get("act", ""))
     registered = ACTS.get(act)
-    return Document(
+    document = Document(
         doc_id=doc_id,
         title=title.strip(),
         text=normalise_whitespace(raw_text),
         act=act,
-        act_name=str(statute.get("act_name", "") or (registered.name if registered else "")),
-        section=section,
-        chapter=str(statute.get("chapter", "")),
-        chapter_title=str(statute.get("chapter_title", "")),
+        act_name=_as_str(statute.get("act_name") or (registered.name if registered else "")),
+        section=normalise_section(statute["section"]) if statute else "",
+        chapter=_as_str(statute.get("chapter", "")),
+        chapter_title=_as_str(statute.get("chapter_title", "")),
         url=str(metadata.get("url", "")),
         metadata={str(k): _as_str(v) for k, v in metadata.items()},
     )
+    return document, why_not
+
+
+def _not_a_statute(doc_id: str, metadata: Mapping[str, Any]) -> str:
+    """Why metadata naming an act or a section does not make a statute section, or ""."""
+    act, raw_section = metadata.get("act"), metadata.get("section")
+    if not isinstance(act, str) or not ACT_CODE.match(act):
+        return f"metadata.act {act!r} is not an act code: 1-16 upper-case letters or digits"
+    if not isinstance(raw_section, str | int) or isinstance(raw_section, bool):
+        return "metadata.section is missing or not a string"
+    section = normalise_section(raw_section)
+    if not _SECTION_RE.match(section):
+        return (
+            f"metadata.section {raw_section!r} is not a section number: digits optionally"
+            " followed by letters (sub-sections such as 12(1) are not supported)"
+        )
+    if doc_id != f"{act}_{section}":
+        return f"doc_id {doc_id!r} is not {act}_{section}, the act and section its metadata names"
+    return ""
 
 
 def _as_str(value: object) -> str:

@@ -22,12 +22,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-__all__ = ["ACTS", "REGISTRY_PATH", "Act", "ActRegistryError", "load_registry", "registry_digest"]
+__all__ = [
+    "ACTS",
+    "ACT_CODE",
+    "REGISTRY_PATH",
+    "Act",
+    "ActRegistryError",
+    "load_registry",
+    "registry_digest",
+]
 
 REGISTRY_PATH: Final = Path(__file__).resolve().parents[3] / "data" / "corpora" / "acts.json"
 
-# An act code is what doc ids start with (``IPC_420``): upper-case letters and digits.
-_CODE = re.compile(r"^[A-Z][A-Z0-9]{0,15}$")
+# An act code is what doc ids start with (``IPC_420``): upper-case letters and digits. The
+# corpus loader checks a JSONL record's ``metadata.act`` with the same pattern.
+ACT_CODE: Final = re.compile(r"^[A-Z][A-Z0-9]{0,15}$")
 PROVISIONS: Final = ("section", "article")
 FIELDS: Final = ("section", "title", "text", "chapter", "chapter_title")
 _REQUIRED_FIELDS: Final = ("section", "text")
@@ -50,6 +59,7 @@ class Act:
     file: str
     fields: Mapping[str, str]
     provision: str = "section"
+    bare_code: bool = True
 
     @property
     def pattern(self) -> str:
@@ -82,11 +92,13 @@ def load_registry(path: Path = REGISTRY_PATH) -> tuple[Act, ...]:
 def _act(entry: object, where: str) -> Act:
     if not isinstance(entry, dict):
         raise ActRegistryError(f"{where}: expected an object")
-    unknown = sorted(set(entry) - {"code", "name", "aliases", "file", "fields", "provision"})
+    unknown = sorted(
+        set(entry) - {"code", "name", "aliases", "file", "fields", "provision", "bare_code"}
+    )
     if unknown:
         raise ActRegistryError(f"{where}: unknown key(s) {', '.join(unknown)}")
     code = entry.get("code")
-    if not isinstance(code, str) or not _CODE.match(code):
+    if not isinstance(code, str) or not ACT_CODE.match(code):
         raise ActRegistryError(
             f"{where}: code {code!r} must be 1-16 upper-case letters or digits, starting with a"
             " letter (it starts every doc id: IPC_420)"
@@ -100,6 +112,9 @@ def _act(entry: object, where: str) -> Act:
         raise ActRegistryError(f"{where}: aliases must be a list of non-empty strings")
     for alias in aliases:
         try:
+            # As the reference parser joins it with the others: a whole word, in a group (an
+            # inline flag such as "(?i)" compiles alone but breaks the joined pattern).
+            re.compile(rf"\b(?:(?P<alias>{alias}))(?!\w)|x", re.I)
             compiled = re.compile(alias, re.I)
         except re.error as exc:
             raise ActRegistryError(
@@ -112,6 +127,9 @@ def _act(entry: object, where: str) -> Act:
     file = entry.get("file", "")
     if not isinstance(file, str) or (file and not file.lower().endswith(".json")):
         raise ActRegistryError(f"{where}: file must name a statutes .json file")
+    bare_code = entry.get("bare_code", True)
+    if not isinstance(bare_code, bool):
+        raise ActRegistryError(f"{where}: bare_code must be true or false")
     provision = entry.get("provision", "section")
     if provision not in PROVISIONS:
         raise ActRegistryError(f"{where}: provision must be one of {', '.join(PROVISIONS)}")
@@ -131,6 +149,7 @@ def _act(entry: object, where: str) -> Act:
         file=file,
         fields=dict(fields),
         provision=provision,
+        bare_code=bare_code,
     )
 
 

@@ -26,6 +26,7 @@ _ACT = re.compile(rf"\b(?:{_ACT_ALTERNATIVES})(?!\w)", re.I)
 _ANY_ACT: Final = "(?:" + "|".join(ACT_ALIASES) + ")"
 _ACT_CODES: Final = tuple(ACT_ALIASES.values())
 _REGISTERED_CODES: Final = frozenset(_ACT_CODES)
+_BARE_CODE: Final = {act.code: act.bare_code for act in ACTS}
 
 _NUMBER = r"\d+(?:-?[A-Za-z]{1,2})?\b"
 # "section 420", "sec. 498A", "s. 302", "ss. 299 and 300", "u/s 379", "Article 21A", "art 14",
@@ -93,11 +94,15 @@ def _groups(query: str) -> list[_Group]:
     return groups
 
 
-def _act_mentions(query: str) -> list[tuple[int, str]]:
+def _act_mentions(query: str, *, proper: bool = False) -> list[tuple[int, str]]:
+    """(position, act code) of each act name or abbreviation in ``query``; ``proper``: only
+    those written as a proper name of the act (``named_acts``)."""
     mentions: list[tuple[int, str]] = []
     for match in _ACT.finditer(query):
         group = next(name for name, value in match.groupdict().items() if value is not None)
-        mentions.append((match.start(), _ACT_CODES[int(group[1:])]))
+        code = _ACT_CODES[int(group[1:])]
+        if not proper or _proper(query, match, code):
+            mentions.append((match.start(), code))
     return mentions
 
 
@@ -125,13 +130,7 @@ def parse_section_refs(query: str) -> tuple[SectionRef, ...]:
     section right next to an act name ("302 IPC", "IPC 302") or as the whole query ("420",
     "498A?"), so "3 years" or "2 witnesses" never count.
     """
-    mentions = _act_mentions(query)
-    groups = _groups(query)
-    found: list[tuple[int, SectionRef]] = []
-    for start, end, numbers, is_article in groups:
-        act = _act_for(query, start, end, mentions) or (_ARTICLE_ACT if is_article else None)
-        found.extend((pos, SectionRef(normalise_section(num), act)) for pos, num in numbers)
-    found.sort(key=lambda item: item[0])
+    found = sorted(_refs_with_positions(query), key=lambda item: item[0])
     return tuple(dict.fromkeys(ref for _, ref in found))
 
 
@@ -142,12 +141,46 @@ def reference_spans(query: str) -> list[tuple[int, int]]:
 
 
 def named_acts(text: str, *, any_case: bool = False) -> tuple[str, ...]:
-    """The codes of the acts ``text`` names, in order, without duplicates: an act's code or
-    alias written with a capital ("the Motor Vehicles Act", "CrPC", "IPC"), so that "the
-    constitution of an unlawful assembly" names no act; ``any_case`` counts every mention."""
-    return tuple(
-        dict.fromkeys(code for pos, code in _act_mentions(text) if any_case or text[pos].isupper())
-    )
+    """The codes of the acts ``text`` names as acts, in order, without duplicates.
+
+    An act is named by a section reference to it ("s. 138 NIA", "302 IPC"), or by its name or
+    code written as a proper name:
+    - a code or abbreviation with at least two capitals ("IPC", "CrPC", "Cr.P.C."), unless the
+      code alone is also something else (the registry's ``bare_code``: "NIA" is also the
+      National Investigation Agency);
+    - a name whose every word of four letters or more is capitalised ("the Motor Vehicles
+      Act", "Constitution of India"); a one-word name ("Constitution") not where a sentence
+      starts, whose first word is capitalised anyway.
+    So "the constitution of an assembly", "Constitution of an assembly ..." and "Nia and Ida"
+    name no act. ``any_case`` counts every mention (what a cited text names, read leniently).
+    """
+    named = [(pos, code) for pos, code in _act_mentions(text, proper=not any_case)]
+    named += [(start, ref.act) for start, ref in _refs_with_positions(text) if ref.act]
+    return tuple(dict.fromkeys(code for _, code in sorted(named)))
+
+
+_CODE_FORM = re.compile(r"[\s.]")
+_SENTENCE_START = re.compile(r"""^[\s"'\u201c\u2018(\[*_>#-]*$""")
+
+
+def _proper(text: str, match: re.Match[str], code: str) -> bool:
+    """Whether ``match`` (an alias of act ``code``) is written as a proper name of the act."""
+    written = match.group()
+    if _CODE_FORM.sub("", written).upper() == code:
+        return sum(c.isupper() for c in written) >= 2 and _BARE_CODE[code]
+    words = written.split()
+    if not all(w[0].isupper() for w in words if len(w) >= 4):
+        return False
+    return len(words) > 1 or not _SENTENCE_START.match(text[: match.start()])
+
+
+def _refs_with_positions(text: str) -> list[tuple[int, SectionRef]]:
+    mentions = _act_mentions(text)
+    found: list[tuple[int, SectionRef]] = []
+    for start, end, numbers, is_article in _groups(text):
+        act = _act_for(text, start, end, mentions) or (_ARTICLE_ACT if is_article else None)
+        found.extend((pos, SectionRef(normalise_section(num), act)) for pos, num in numbers)
+    return found
 
 
 def act_name(code: str) -> str:

@@ -83,6 +83,8 @@ class TestRegistryChecks:
             ({"fields": {"section": "s"}}, "fields lacks text"),
             ({"fields": {"section": "s", "text": "t", "body": "b"}}, r"unknown field\(s\) body"),
             ({"year": 2032}, r"unknown key\(s\) year"),
+            ({"aliases": ["(?i)model traffic act"]}, "not a regular expression"),
+            ({"bare_code": "no"}, "bare_code must be true or false"),
         ],
     )
     def test_a_bad_entry_is_named(

@@ -51,8 +51,6 @@ class TestSourcesFirst:
 
         monkeypatch.setattr("services.retrieval.embedding.load_encoder", no_model)
         bad = tmp_path / "acts.jsonl"
-        bad.write_text('{"doc_id": "MTA_1", "text": "x", "metadata": {"act": "MTA"}}\n')
+        bad.write_text('{"doc_id": "MTA_1", "text": "x"}\n{"doc_id": "", "text": "y"}\n')
         assert main(["--out", str(tmp_path / "index"), "--quiet", str(bad)]) == 1
-        assert "acts.jsonl:1: metadata.act and metadata.section go together" in (
-            capsys.readouterr().err
-        )
+        assert "acts.jsonl:2: doc_id must be a non-empty string" in (capsys.readouterr().err)

@@ -469,14 +469,28 @@ class TestActs:
 
         assert Reason.ACT_MISMATCH not in report.sentences[0].failed
 
-    def test_a_lower_case_word_names_no_act(self) -> None:
+    @pytest.mark.parametrize(
+        "sentence",
+        [
+            "The constitution of an assembly of five or more persons is unlawful",
+            # The review of rule L: a capital where a sentence starts, an agency, two names.
+            "Constitution of an assembly of five or more persons is unlawful",
+            "The NIA treats an assembly of five or more persons as unlawful",
+            "Nia and Ida agree an assembly of five or more persons is unlawful",
+        ],
+    )
+    def test_a_word_that_is_no_act_name_names_no_act(self, sentence: str) -> None:
         evidence = [chunk("IPC_141_0", "An assembly of five or more persons is unlawful.")]
-        report = check(
-            "The constitution of an assembly of five or more persons is unlawful [IPC_141_0].",
-            evidence,
-        )
+        report = check(f"{sentence} [IPC_141_0].", evidence, check_entailment=False)
 
         assert Reason.ACT_MISMATCH not in report.sentences[0].failed
+
+    def test_an_act_named_with_a_section_number_fails(self) -> None:
+        # "NIA" alone is also an agency, but beside a section number it is the act.
+        report = check(f"Under section 138 NIA, {CHEATING.lower()} [IPC_420_0].")
+
+        assert report.sentences[0].reason is Reason.NUMBER_MISMATCH  # and 138 is not cited
+        assert Reason.ACT_MISMATCH in report.sentences[0].failed
 
     def test_passages_of_no_registered_act_are_not_judged_and_the_switch_turns_it_off(
         self,
