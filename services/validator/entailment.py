@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Protocol, cast
 
 from services.common.errors import DeadlineExceededError
+from services.common.language.references import ACT_PATTERN
 from services.common.language.text import tokenize
 from services.common.language.windows import token_windows
 from services.common.memo import text_memo
@@ -135,10 +136,11 @@ def quoted(claim: str, cited: Sequence[str]) -> bool:
 
 # An attribution that introduces a quote and says nothing of its own: "Under the Code,",
 # "According to section 420 of the IPC,", "The statute provides that". Only these forms: a lead-in
-# that could change the meaning ("It is not true that", "Some argue that") is no attribution.
+# that could change the meaning ("It is not true that", "Some argue that") is no attribution. An
+# act is any of the registry's, by any of its names (a wrong one is rule 5b's: ACT_MISMATCH).
 _SOURCE = (
-    r"(?:the\s+|this\s+)?(?:code|act|statute|law|ipc|indian\s+penal\s+code|provision|"
-    r"section\s+[0-9]+[a-z]*(?:\s+of\s+the\s+(?:ipc|code|act|indian\s+penal\s+code))?)"
+    rf"(?:the\s+|this\s+)?(?:code|act|statute|law|{ACT_PATTERN}|provision|"
+    rf"section\s+[0-9]+[a-z]*(?:\s+of\s+the\s+(?:code|act|{ACT_PATTERN}))?)"
 )
 _ATTRIBUTION = re.compile(
     rf"^\s*(?:(?:under|according\s+to|as\s+per|in\s+terms\s+of)\s+{_SOURCE}\s*,\s*"

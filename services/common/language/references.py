@@ -24,6 +24,9 @@ _ARTICLE_ACT: Final = next((act.code for act in ACTS if act.provision == "articl
 _ACT_ALTERNATIVES: Final = "|".join(f"(?P<a{i}>{p})" for i, p in enumerate(ACT_ALIASES))
 _ACT = re.compile(rf"\b(?:{_ACT_ALTERNATIVES})(?!\w)", re.I)
 _ANY_ACT: Final = "(?:" + "|".join(ACT_ALIASES) + ")"
+# Any registered act's name or abbreviation (case-insensitive, no groups), for patterns built on
+# it elsewhere (the validator's attributions: "Under the Motor Vehicles Act,").
+ACT_PATTERN: Final = _ANY_ACT
 _ACT_CODES: Final = tuple(ACT_ALIASES.values())
 _REGISTERED_CODES: Final = frozenset(_ACT_CODES)
 _BARE_CODE: Final = {act.code: act.bare_code for act in ACTS}

@@ -255,6 +255,11 @@ class TestDecisions:
             ("Under the Code, theft is punished.", True),
             ("According to section 379 of the IPC, theft is punished.", True),
             ("The statute provides that theft is punished.", True),
+            # Any registered act, by any of its names (rule L2): the validator's own list held
+            # the IPC's two names only.
+            ("Under the Motor Vehicles Act, theft is punished.", True),
+            ("According to the penal code, theft is punished.", True),
+            ("The Code of Criminal Procedure provides that theft is punished.", True),
             # Lead-ins that could change the meaning are no attribution: the model judges.
             ("It is not true that theft is punished.", False),
             ("Some argue that theft is punished.", False),
