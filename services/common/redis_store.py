@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Final, TypeVar
 from urllib.parse import urlsplit
 
 import redis
 from redis.backoff import NoBackoff
-from redis.connection import parse_url
+from redis.connection import URL_QUERY_ARGUMENT_PARSERS, parse_url
 from redis.retry import Retry
 
 logger = logging.getLogger(__name__)
@@ -31,23 +32,53 @@ def _ignore(_: str) -> None:
 def url_problem(url: str) -> str | None:
     """What is wrong with a Redis URL as redis-py reads it (``redis.connection.parse_url``, the
     parser ``Redis.from_url`` uses), without connecting; None when nothing is. Also wrong: no
-    host (``redis://`` would dial localhost), no socket path, and a database that is not a
-    number (redis-py drops it and uses database 0). Never quotes the URL's password."""
+    host (``redis://`` would dial localhost), no socket path, a database that is not a number
+    (redis-py drops it and uses database 0), and for redis:// and rediss:// an ``@`` after the
+    host (a password holding an unencoded ``/``, ``?`` or ``#``: redis-py would dial a host
+    taken from the password and send none).
+
+    Never quotes the URL: redis-py's and urllib's errors may (``Port could not be cast to
+    integer value as 'Ab3'`` is a password's first characters when it holds a ``/``), so each
+    is said in fixed words of our own."""
     try:
         parsed = parse_url(url)  # type: ignore[no-untyped-call]  # untyped library
     except ValueError as error:
-        said = str(error)
-        password = urlsplit(url).password if "@" in url else None
-        return said.replace(password, "***") if password else said
+        return _parse_error(str(error), hint=_PASSWORD_HINT if "@" in url else "")
+    parts = urlsplit(url)
     scheme = url.split(":", 1)[0].lower()
+    if scheme != "unix" and "@" in f"{parts.path}?{parts.query}#{parts.fragment}":
+        return "an '@' after the host" + _PASSWORD_HINT
     if scheme == "unix":
         return None if parsed.get("path") else "no socket path (unix:///path/to/redis.sock)"
     if not parsed.get("host"):
         return "no host (redis://host:6379/0)"
-    database = urlsplit(url).path.strip("/")
+    database = parts.path.strip("/")
     if database and not database.isdigit():
         return f"the database {database!r} is not a number (redis://host:6379/0)"
     return None
+
+
+_PASSWORD_HINT: Final = (
+    " (a password holding '/', '?' or '#' must be percent-encoded: %2F, %3F, %23)"
+)
+
+
+def _parse_error(said: str, *, hint: str) -> str:
+    """redis-py's or urllib's ValueError text ``said`` in words that quote nothing of the URL
+    (``hint`` follows a port error, which an unencoded password causes)."""
+    if said.startswith("Redis URL must specify"):
+        return "the scheme is not redis://, rediss:// or unix://"
+    if invalid := re.match(r"Invalid value for '([^']*)'", said):
+        name = invalid.group(1)
+        # Only a query parameter redis-py parses raises this: its name is redis-py's own.
+        if name in URL_QUERY_ARGUMENT_PARSERS:
+            return f"Invalid value for {name!r} (a query parameter)"
+        return "an invalid query parameter value"
+    if said.startswith("Port could not be cast"):
+        return "the port is not a number" + hint
+    if said.startswith("Port out of range"):
+        return "the port is not from 0 to 65535" + hint
+    return "not a URL redis-py can read" + hint
 
 
 class RedisStore:

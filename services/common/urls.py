@@ -45,13 +45,25 @@ def split_url(url: str) -> SplitResult | None:
 
 
 def display_url(url: str) -> str:
-    """``url`` as a log may name it: without ``user:password@``, query string or fragment
-    (either may hold a credential, e.g. ``?api-key=...``)."""
+    """``url`` as a log or an error may name it: without ``user:password@``, query string or
+    fragment (either may hold a credential, e.g. ``?api-key=...``).
+
+    Wherever ``@`` appears, only the scheme and what follows the last ``@`` are kept: a
+    password holding ``/``, ``?`` or ``#`` unencoded (``redis://:Ab3/xY9@redis:6379/0``) ends
+    urlsplit's netloc early, and one written without ``//`` or without a scheme
+    (``redis:/u:pw@host``, ``:pw@host:6379``) has no netloc at all, so the netloc alone cannot
+    say where the credential ends."""
+    if "@" in url:
+        scheme = _SCHEME.match(url)
+        kept = scheme.group(0) if scheme else ""
+        return kept + re.split(r"[?#]", url.rsplit("@", 1)[-1], maxsplit=1)[0]
     parts = split_url(url)
     if parts is None:
         # Not a URL urlsplit reads (a port that is not a number): the same parts left out.
-        scheme, sep, rest = url.partition("://")
-        netloc, slash, path = re.split(r"[?#]", rest, maxsplit=1)[0].partition("/")
-        return f"{scheme}{sep}{netloc.rsplit('@', 1)[-1]}{slash}{path}"
-    netloc = parts.netloc.rsplit("@", 1)[-1]
-    return urlunsplit(parts._replace(netloc=netloc, query="", fragment=""))
+        return re.split(r"[?#]", url, maxsplit=1)[0]
+    return urlunsplit(parts._replace(query="", fragment=""))
+
+
+# A URL's scheme as display_url keeps it: only when a "/" follows (``redis://``, ``redis:/``),
+# since in ``user:password@host`` the text before the first ":" is the user name, not a scheme.
+_SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:/+")

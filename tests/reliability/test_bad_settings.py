@@ -82,8 +82,8 @@ def start(service: str, settings: dict[str, str]) -> subprocess.CompletedProcess
         (
             "retrieval",
             {"RETRIEVAL_REDIS_URL": "htp://x"},
-            "retrieval: configuration error: RETRIEVAL_REDIS_URL='htp://x': Redis URL must "
-            "specify one of the following schemes",
+            "retrieval: configuration error: RETRIEVAL_REDIS_URL='htp://x': the scheme is not "
+            "redis://, rediss:// or unix://",
         ),
         (
             "validator",

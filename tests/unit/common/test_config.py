@@ -271,6 +271,24 @@ class TestBaseUrl:
         assert "pw-secret" not in str(info.value) and "169.254" not in str(info.value)
 
     @pytest.mark.parametrize(
+        "url",
+        [
+            "http://u:pw-secret/x@judge:8000/v1",  # a "/" in the password: no port urlsplit reads
+            "http://u:pw-secret?x@judge:8000/v1",
+            "http://u:pw-secret#x@judge:8000/v1",
+            "http:/u:pw-secret@judge:8000/v1",
+            "u:pw-secret@judge:8000/v1",
+            ":pw-secret@judge:8000/v1",
+        ],
+    )
+    def test_a_password_urlsplit_cannot_find_is_never_shown(self, url: str) -> None:
+        """Review of the URL settings' errors: display_url dropped userinfo only from the netloc
+        urlsplit saw, so these echoed the password."""
+        with pytest.raises(InvalidSettingError) as info:
+            self.read(url)
+        assert "pw-secret" not in str(info.value)
+
+    @pytest.mark.parametrize(
         "url", ["http://judge.llm.svc:8000/v1", "http://judge.llm.svc.cluster.local:8000/v1"]
     )
     def test_a_cluster_local_service_with_the_opt_in(self, url: str) -> None:
@@ -398,9 +416,9 @@ class TestRedisUrl:
     @pytest.mark.parametrize(
         ("url", "said"),
         [
-            ("htp://x", "Redis URL must specify one of the following schemes"),
-            ("redis://redis:port/0", "Port could not be cast to integer value"),
-            ("redis://redis:99999/0", "Port out of range"),
+            ("htp://x", "the scheme is not redis://, rediss:// or unix://"),
+            ("redis://redis:port/0", "the port is not a number"),
+            ("redis://redis:99999/0", "the port is not from 0 to 65535"),
             ("redis://", "no host"),
             ("redis://redis:6379/zero", "the database 'zero' is not a number"),
             ("redis://redis:6379/0?socket_timeout=soon", "Invalid value for 'socket_timeout'"),
@@ -420,6 +438,41 @@ class TestRedisUrl:
             self.read(url)
         assert "pw-secret" not in str(e.value) and "password=q" not in str(e.value)
 
+    @pytest.mark.parametrize(
+        "url",
+        [
+            # A "/", "?" or "#" in the password ends urlsplit's netloc early; urllib's error
+            # quoted what it took for the port (the password's first characters).
+            "redis://:Ab3/xY9+Qz@redis:6379/0",
+            "redis://:Ab3?xY9+Qz@redis:6379/0",
+            "redis://:Ab3#xY9+Qz@redis:6379/0",
+            "redis://u:Ab3/xY9+Qz@redis:6379/0",
+            "redis://:99999/xY9+Qz@redis:6379/0",  # a port out of range
+            "redis://u:6380/xY9+Qz@redis/0",  # a port that reads, the rest in the path
+            "redis://u:6380?xY9+Qz@redis/0",  # ... or in the query
+            # No "//" or no scheme: no netloc at all.
+            "redis:/u:Ab3xY9+Qz@redis:6379/0",
+            ":Ab3xY9+Qz@redis:6379/0",
+            "u:Ab3xY9+Qz@redis:6379",
+            "rediss:u:Ab3xY9+Qz@redis:6379",
+        ],
+    )
+    def test_a_password_urlsplit_cannot_find_is_never_shown(self, url: str) -> None:
+        """Review of the URL settings' errors: each of these echoed the password or a part."""
+        with pytest.raises(InvalidSettingError, match=r"^X_REDIS_URL=") as e:
+            self.read(url)
+        said = str(e.value)
+        assert "Ab3" not in said and "xY9" not in said and "6380/" not in said, said
+
+    def test_an_at_after_the_host_is_refused_with_the_remedy(self) -> None:
+        with pytest.raises(InvalidSettingError) as e:
+            self.read("redis://u:6380/xY9@redis/0")
+        assert str(e.value).startswith("X_REDIS_URL='redis://redis/0': an '@' after the host")
+        assert "percent-encoded" in str(e.value)
+
+    def test_an_at_in_a_socket_path_is_a_path(self) -> None:
+        assert self.read("unix:///run/redis@main/redis.sock") == "unix:///run/redis@main/redis.sock"
+
     def test_the_judge_cache_url_is_checked_too(self) -> None:
         env = {
             "X_JUDGE_BASE_URL": "http://127.0.0.1:9/v1",
@@ -429,3 +482,14 @@ class TestRedisUrl:
         }
         with pytest.raises(InvalidSettingError, match=r"^X_JUDGE_CACHE_URL='htp://redis"):
             JudgeSettings.from_env(EnvReader("X_", env))
+
+    def test_the_judge_cache_url_never_shows_its_password(self) -> None:
+        env = {
+            "X_JUDGE_BASE_URL": "http://127.0.0.1:9/v1",
+            "X_JUDGE_MODEL": "m",
+            "X_JUDGE_CACHE_URL": "redis://:Ab3/xY9+Qz@redis:6379/0",
+            "X_JUDGE_CACHE_KEY": "k",
+        }
+        with pytest.raises(InvalidSettingError, match=r"^X_JUDGE_CACHE_URL='redis://redis") as e:
+            JudgeSettings.from_env(EnvReader("X_", env))
+        assert "Ab3" not in str(e.value) and "xY9" not in str(e.value)
