@@ -15,6 +15,7 @@ import logging
 import math
 import os
 import re
+import ssl
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -449,6 +450,52 @@ class TlsSettings:
             )
         return tls
 
+    def check_server_files(self, prefix: str) -> None:
+        """Raise ``InvalidSettingError`` naming ``<prefix>TLS_CERT_FILE``, ``TLS_KEY_FILE`` or
+        ``TLS_CA_FILE`` and why, when the server's files cannot serve TLS: one that cannot be
+        read, a certificate file with no PEM certificate, a key that is not a PEM private key,
+        is encrypted or is not the certificate's, a CA file with no PEM certificate. gRPC
+        reports each of these as the same "Failed to bind" as an address in use, so the server
+        checks them (with Python's OpenSSL, which reads PEM as gRPC does) before it adds its
+        port. Nothing to check when TLS is off."""
+        if not self.enabled:
+            return
+        cert = (f"{prefix}TLS_CERT_FILE", self.cert_file)
+        key = (f"{prefix}TLS_KEY_FILE", self.key_file)
+        ca = (f"{prefix}TLS_CA_FILE", self.ca_file)
+        for setting, path in (cert, key, ca):
+            if not path:
+                continue
+            try:
+                with open(path, "rb"):
+                    pass
+            except OSError as error:
+                raise InvalidSettingError(
+                    f"{setting}={path!r}: cannot be read ({error.strerror or error})"
+                ) from error
+        for setting, path in (cert, ca):
+            if path and (problem := _certificates_problem(path)):
+                raise InvalidSettingError(f"{setting}={path!r}: {problem}")
+        encrypted = False
+
+        def no_passphrase() -> bytes:
+            nonlocal encrypted
+            encrypted = True
+            return b""
+
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        try:
+            context.load_cert_chain(cert[1], key[1], password=no_passphrase)
+        except ssl.SSLError as error:
+            named = f"{key[0]}={key[1]!r}"
+            if encrypted:
+                problem = "the key is encrypted (gRPC reads a key without a passphrase)"
+            elif error.reason == "KEY_VALUES_MISMATCH":
+                problem = f"the key is not the key of {cert[0]}={cert[1]!r}"
+            else:
+                problem = f"not a PEM private key (OpenSSL: {error.reason or error})"
+            raise InvalidSettingError(f"{named}: {problem}") from error
+
     @classmethod
     def _read(cls, env: EnvReader, *, require_client_auth: bool) -> TlsSettings:
         tls = cls(
@@ -462,6 +509,15 @@ class TlsSettings:
                 f"{env.prefix}TLS_CERT_FILE and {env.prefix}TLS_KEY_FILE must be set together"
             )
         return tls
+
+
+def _certificates_problem(path: str) -> str | None:
+    """Why ``path`` holds no certificate OpenSSL can read (PEM), or None."""
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(cafile=path)
+    except ssl.SSLError as error:
+        return f"holds no PEM certificate (OpenSSL: {error.reason or error})"
+    return None
 
 
 # gRPC client load-balancing policies a channel may use (services/common/channels.py).

@@ -118,6 +118,8 @@ class GrpcService:
         """Register servicers, bind and start; every service reports NOT_SERVING until ready."""
         register(self.server)
         address = host_port(self.settings.host, self.settings.port)
+        # Before the try: an InvalidSettingError is a RuntimeError too.
+        self.settings.tls.check_server_files(f"{self.label.upper()}_")
         try:
             if self.settings.tls.enabled:
                 credentials = server_credentials(self.settings.tls)
@@ -139,7 +141,9 @@ class GrpcService:
 
     def _bind_error(self, address: str) -> InvalidSettingError:
         """Why ``address`` cannot be listened on, naming the settings to change (gRPC says only
-        "Failed to bind"): a host that does not resolve, one not of this machine, a port in use."""
+        "Failed to bind"): a host that does not resolve, one not of this machine, a port in use.
+        With TLS on, gRPC says the same of TLS files it refuses (``check_server_files`` finds
+        those it can): when the address can be had, the TLS settings are named instead."""
         p = self.label.upper()
         host, port = self.settings.host, self.settings.port
         named = f"{p}_HOST={host!r} / {p}_PORT={port}: cannot listen on {address}"
@@ -154,6 +158,14 @@ class GrpcService:
                     sock.bind(sockaddr)
                 except OSError as error:
                     return InvalidSettingError(f"{named}: {error.strerror}")
+        tls = self.settings.tls
+        if tls.enabled:
+            files = [f"{p}_TLS_CERT_FILE", f"{p}_TLS_KEY_FILE"]
+            files += [f"{p}_TLS_CA_FILE"] if tls.ca_file else []
+            return InvalidSettingError(
+                f"{' / '.join(files)}: cannot listen on {address} with TLS, though the address "
+                "is free: gRPC most likely refused these files (its own log lines above say why)"
+            )
         return InvalidSettingError(named)
 
     async def mark_not_serving(self) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from stack.wiring import OFFLINE_ENV
+from tests.support.certs import make_certs
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -127,6 +128,26 @@ def test_a_port_in_use_stops_start_up_naming_the_settings() -> None:
     assert result.stderr.strip().splitlines()[-1] == (
         f"validator: configuration error: VALIDATOR_HOST='127.0.0.1' / VALIDATOR_PORT={port}: "
         f"cannot listen on 127.0.0.1:{port}: Address already in use"
+    )
+
+
+def test_a_key_that_is_not_the_certificates_stops_start_up_naming_the_tls_settings(
+    tmp_path: Path,
+) -> None:
+    """gRPC says "Failed to bind" for TLS files it refuses too; before, the service named
+    VALIDATOR_HOST / VALIDATOR_PORT, whose address was free."""
+    certs = make_certs(tmp_path)
+    settings = {
+        "VALIDATOR_HOST": "127.0.0.1",
+        "VALIDATOR_PORT": "0",
+        "VALIDATOR_TLS_CERT_FILE": str(certs.server_cert),
+        "VALIDATOR_TLS_KEY_FILE": str(certs.rogue_key),
+    }
+    result = start("validator", settings)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"validator: configuration error: VALIDATOR_TLS_KEY_FILE={str(certs.rogue_key)!r}: the "
+        f"key is not the key of VALIDATOR_TLS_CERT_FILE={str(certs.server_cert)!r}"
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -12,8 +14,8 @@ from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from services.common.channels import open_channel
-from services.common.config import TlsSettings
-from services.common.server import ServiceApp, server_credentials
+from services.common.config import EnvReader, InvalidSettingError, ServerSettings, TlsSettings
+from services.common.server import GrpcService, ServiceApp, server_credentials
 from services.synthesis import server as synthesis_server
 from services.synthesis.config import SynthesisConfig
 from services.validator import server as validator_server
@@ -84,6 +86,112 @@ class TestMutualTls:
             assert ok == health_pb2.HealthCheckResponse.SERVING
         finally:
             await app.stop(0)
+
+
+async def _start_tls(cert: Path, key: Path, ca: Path | None = None) -> None:
+    """Start a bare validator server with these TLS files on 127.0.0.1, any port."""
+    env = {
+        "VALIDATOR_HOST": "127.0.0.1",
+        "VALIDATOR_PORT": "0",
+        "VALIDATOR_TLS_CERT_FILE": str(cert),
+        "VALIDATOR_TLS_KEY_FILE": str(key),
+        **({"VALIDATOR_TLS_CA_FILE": str(ca)} if ca else {}),
+    }
+    settings = ServerSettings.from_env(
+        EnvReader("VALIDATOR_", env), default_port=1, default_metrics_port=2
+    )
+    service = GrpcService(label="validator", service_names=(), settings=settings)
+    try:
+        await service.start(lambda server: None)
+    finally:
+        await service.stop(0)
+
+
+class TestBrokenTlsFiles:
+    """Review of today's diff: grpc-core raises the same "Failed to bind" for TLS files it
+    refuses as for an address in use, and the server named VALIDATOR_HOST / VALIDATOR_PORT with
+    no cause. The files are checked before the port is added, each problem named."""
+
+    @pytest.fixture
+    def broken(self, certs: Certs, tmp_path: Path) -> dict[str, Path]:
+        d = tmp_path
+        (d / "not-pem").write_text("not a certificate or a key\n")
+        encrypt = ["openssl", "pkey", "-in", str(certs.server_key), "-aes256", "-passout", "pass:x"]
+        subprocess.run(
+            [*encrypt, "-out", str(d / "encrypted.key")],
+            check=True,
+            capture_output=True,
+        )
+        return {"not-pem": d / "not-pem", "encrypted": d / "encrypted.key"}
+
+    async def test_a_key_that_is_not_the_certificates(self, certs: Certs) -> None:
+        with pytest.raises(InvalidSettingError) as info:
+            await _start_tls(certs.server_cert, certs.rogue_key)
+        assert str(info.value) == (
+            f"VALIDATOR_TLS_KEY_FILE={str(certs.rogue_key)!r}: the key is not the key of "
+            f"VALIDATOR_TLS_CERT_FILE={str(certs.server_cert)!r}"
+        )
+
+    @pytest.mark.parametrize(
+        ("files", "said"),
+        [
+            (
+                ("server_cert", "not-pem", None),
+                r"^VALIDATOR_TLS_KEY_FILE='[^']*not-pem': not a PEM private key \(OpenSSL: ",
+            ),
+            (
+                ("server_cert", "encrypted", None),
+                r"^VALIDATOR_TLS_KEY_FILE='[^']*encrypted.key': the key is encrypted",
+            ),
+            (
+                ("not-pem", "server_key", None),
+                r"^VALIDATOR_TLS_CERT_FILE='[^']*not-pem': holds no PEM certificate",
+            ),
+            (
+                ("server_key", "server_key", None),
+                r"^VALIDATOR_TLS_CERT_FILE='[^']*server.key': holds no PEM certificate",
+            ),
+            (
+                ("server_cert", "server_key", "not-pem"),
+                r"^VALIDATOR_TLS_CA_FILE='[^']*not-pem': holds no PEM certificate",
+            ),
+            (
+                ("server_cert", "missing", None),
+                r"^VALIDATOR_TLS_KEY_FILE='[^']*missing': cannot be read \(No such file",
+            ),
+        ],
+        ids=["key-not-pem", "key-encrypted", "cert-not-pem", "cert-is-a-key", "ca-not-pem", "gone"],
+    )
+    async def test_each_broken_file_is_named(
+        self,
+        certs: Certs,
+        broken: dict[str, Path],
+        files: tuple[str, str, str | None],
+        said: str,
+    ) -> None:
+        def path(name: str) -> Path:
+            if name == "missing":
+                return certs.ca.parent / "missing"
+            return broken[name] if name in broken else Path(getattr(certs, name))
+
+        cert, key, ca = files
+        with pytest.raises(InvalidSettingError, match=said):
+            await _start_tls(path(cert), path(key), path(ca) if ca else None)
+
+    async def test_a_file_grpc_refuses_past_the_check_names_the_tls_settings(
+        self, certs: Certs, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """What the check cannot see still reaches gRPC's "Failed to bind": with the address
+        free, the error names the TLS settings, not HOST / PORT."""
+        monkeypatch.setattr(TlsSettings, "check_server_files", lambda self, prefix: None)
+        with pytest.raises(InvalidSettingError) as info:
+            await _start_tls(certs.server_cert, certs.rogue_key, certs.ca)
+        assert re.fullmatch(
+            r"VALIDATOR_TLS_CERT_FILE / VALIDATOR_TLS_KEY_FILE / VALIDATOR_TLS_CA_FILE: cannot "
+            r"listen on 127\.0\.0\.1:0 with TLS, though the address is free: gRPC most likely "
+            r"refused these files \(its own log lines above say why\)",
+            str(info.value),
+        ), str(info.value)
 
 
 def _mtls_server_env(prefix: str, certs: Certs) -> dict[str, str]:
