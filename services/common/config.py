@@ -248,7 +248,7 @@ class EnvReader:
             raise InvalidSettingError(
                 f"{self.prefix}{name}={target!r}: {problem}; expected a gRPC target: host:port, "
                 "[IPv6]:port, dns:///host:port, ipv4:addr:port[,addr:port...], "
-                "ipv6:[addr]:port[,...] or unix:/path"
+                "ipv6:[addr]:port[,...], unix:/path or xds:///name"
             )
         return target
 
@@ -281,8 +281,14 @@ def _loopback(host: builtins.str) -> builtins.bool:
 
 # One label of a host name (RFC 1123; "_" too, as DNS SRV-style names use it).
 _LABEL = re.compile(r"^(?!-)[A-Za-z0-9_-]{1,63}(?<!-)$")
-# gRPC name-resolver schemes a target may name (grpc/doc/naming.md); any other is refused.
-GRPC_SCHEMES = ("dns", "ipv4", "ipv6", "unix", "unix-abstract")
+# gRPC name-resolver schemes a target may name: those grpcio's C-core registers (grpc/doc/
+# naming.md; xds needs GRPC_XDS_BOOTSTRAP or GRPC_XDS_BOOTSTRAP_CONFIG). A scheme it has no
+# resolver for is refused: gRPC reads such a target whole as a DNS name, the channel is created,
+# and every call fails UNAVAILABLE "Misformatted domain name" (http://host:port, dsn:///host:port,
+# and vsock:cid:port, which grpcio's wheels do not register: 1.85 reads it as a DNS name).
+GRPC_SCHEMES = ("dns", "ipv4", "ipv6", "unix", "unix-abstract", "xds")
+# A URI scheme's spelling (RFC 3986), for telling "vsock:3:5000" from a host name.
+_SCHEME_WORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 
 
 def _is_ip(host: builtins.str, version: builtins.int | None = None) -> builtins.bool:
@@ -317,7 +323,7 @@ def _host_port_problem(text: builtins.str, *, ip: builtins.int | None = None) ->
         host, colon, port = text.rpartition(":")
         if not colon:
             return f"{text!r} has no port"
-        if ":" in host:
+        if ":" in host and _is_ip(host, 6):
             return f"{text!r}: an IPv6 address goes in brackets, [{host}]:{port}"
         if ip is not None and not _is_ip(host, ip):
             return f"{host!r} is not an IPv{ip} address"
@@ -331,12 +337,17 @@ def _host_port_problem(text: builtins.str, *, ip: builtins.int | None = None) ->
 def grpc_target_problem(target: builtins.str) -> str | None:
     """What is wrong with ``target`` as a gRPC channel target, or None: ``host:port``,
     ``[IPv6]:port``, ``dns:[//authority/]host:port``, ``ipv4:addr:port[,addr:port...]``,
-    ``ipv6:[addr]:port[,...]``, ``unix:path`` / ``unix:///path``, ``unix-abstract:name``. A
-    URL (``http://host:port``) is refused: gRPC reads it as a DNS name, reports the channel
-    ready to use, and fails every call "Misformatted domain name"."""
+    ``ipv6:[addr]:port[,...]``, ``unix:path`` / ``unix:///path``, ``unix-abstract:name``,
+    ``xds:[//authority]/name`` (the name is the xDS server's to know: not checked). Any other
+    scheme (``http://host:port``, ``vsock:3:5000``) is refused: gRPC has no resolver for it,
+    reads the target as a DNS name, reports the channel ready to use, and fails every call
+    "Misformatted domain name"."""
     scheme, colon, rest = target.partition(":")
     scheme = scheme.lower()
     if colon and scheme in GRPC_SCHEMES:
+        if scheme == "xds":
+            name = rest[2:].partition("/")[2] if rest.startswith("//") else rest
+            return None if name.strip("/") else "no name after xds: (xds:///host:port)"
         if scheme in ("unix", "unix-abstract"):
             return None if rest.strip("/") else "no socket path after unix:"
         if scheme == "dns":
@@ -351,9 +362,17 @@ def grpc_target_problem(target: builtins.str) -> str | None:
                 return problem
         return None
     if "://" in target:
-        address = target.split("://", 1)[1].rstrip("/")
+        address = target.split("://", 1)[1].strip("/")
         write = repr(address) if _host_port_problem(address) is None else "host:port"
         return f"{scheme}:// is not a gRPC name-resolver scheme (write {write} or dns:///host:port)"
+    host = target.rpartition(":")[0]
+    if ":" in host and not _is_ip(host.strip("[]"), 6) and _SCHEME_WORD.fullmatch(scheme):
+        # "vsock:3:5000": a scheme gRPC has no resolver for, not a host; said as such rather
+        # than as an IPv6 address without its brackets.
+        return (
+            f"{scheme}: is not a gRPC name-resolver scheme (grpcio has no resolver for it and "
+            f"would look the whole target up as a DNS name; it has {', '.join(GRPC_SCHEMES)})"
+        )
     return _host_port_problem(target)
 
 

@@ -57,8 +57,9 @@ _TIMEOUT_CODES = {grpc.StatusCode.DEADLINE_EXCEEDED}
 
 
 # The resolver's prefixes of a configured target: dns:///host:port, dns://server/host:port,
-# dns:host:port (grpc-core names the target without them: "errors resolving host:port: ...").
-_DNS_PREFIX = re.compile(r"^dns:(?://[^/]*/)?", re.IGNORECASE)
+# dns:host:port (grpc-core names the target without them: "errors resolving host:port: ..."),
+# and xds's alike (xds:///host:port, xds://authority/name: its errors name the resource).
+_DNS_PREFIX = re.compile(r"^(?:dns|xds):(?://[^/]*/)?", re.IGNORECASE)
 _PORT = re.compile(r":\d*$")
 
 

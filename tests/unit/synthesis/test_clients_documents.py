@@ -98,6 +98,8 @@ UNRESOLVED = (
         "dns://10.96.0.10:53/validator.grounded-qa.svc.cluster.local:50053",
         "dns:validator.grounded-qa.svc.cluster.local:50053",
         "dns:///validator.grounded-qa.svc.cluster.local",
+        "xds:///validator.grounded-qa.svc.cluster.local:50053",
+        "xds://td.example/validator.grounded-qa.svc.cluster.local:50053",
     ],
 )
 def test_a_dependency_error_names_no_configured_target(target: str) -> None:
