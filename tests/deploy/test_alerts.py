@@ -113,6 +113,89 @@ def test_an_alert_selects_only_labels_its_metrics_carry(rule: dict[str, Any]) ->
         )
 
 
+# Series the alerts read that no service defines, with the labels they carry: Prometheus's own
+# `up` (the target's labels only) and kube-state-metrics' (its labels name the object; its
+# scrape adds job and instance).
+EXTERNAL = {
+    "up": TARGET_LABELS,
+    "kube_pod_container_status_restarts_total": frozenset(
+        {"namespace", "pod", "uid", "container", "job", "instance"}
+    ),
+    "kube_deployment_status_replicas_available": frozenset(
+        {"namespace", "deployment", "job", "instance"}
+    ),
+    "kube_deployment_spec_replicas": frozenset({"namespace", "deployment", "job", "instance"}),
+}
+# A series name followed by its selector; an aggregation's "by (labels) (" and a label that
+# an annotation's template reads.
+SERIES = re.compile(r"\b([a-zA-Z_:][a-zA-Z0-9_:]*)\s*\{")
+BY = re.compile(r"\bby\s*\(([^)]*)\)\s*\(")
+LABEL_REF = re.compile(r"\$labels\.([a-zA-Z_][a-zA-Z0-9_]*)")
+
+
+def _labels_of(name: str) -> frozenset[str]:
+    """The labels a series the rules read carries once scraped."""
+    if name in DEFINED:
+        return DEFINED[name] | TARGET_LABELS
+    assert name in EXTERNAL, f"no labels known for {name}: add it to EXTERNAL"
+    return EXTERNAL[name]
+
+
+def _argument(expr: str, start: int) -> str:
+    """The parenthesised text that opens at ``expr[start]`` (a "(")."""
+    depth = 0
+    for i in range(start, len(expr)):
+        depth += {"(": 1, ")": -1}.get(expr[i], 0)
+        if depth == 0:
+            return expr[start + 1 : i]
+    raise AssertionError(f"unbalanced parentheses after {expr[:start]!r}")
+
+
+def _groupings(expr: str) -> list[tuple[frozenset[str], frozenset[str]]]:
+    """Each ``by (...)`` aggregation of ``expr``: the labels it keeps, and the labels every series
+    under it carries (an aggregation can keep only those)."""
+    found = []
+    for match in BY.finditer(expr):
+        kept = frozenset(label.strip() for label in match.group(1).split(",") if label.strip())
+        names = SERIES.findall(_argument(expr, match.end() - 1))
+        assert names, f"no series under {match.group(0)!r}"
+        found.append((kept, frozenset.intersection(*(_labels_of(n) for n in names))))
+    return found
+
+
+def _alert_labels(expr: str) -> frozenset[str]:
+    """The labels an alert's series can carry: with aggregations, those every one keeps (they
+    are joined by and / comparison, which match on them); without, those of the series read."""
+    if groupings := _groupings(expr):
+        return frozenset.intersection(*(kept for kept, _ in groupings))
+    return frozenset.union(*(_labels_of(n) for n in SERIES.findall(expr)))
+
+
+@pytest.mark.parametrize("rule", RULES, ids=ALERTS)
+def test_an_alert_groups_only_by_labels_its_series_carry(rule: dict[str, Any]) -> None:
+    """Review of today's diff: GroundedQAModelFailures grouped grounded_model_failures_total by
+    service, a label it does not have and the PodMonitor does not add (that would take a
+    ServiceMonitor): the group was "" and the summary read ": model ... failed"."""
+    for kept, carried in _groupings(rule["expr"]):
+        assert kept <= carried, f"{rule['alert']}: grouped by {sorted(kept - carried)}, not carried"
+
+
+@pytest.mark.parametrize("rule", RULES, ids=ALERTS)
+def test_an_alerts_text_reads_only_labels_its_series_carry(rule: dict[str, Any]) -> None:
+    available = _alert_labels(rule["expr"]) - {"le"}
+    for field, text in rule["annotations"].items():
+        read = set(LABEL_REF.findall(text))
+        assert read <= available, f"{rule['alert']}.{field} reads {sorted(read - available)}"
+
+
+def test_the_label_checks_see_a_missing_label() -> None:
+    """The two checks above on made-up rules: they must be able to fail."""
+    expr = 'sum by (namespace, service, model) (increase(grounded_model_failures_total{x=""}[1m]))'
+    assert [sorted(k - c) for k, c in _groupings(expr)] == [["service"]]
+    assert "service" not in _alert_labels('grounded_model_failures_total{x=""} > 0')
+    assert _alert_labels('up{x=""} == 0') == TARGET_LABELS
+
+
 @pytest.mark.parametrize("rule", RULES, ids=ALERTS)
 def test_an_alert_selects_the_namespace_prod_deploys_to(rule: dict[str, Any]) -> None:
     """The expressions name the namespace (a rule is evaluated over every namespace Prometheus
