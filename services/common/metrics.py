@@ -39,7 +39,8 @@ SECONDS_BUCKETS = (
 RPC_REQUESTS = Counter(
     "grounded_rpc_requests_total",
     'RPCs handled, by method, status code and the error\'s ErrorInfo reason ("" for OK and '
-    "for statuses without one: the caller's deadline, a cancelled call).",
+    "for statuses gRPC set itself: a deadline it cancelled the call at, a cancelled call; the "
+    "caller's deadline found spent by the service's own code is DEADLINE_EXCEEDED).",
     ["service", "method", "code", "reason"],
 )
 SERVING_STATE = Gauge(

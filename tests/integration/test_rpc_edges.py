@@ -93,9 +93,10 @@ async def _call_through_our_interceptor(
     servicer: spb_grpc.SynthesisServiceServicer,
     *,
     ready: bool = True,
+    deadline_s: float = 10,
 ) -> grpc.aio.AioRpcError:
     """Serve ``servicer`` on a bare server with our interceptor; the error SynthesizeAnswer
-    raises."""
+    raises (called with a deadline ``deadline_s`` seconds away)."""
     server = grpc.aio.server(
         interceptors=[ServiceInterceptor("test", ready=lambda: ready, gated=[SYNTHESIS])]
     )
@@ -106,7 +107,7 @@ async def _call_through_our_interceptor(
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             with pytest.raises(grpc.aio.AioRpcError) as caught:
                 await spb_grpc.SynthesisServiceStub(channel).SynthesizeAnswer(
-                    spb.SynthesizeAnswerRequest(question=QUESTION), timeout=10
+                    spb.SynthesizeAnswerRequest(question=QUESTION), timeout=deadline_s
                 )
     finally:
         await server.stop(None)
@@ -248,8 +249,11 @@ async def test_a_failed_call_is_logged_at_the_level_of_whose_fault_it_is(
         ),
         (errors.ModelUnavailableError("model failed"), "UNAVAILABLE"),
         (errors.DependencyUnavailableError("validator", "UNAVAILABLE"), "UNAVAILABLE"),
+        # The caller's deadline as our own code finds it spent (budget.bounded, retrieval's and
+        # the validator's checks): reason DEADLINE_EXCEEDED, not "" (see the test below).
+        (errors.DeadlineExceededError("deadline exceeded during retrieval"), "DEADLINE_EXCEEDED"),
     ],
-    ids=["invalid-input", "model", "dependency"],
+    ids=["invalid-input", "model", "dependency", "deadline-found-by-our-code"],
 )
 async def test_a_failed_call_is_counted_with_its_reason(
     error: errors.GroundedError, code: str
@@ -260,6 +264,27 @@ async def test_a_failed_call_is_counted_with_its_reason(
     before = counted._value.get()
     caught = await _call_through_our_interceptor(_Failing(error))
     assert caught.code().name == code and error_reason(caught) == error.reason
+    assert counted._value.get() == before + 1
+
+
+class _Slow(spb_grpc.SynthesisServiceServicer):
+    async def SynthesizeAnswer(self, request: object, context: object) -> object:
+        await asyncio.sleep(10)
+        raise AssertionError("not cancelled at the caller's deadline")
+
+
+async def test_a_deadline_grpc_cancels_the_call_at_is_counted_without_a_reason() -> None:
+    """The caller's deadline passing while the handler runs: gRPC cancels it, no ErrorInfo
+    reaches the caller, and the count's reason is "" (docs/RELIABILITY.md, "Metrics"; the same
+    deadline found spent by our own code is reason DEADLINE_EXCEEDED, above)."""
+    counted = RPC_REQUESTS.labels("test", "SynthesizeAnswer", "DEADLINE_EXCEEDED", "")
+    before = counted._value.get()
+    caught = await _call_through_our_interceptor(_Slow(), deadline_s=0.3)
+    assert caught.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    for _ in range(100):  # the handler's cancellation is counted as it unwinds
+        if counted._value.get() == before + 1:
+            break
+        await asyncio.sleep(0.01)
     assert counted._value.get() == before + 1
 
 
