@@ -157,8 +157,11 @@ def named_acts(text: str, *, any_case: bool = False) -> tuple[str, ...]:
     So "the constitution of an assembly", "Constitution of an assembly ..." and "Nia and Ida"
     name no act. ``any_case`` counts every mention (what a cited text names, read leniently).
     """
-    named = [(pos, code) for pos, code in _act_mentions(text, proper=not any_case)]
-    named += [(start, ref.act) for start, ref in _refs_with_positions(text) if ref.act]
+    mentions = _act_mentions(text)
+    if not mentions and not _ARTICLE_WORD.search(text):
+        return ()  # most sentences: no act, and no reference could name one (one scan)
+    named = mentions if any_case else _act_mentions(text, proper=True)
+    named += [(start, ref.act) for start, ref in _refs_with_positions(text, mentions) if ref.act]
     return tuple(dict.fromkeys(code for _, code in sorted(named)))
 
 
@@ -177,8 +180,14 @@ def _proper(text: str, match: re.Match[str], code: str) -> bool:
     return len(words) > 1 or not _SENTENCE_START.match(text[: match.start()])
 
 
-def _refs_with_positions(text: str) -> list[tuple[int, SectionRef]]:
-    mentions = _act_mentions(text)
+# Where "Article N" with no act named could name the article act: the cue _KIND reads.
+_ARTICLE_WORD = re.compile(r"\barts?\b|\barticles?\b", re.I)
+
+
+def _refs_with_positions(
+    text: str, mentions: list[tuple[int, str]] | None = None
+) -> list[tuple[int, SectionRef]]:
+    mentions = _act_mentions(text) if mentions is None else mentions
     found: list[tuple[int, SectionRef]] = []
     for start, end, numbers, is_article in _groups(text):
         act = _act_for(text, start, end, mentions) or (_ARTICLE_ACT if is_article else None)

@@ -13,7 +13,12 @@ import pytest
 
 from services.common.language.acts import ACTS, REGISTRY_PATH, ActRegistryError, load_registry
 from services.common.language.key_terms import GENERIC_WORDS, chunk_stems, extract_key_terms
-from services.common.language.references import ACT_ALIASES, SectionRef, parse_section_refs
+from services.common.language.references import (
+    ACT_ALIASES,
+    SectionRef,
+    named_acts,
+    parse_section_refs,
+)
 from services.retrieval.corpus import ACT_BY_FILE_STEM
 from services.retrieval.corpus import ACTS as CORPUS_ACTS
 
@@ -143,3 +148,20 @@ def test_every_service_image_ships_the_registry() -> None:
     registry = REGISTRY_PATH.relative_to(root).as_posix()
     assert f"COPY {registry} {registry}" in app_stage
     assert "!data/corpora/" in (root / ".dockerignore").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("text", "codes"),
+    [
+        ("Under section 138 NIA, a cheque bounced.", ("NIA",)),
+        ("The NIA investigates.", ()),
+        ("Constitution of an assembly is unlawful.", ()),
+        ("It offends the Constitution.", ("COI",)),
+        ("Under the Motor Vehicles Act, a helmet is worn.", ("MVA",)),
+        ("Article 21 protects life.", ("COI",)),  # no act named, a reference names one
+        ("s. 302 of the penal code", ("IPC",)),
+        ("Whoever cheats shall be punished.", ()),
+    ],
+)
+def test_named_acts(text: str, codes: tuple[str, ...]) -> None:
+    assert named_acts(text) == codes
