@@ -24,7 +24,7 @@ from typing import NoReturn
 
 import grpc
 
-from services.common.config import EnvReader, SettingError, exit_on_setting_error
+from services.common.config import EnvReader, SettingError, bind_error, exit_on_setting_error
 from stack.wiring import (
     OFFLINE_ENV,
     SERVICES,
@@ -160,18 +160,9 @@ def _redis_port() -> int:
 
 
 def _in_use(host: str, port: int) -> bool:
-    """Whether ``port`` on ``host`` cannot be bound now (a listener, or any socket bound there).
-
-    SO_REUSEADDR, as the servers set it, so a connection of an earlier run still in TIME_WAIT is
-    not taken for a port in use."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return True
-    return False
+    """Whether ``port`` on ``host`` cannot be bound now (a listener, or any socket bound there),
+    as the service's own start-up would find (``config.bind_error``)."""
+    return bind_error(host, port) is not None
 
 
 def _ports_in_use(redis_port: int, ports: dict[str, int]) -> list[str]:

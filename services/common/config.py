@@ -15,6 +15,7 @@ import logging
 import math
 import os
 import re
+import socket
 import ssl
 import sys
 from collections.abc import Callable, Mapping
@@ -555,6 +556,27 @@ def unbracketed(host: str) -> str:
     """A host held bare (``::``, not ``[::]``): the metrics server binds it as written, and
     host_port() brackets it for gRPC, so both forms of the setting work."""
     return host[1:-1] if host.startswith("[") and host.endswith("]") else host
+
+
+def bind_error(host: str, port: int) -> OSError | UnicodeError | None:
+    """Why ``port`` on ``host`` cannot be listened on now (None when it can): the lookup's
+    error for a host that does not resolve (``socket.gaierror``, or UnicodeError for a name
+    IDNA refuses), else the first address of the host that cannot be bound (a port in use, an
+    address not of this machine). With SO_REUSEADDR, as the servers bind, so a connection of an
+    earlier run still in TIME_WAIT is no obstacle. One check for the servers' start-up error
+    (``GrpcService``) and for ``stack up``'s look at the ports before it starts anything."""
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as error:
+        return error
+    for family, kind, proto, _, sockaddr in found:
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind(sockaddr)
+            except OSError as error:
+                return error
+    return None
 
 
 def host_port(host: str, port: int) -> str:

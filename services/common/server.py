@@ -28,6 +28,7 @@ from services.common.config import (
     ServerSettings,
     SettingError,
     TlsSettings,
+    bind_error,
     exit_on_setting_error,
     host_port,
 )
@@ -147,17 +148,11 @@ class GrpcService:
         p = self.label.upper()
         host, port = self.settings.host, self.settings.port
         named = f"{p}_HOST={host!r} / {p}_PORT={port}: cannot listen on {address}"
-        try:
-            found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except (OSError, UnicodeError) as error:
+        error = bind_error(host, port)
+        if isinstance(error, socket.gaierror | UnicodeError):
             return InvalidSettingError(f"{named}: {p}_HOST does not resolve ({error})")
-        for family, kind, proto, _, sockaddr in found:
-            with socket.socket(family, kind, proto) as sock:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                try:
-                    sock.bind(sockaddr)
-                except OSError as error:
-                    return InvalidSettingError(f"{named}: {error.strerror}")
+        if error is not None:
+            return InvalidSettingError(f"{named}: {error.strerror}")
         tls = self.settings.tls
         if tls.enabled:
             files = [f"{p}_TLS_CERT_FILE", f"{p}_TLS_KEY_FILE"]

@@ -364,9 +364,10 @@ def _jsonl_document(record: object) -> tuple[Document, str]:
     metadata = record.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise TypeError("metadata must be an object")
-    why_not = _not_a_statute(doc_id, metadata) if {"act", "section"} & set(metadata) else ""
+    names_statute = bool({"act", "section"} & metadata.keys())
+    why_not = _not_a_statute(doc_id, metadata) if names_statute else ""
     statute: dict[str, Any] = {}
-    if {"act", "section"} & set(metadata) and not why_not:
+    if names_statute and not why_not:
         statute = {key: metadata.pop(key) for key in _STATUTE_KEYS if key in metadata}
     act = str(statute.get("act", ""))
     registered = ACTS.get(act)

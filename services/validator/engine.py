@@ -663,7 +663,7 @@ def _judge(
                     f"links to {', '.join(map(repr, foreign))}, which the cited evidence does "
                     "not hold"
                 )
-            if other_acts := _acts_not_cited(claim_text, ids, [view.text(i) for i in ids]):
+            if other_acts := _acts_not_cited(claim_text, ids, (view.text(i) for i in ids)):
                 problems[Reason.ACT_MISMATCH] = (
                     f"names the {', '.join(map(act_name, other_acts))}, which no cited passage"
                     " belongs to or names"
@@ -754,9 +754,10 @@ def _judge(
     return failed, (_Pending(index, claim_text, ids, rescue=True) if rescue else None)
 
 
-def _acts_not_cited(claim_text: str, ids: Sequence[str], texts: Sequence[str]) -> list[str]:
+def _acts_not_cited(claim_text: str, ids: Sequence[str], texts: Iterable[str]) -> list[str]:
     """Acts the sentence names that none of its cited passages belongs to or names (rule 5b);
-    nothing when a cited id names no registered act (a SQuAD passage: no act to compare)."""
+    nothing when a cited id names no registered act (a SQuAD passage: no act to compare). The
+    cited ``texts`` are read only when the sentence names an act."""
     named = named_acts(claim_text)
     if not named:
         return []

@@ -97,16 +97,18 @@ def _groups(query: str) -> list[_Group]:
     return groups
 
 
-def _act_mentions(query: str, *, proper: bool = False) -> list[tuple[int, str]]:
-    """(position, act code) of each act name or abbreviation in ``query``; ``proper``: only
-    those written as a proper name of the act (``named_acts``)."""
-    mentions: list[tuple[int, str]] = []
+def _act_matches(query: str) -> list[tuple[re.Match[str], str]]:
+    """Each act name or abbreviation in ``query``, with its act code."""
+    found: list[tuple[re.Match[str], str]] = []
     for match in _ACT.finditer(query):
         group = next(name for name, value in match.groupdict().items() if value is not None)
-        code = _ACT_CODES[int(group[1:])]
-        if not proper or _proper(query, match, code):
-            mentions.append((match.start(), code))
-    return mentions
+        found.append((match, _ACT_CODES[int(group[1:])]))
+    return found
+
+
+def _act_mentions(query: str) -> list[tuple[int, str]]:
+    """(position, act code) of each act name or abbreviation in ``query``."""
+    return [(match.start(), code) for match, code in _act_matches(query)]
 
 
 _JOINER = re.compile(r"[\s,(]*(?:(?:of|under|in)(?:\s+the)?)?\s*", re.I)
@@ -157,10 +159,13 @@ def named_acts(text: str, *, any_case: bool = False) -> tuple[str, ...]:
     So "the constitution of an assembly", "Constitution of an assembly ..." and "Nia and Ida"
     name no act. ``any_case`` counts every mention (what a cited text names, read leniently).
     """
-    mentions = _act_mentions(text)
-    if not mentions and not _ARTICLE_WORD.search(text):
+    matches = _act_matches(text)
+    if not matches and not _ARTICLE_WORD.search(text):
         return ()  # most sentences: no act, and no reference could name one (one scan)
-    named = mentions if any_case else _act_mentions(text, proper=True)
+    mentions = [(match.start(), code) for match, code in matches]
+    named = [
+        (match.start(), code) for match, code in matches if any_case or _proper(text, match, code)
+    ]
     named += [(start, ref.act) for start, ref in _refs_with_positions(text, mentions) if ref.act]
     return tuple(dict.fromkeys(code for _, code in sorted(named)))
 
