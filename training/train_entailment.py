@@ -214,6 +214,22 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=0,
         help="keep only the base's first N transformer layers (a smaller, faster model; 0: all)",
     )
+    parser.add_argument(
+        "--teacher",
+        type=Path,
+        default=None,
+        help="distil: a training.teacher_logits file of this data; the loss mixes the labels' "
+        "cross-entropy with the teacher's softened probabilities (--kd-alpha, --kd-temperature)",
+    )
+    parser.add_argument(
+        "--kd-alpha",
+        type=float,
+        default=0.5,
+        help="the teacher's share of the loss (with --teacher)",
+    )
+    parser.add_argument(
+        "--kd-temperature", type=float, default=2.0, help="softening of both sides (with --teacher)"
+    )
     parser.add_argument("--checkpoint-every", type=int, default=200)
     parser.add_argument(
         "--limit", type=int, default=0, help="train on the first N pairs (smoke runs)"
@@ -239,6 +255,23 @@ def main(argv: Sequence[str] | None = None) -> None:
 # The arguments that shape what is trained (not --threads, --device, --max-steps, --out,
 # --checkpoint-every or --heldback-limit): a checkpoint resumes only under the same ones.
 SHAPING = ("limit", "epochs", "batch_size", "lr", "warmup", "max_length", "seed", "layers")
+# Shape it too, but only with --teacher (older checkpoints have no such keys).
+DISTILLING = ("kd_alpha", "kd_temperature")
+
+
+def distillation_loss(
+    student: torch.Tensor, teacher: torch.Tensor, target: torch.Tensor, alpha: float, t: float
+) -> torch.Tensor:
+    """``alpha`` * T² * KL(teacher ‖ student), both softened by T, + (1 − alpha) * the labels'
+    cross-entropy (Hinton et al., 2015: T² keeps the soft part's gradients on the hard part's
+    scale)."""
+    soft = torch.nn.functional.kl_div(
+        torch.log_softmax(student / t, dim=-1),
+        torch.softmax(teacher / t, dim=-1),
+        reduction="batchmean",
+    )
+    hard = torch.nn.functional.cross_entropy(student, target)
+    return alpha * t * t * soft + (1 - alpha) * hard
 
 
 def _train(args: argparse.Namespace) -> None:
@@ -262,6 +295,18 @@ def _train(args: argparse.Namespace) -> None:
     label_id = {label: i for i, label in enumerate(names)}
     labels = [label_id[r["label"]] for r in rows]
     lengths = [len(x) for x in train_ids]
+    teacher = None
+    if args.teacher is not None:
+        from training.teacher_logits import check_teacher
+
+        full = len(read_pairs(train_file)) if args.limit else len(rows)
+        teacher = torch.from_numpy(
+            check_teacher(args.teacher, data_sha[train_file.name], full, names)[: len(rows)]
+        ).to(device)
+        logger.info(
+            "distilling from %s: alpha %.2f, temperature %.1f",
+            args.teacher, args.kd_alpha, args.kd_temperature,
+        )  # fmt: skip
     logger.info(
         "train pairs %d (mean %.1f tokens, %d at the %d-token limit), held back %d",
         len(rows), float(np.mean(lengths)), sum(n >= args.max_length for n in lengths),
@@ -286,6 +331,14 @@ def _train(args: argparse.Namespace) -> None:
         **{f"sha256 {name}": digest for name, digest in data_sha.items()},
         "sha256 base weights": base_sha,
         **{name: getattr(args, name) for name in SHAPING},
+        **(
+            {
+                "sha256 teacher": sha256(args.teacher),
+                **{name: getattr(args, name) for name in DISTILLING},
+            }
+            if args.teacher is not None
+            else {}
+        ),
         "labels": list(names),
         "total_steps": total,
     }
@@ -297,7 +350,12 @@ def _train(args: argparse.Namespace) -> None:
     def batch_loss(idx: Sequence[int]) -> torch.Tensor:
         batch = collate([train_ids[i] for i in idx], pad, device)
         target = torch.tensor([labels[i] for i in idx], device=device)
-        loss: torch.Tensor = loss_fn(model(**batch).logits, target)
+        logits = model(**batch).logits
+        if teacher is not None:
+            return distillation_loss(
+                logits, teacher[list(idx)], target, args.kd_alpha, args.kd_temperature
+            )
+        loss: torch.Tensor = loss_fn(logits, target)
         return loss
 
     done = optimise(
@@ -340,6 +398,7 @@ def _train(args: argparse.Namespace) -> None:
         "heldback_accuracy": accuracy,
         "train_pairs": len(rows),
         "base": "sentence-transformers/all-MiniLM-L6-v2",
+        **({"teacher_sha256": sha256(args.teacher)} if args.teacher is not None else {}),
     }
     (final / "training.json").write_text(json.dumps(summary, indent=2) + "\n")
 

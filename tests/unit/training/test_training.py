@@ -120,6 +120,41 @@ def test_a_model_trained_on_fewer_layers_keeps_them_through_export(tmp_path: Pat
     assert model.config.num_hidden_layers == 2 and len(model.bert.encoder.layer) == 2
 
 
+class TestDistillation:
+    def test_the_loss_is_cross_entropy_at_alpha_zero_and_zero_when_the_student_is_the_teacher(
+        self,
+    ) -> None:
+        from training.train_entailment import distillation_loss
+
+        student = torch.tensor([[2.0, 0.5, -1.0], [0.1, 0.2, 3.0]])
+        target = torch.tensor([0, 2])
+        ce = torch.nn.functional.cross_entropy(student, target)
+        assert torch.isclose(distillation_loss(student, student * 7, target, 0.0, 2.0), ce)
+        assert distillation_loss(student, student, target, 1.0, 2.0).abs() < 1e-6
+        # A teacher that disagrees with the student costs the student at alpha 1.
+        assert distillation_loss(student, -student, target, 1.0, 2.0) > 0.1
+
+    def test_a_teacher_file_of_other_data_stops_training(self, tmp_path: Path) -> None:
+        import numpy as np
+
+        from training.teacher_logits import check_teacher
+
+        path = tmp_path / "t.npz"
+        meta = {"train_sha256": "abc", "labels": ["entailment", "neutral", "contradiction"]}
+        np.savez(path, logits=np.zeros((4, 3), dtype=np.float32), meta=json.dumps(meta))
+        labels = meta["labels"]
+        assert check_teacher(path, "abc", 4, labels).shape == (4, 3)
+        with pytest.raises(SystemExit, match="sha256 abc, not def"):
+            check_teacher(path, "def", 4, labels)
+        with pytest.raises(SystemExit, match="shape"):
+            check_teacher(path, "abc", 5, labels)
+
+    def test_segment_ids_switch_after_the_first_separator(self) -> None:
+        from training.teacher_logits import token_types
+
+        assert token_types([101, 7, 8, 102, 9, 102], 102) == [0, 0, 0, 0, 1, 1]
+
+
 class TestAnswerabilityData:
     def test_changed_questions_no_longer_match_their_answer_sentence(self) -> None:
         from training.build_answerability_data import changed_questions
