@@ -44,6 +44,10 @@ from services.validator.entailment import NliModel, Thresholds
 from services.validator.nli_onnx import OnnxNliModel
 
 ENTAIL_GRID = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+VETO_GRID = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
+# docs/VALIDATOR.md, "M": how far a gate may fall, and how much the accuracy figure must rise.
+VETO_GATE_TOLERANCE = 0.01
+VETO_MIN_GAIN = 0.005
 RESCUE_GRID = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 1.01)  # 1.01: never rescue
 CONTRADICTION = 0.5
 
@@ -138,6 +142,38 @@ def summarise(manifest: Path, against: Path | None = None) -> dict[str, Any]:
     return out
 
 
+def choose_veto(
+    off: dict[str, float], grid: dict[float, dict[str, float]]
+) -> tuple[float | None, list[str]]:
+    """The contradiction veto rule "M" (docs/VALIDATOR.md) over per-group accuracies: the veto
+    with the best accuracy figure among those holding every gate within
+    ``VETO_GATE_TOLERANCE`` of veto-off's (a tie: the higher veto), adopted only if it beats
+    veto-off's accuracy figure by ``VETO_MIN_GAIN`` and the pooled figure does not fall.
+    Returns the veto (None: stays off) and the reasons, one line each."""
+
+    def pooled(per: dict[str, float]) -> float:
+        return sum(per.values()) / len(per)
+
+    base = two_figures(off)["accuracy_balanced_accuracy"]
+    notes = [f"veto off: accuracy {base:.4f}, pooled {pooled(off):.4f}"]
+    eligible = []
+    for veto, per in sorted(grid.items()):
+        accuracy = two_figures(per)["accuracy_balanced_accuracy"]
+        falls = {g: d for g, d in gate_changes(per, off).items() if d < -VETO_GATE_TOLERANCE}
+        notes.append(
+            f"veto {veto}: accuracy {accuracy:.4f}, pooled {pooled(per):.4f}"
+            + (f", gates fall: {falls}" if falls else "")
+        )
+        if not falls:
+            eligible.append((accuracy, veto, per))
+    if not eligible:
+        return None, [*notes, "no veto keeps every gate: off"]
+    accuracy, veto, per = max(eligible, key=lambda e: (e[0], e[1]))
+    if accuracy < base + VETO_MIN_GAIN or pooled(per) < pooled(off):
+        return None, [*notes, f"best eligible veto {veto} does not gain enough: off"]
+    return veto, [*notes, f"veto {veto} adopted"]
+
+
 def parse_floors(raw: Sequence[str]) -> dict[str, float]:
     """``GROUP=ACCURACY`` options as a mapping; a malformed one is an error, not ignored."""
     floors: dict[str, float] = {}
@@ -182,7 +218,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--against", type=Path, metavar="MANIFEST", help="with --summarise: the gates' change"
     )
+    parser.add_argument(
+        "--veto-grid",
+        action="store_true",
+        help="keep the manifest's entail, contradiction and rescue thresholds and choose the "
+        "contradiction veto by rule M (docs/VALIDATOR.md); writes it only if adopted",
+    )
     args = parser.parse_args(argv)
+    if args.veto_grid:
+        _veto_grid(args.model_dir)
+        return
     if args.summarise:
         print(json.dumps(summarise(args.summarise, args.against), indent=2))
         return
@@ -224,6 +269,46 @@ def main(argv: Sequence[str] | None = None) -> None:
     manifest["calibration"]["regression_gates"] = figures["regression_gates"]
     manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
     print(json.dumps(manifest["calibration"], indent=2))
+
+
+def _veto_grid(model_dir: Path) -> None:
+    manifest_path = model_dir / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    calibration = manifest["calibration"]
+    cases = [c for c in build_cases() if c.split == TUNE]
+    model = CachedModel(OnnxNliModel(model_dir, threads=2))
+
+    def per_group(veto: float | None) -> dict[str, float]:
+        thresholds = Thresholds(
+            calibration["entail_threshold"],
+            calibration["contradiction_threshold"],
+            calibration["coverage_rescue_threshold"],
+            veto,
+        )
+        run(cases, ValidationOptions(), EntailmentTier(model, thresholds))
+        return {k: round(v, 4) for k, v in balanced_accuracy(cases)[1].items()}
+
+    off = per_group(None)
+    grid = {veto: per_group(veto) for veto in VETO_GRID}
+    veto, notes = choose_veto(off, grid)
+    print("\n".join(notes))
+    print(json.dumps({"off": off, **{str(v): per for v, per in grid.items()}}, indent=1))
+    if veto is None:
+        return
+    per = grid[veto]
+    figures = two_figures(per)
+    calibration.update(
+        {
+            "contradiction_veto_threshold": veto,
+            "veto_command": "python -m training.calibrate --veto-grid",
+            "balanced_accuracy": round(sum(per.values()) / len(per), 4),
+            "per_group_accuracy": per,
+            "accuracy_balanced_accuracy": figures["accuracy_balanced_accuracy"],
+            "regression_gates": figures["regression_gates"],
+        }
+    )
+    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+    print(f"wrote contradiction_veto_threshold {veto} into {manifest_path}")
 
 
 if __name__ == "__main__":

@@ -200,6 +200,9 @@ class ValidationOptions:
     # A sentence whose only cheap failure is LOW_COVERAGE (a paraphrase in other words) is
     # accepted when the model entails it with at least this probability.
     coverage_rescue_threshold: float | None = None
+    # A premise whose P(contradiction) reaches this does not entail a sentence, whatever its
+    # P(entailment) (None: the model's default; a negative value switches the veto off).
+    contradiction_veto_threshold: float | None = None
     # The judge tier runs where the server has a judge configured and this is true; a sentence
     # whose local entailment score is in [judge_band_low, judge_band_high) is escalated
     # (None: the server's band).

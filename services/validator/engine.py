@@ -437,6 +437,7 @@ def _entail(
         entail=_pick(options.entail_threshold, defaults.entail),
         contradiction=_pick(options.contradiction_threshold, defaults.contradiction),
         rescue=_pick(options.coverage_rescue_threshold, defaults.rescue),
+        veto=_veto(options.contradiction_veto_threshold, defaults.veto),
     )
     claims = [
         entailment.Claim(
@@ -457,6 +458,13 @@ def _entail(
 
 def _pick(value: float | None, default: float) -> float:
     return default if value is None else value
+
+
+def _veto(value: float | None, default: float | None) -> float | None:
+    """The request's veto threshold, else the default; a negative one switches the veto off."""
+    if value is None:
+        return default
+    return None if value < 0 else value
 
 
 def _fold(

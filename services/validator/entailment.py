@@ -75,6 +75,15 @@ class Thresholds:
     entail: float
     contradiction: float
     rescue: float  # entailment needed to accept a sentence that failed word coverage alone
+    # A premise whose P(contradiction) reaches this does not entail the claim, whatever its
+    # P(entailment) (None: no veto; docs/VALIDATOR.md, rule 9).
+    veto: float | None = None
+
+    def supports(self, scores: Sequence[float], at: float | None = None) -> bool:
+        """Whether one premise's scores entail the claim: P(entailment) at least ``at`` (the
+        entail threshold unless given) and no veto by P(contradiction)."""
+        entailed = scores[ENTAILMENT] >= (self.entail if at is None else at)
+        return entailed and (self.veto is None or scores[CONTRADICTION] < self.veto)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +213,10 @@ def judge(
     plans = [_plan(claim, model, split_sentences) for claim in claims]
     runs = [
         _score_lazily(
-            plan, claim.text, max(thresholds.entail, claim.settle_at or 0.0) if lazy else math.inf
+            plan,
+            claim.text,
+            max(thresholds.entail, claim.settle_at or 0.0) if lazy else math.inf,
+            thresholds,
         )
         for plan, claim in zip(plans, claims, strict=True)
     ]
@@ -249,7 +261,7 @@ def _advance(
         tables[i] = done.value
 
 
-def _score_lazily(plan: _Plan, claim: str, settle: float) -> _Run:
+def _score_lazily(plan: _Plan, claim: str, settle: float, thresholds: Thresholds) -> _Run:
     """Rows (one per claim window) of premise scores; None where a premise was not scored."""
     n = len(plan.premises)
     rows: Rows = [[None] * n for _ in plan.hypotheses]
@@ -262,7 +274,7 @@ def _score_lazily(plan: _Plan, claim: str, settle: float) -> _Run:
     for h, hypothesis in enumerate(plan.hypotheses):
         for k in order:
             (rows[h][k],) = yield [(plan.premises[k].text, hypothesis)]
-            if rows[h][k][ENTAILMENT] >= settle:  # type: ignore[index]
+            if thresholds.supports(rows[h][k], settle):  # type: ignore[arg-type]
                 break
         else:
             settled = False
@@ -384,16 +396,20 @@ def _decide(
     # least-entailed window; a contradiction of any window contradicts the claim.
     best_rows: list[tuple[int, tuple[float, float, float]]] = []
     contra: tuple[float, int, tuple[float, float, float]] = (-1.0, 0, (0.0, 0.0, 0.0))
+    entailed = True
     for row in table:
         scored = {i: p for i, p in enumerate(row) if p is not None}
-        k = max(scored, key=lambda i: scored[i][ENTAILMENT])
+        # The best premise that entails this window; none: the best by P(entailment) (reported).
+        supporting = [i for i in scored if t.supports(scored[i])]
+        entailed = entailed and bool(supporting)
+        k = max(supporting or scored, key=lambda i: scored[i][ENTAILMENT])
         best_rows.append((k, scored[k]))
         c = max(scored, key=lambda i: scored[i][CONTRADICTION])
         if scored[c][CONTRADICTION] > contra[0]:
             contra = (scored[c][CONTRADICTION], c, scored[c])
     weakest_k, weakest = min(best_rows, key=lambda kr: kr[1][ENTAILMENT])
     windows = sum(p is not None for row in table for p in row)  # pairs actually scored
-    if weakest[ENTAILMENT] >= t.entail:
+    if entailed:
         return _judgement(Outcome.ENTAILED, weakest, plan.premises[weakest_k], windows, plan.split)
     if contra[0] >= t.contradiction:
         return _judgement(
