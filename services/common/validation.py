@@ -201,7 +201,7 @@ class ValidationOptions:
     # accepted when the model entails it with at least this probability.
     coverage_rescue_threshold: float | None = None
     # A premise whose P(contradiction) reaches this does not entail a sentence, whatever its
-    # P(entailment) (None: the model's default; a negative value switches the veto off).
+    # P(entailment) (None: the model's default, which may be none; 1 switches the veto off).
     contradiction_veto_threshold: float | None = None
     # The judge tier runs where the server has a judge configured and this is true; a sentence
     # whose local entailment score is in [judge_band_low, judge_band_high) is escalated

@@ -35,6 +35,7 @@ class ValidatorConfig:
     entail_threshold: float | None = None
     contradiction_threshold: float | None = None
     coverage_rescue_threshold: float | None = None
+    contradiction_veto_threshold: float | None = None
     # The judge tier (VALIDATOR_JUDGE_*; off unless VALIDATOR_JUDGE_BASE_URL is set) and the
     # rules whose rejections it may review (VALIDATOR_JUDGE_REVIEW, reason codes).
     judge: JudgeSettings = field(default_factory=JudgeSettings)
@@ -59,6 +60,7 @@ class ValidatorConfig:
             entail_threshold=env.probability("ENTAIL_THRESHOLD"),
             contradiction_threshold=env.probability("CONTRADICTION_THRESHOLD"),
             coverage_rescue_threshold=env.probability("COVERAGE_RESCUE_THRESHOLD"),
+            contradiction_veto_threshold=env.probability("CONTRADICTION_VETO_THRESHOLD"),
             judge=judge,
             judge_review=_review(env),
         )

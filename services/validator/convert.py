@@ -30,6 +30,7 @@ _MODEL_THRESHOLDS = (
     "entail_threshold",
     "contradiction_threshold",
     "coverage_rescue_threshold",
+    "contradiction_veto_threshold",
     "judge_band_low",
     "judge_band_high",
 )

@@ -461,10 +461,8 @@ def _pick(value: float | None, default: float) -> float:
 
 
 def _veto(value: float | None, default: float | None) -> float | None:
-    """The request's veto threshold, else the default; a negative one switches the veto off."""
-    if value is None:
-        return default
-    return None if value < 0 else value
+    """The request's veto threshold, else the default."""
+    return entailment.active_veto(default if value is None else value)
 
 
 def _fold(

@@ -86,6 +86,12 @@ class Thresholds:
         return entailed and (self.veto is None or scores[CONTRADICTION] < self.veto)
 
 
+def active_veto(value: float | None) -> float | None:
+    """A contradiction veto as set (a request, a setting, a manifest): 1 or more, or none, is
+    no veto."""
+    return None if value is None or value >= 1.0 else float(value)
+
+
 @dataclass(frozen=True, slots=True)
 class Premise:
     """A piece of cited evidence: ``text`` is ``passage[char_start:char_end]`` of ``semantic_id``.

@@ -15,7 +15,7 @@ from services.common.cross_encoder import OnnxCrossEncoder, ScoreCache
 from services.common.errors import ModelUnavailableError
 from services.validator.config import ValidatorConfig
 from services.validator.engine import EntailmentTier
-from services.validator.entailment import Thresholds
+from services.validator.entailment import Thresholds, active_veto
 
 __all__ = ["OnnxNliModel", "load_tier", "tier_from_config"]
 
@@ -69,6 +69,7 @@ def load_tier(
     entail: float | None = None,
     contradiction: float | None = None,
     rescue: float | None = None,
+    veto: float | None = None,
 ) -> EntailmentTier:
     """Load, verify and smoke-run the model; thresholds default to its calibrated ones.
     ``cache_size`` 0 (the default, what the benchmarks time) scores every pair afresh."""
@@ -84,6 +85,10 @@ def load_tier(
         rescue=m.threshold("coverage_rescue_threshold", calibrated_entail)
         if rescue is None
         else rescue,
+        # Optional in a manifest (none: no veto); 1 switches it off (docs/VALIDATOR.md, "M").
+        veto=active_veto(
+            m.calibration.get("contradiction_veto_threshold") if veto is None else veto
+        ),
     )
     logger.info(
         "entailment model loaded",
@@ -91,7 +96,8 @@ def load_tier(
                "cache_size": cache_size,
                "entail_threshold": thresholds.entail,
                "contradiction_threshold": thresholds.contradiction,
-               "coverage_rescue_threshold": thresholds.rescue},
+               "coverage_rescue_threshold": thresholds.rescue,
+               "contradiction_veto_threshold": thresholds.veto},
     )  # fmt: skip
     return EntailmentTier(model, thresholds)
 
@@ -105,4 +111,5 @@ def tier_from_config(config: ValidatorConfig) -> EntailmentTier:
         entail=config.entail_threshold,
         contradiction=config.contradiction_threshold,
         rescue=config.coverage_rescue_threshold,
+        veto=config.contradiction_veto_threshold,
     )

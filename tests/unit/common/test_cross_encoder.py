@@ -109,6 +109,23 @@ class TestManifest:
                 options_from_manifest(scorer, mode, veto_below=0.4, rescue_at=0.7)
         assert options_from_manifest(scorer, "shadow").mode.value == "shadow"
 
+    def test_the_contradiction_veto_comes_from_the_manifest_unless_set(
+        self, tmp_path: Path
+    ) -> None:
+        from services.validator.nli_onnx import load_tier
+
+        target = tmp_path / "model"
+        shutil.copytree(DEFAULT_MODEL_DIR, target)
+        manifest = json.loads((target / "manifest.json").read_text())
+        manifest["calibration"].pop("contradiction_veto_threshold", None)
+        (target / "manifest.json").write_text(json.dumps(manifest))
+        assert load_tier(target).thresholds.veto is None  # none in the manifest: no veto
+        manifest["calibration"]["contradiction_veto_threshold"] = 0.6
+        (target / "manifest.json").write_text(json.dumps(manifest))
+        assert load_tier(target).thresholds.veto == 0.6
+        assert load_tier(target, veto=0.8).thresholds.veto == 0.8  # the setting wins
+        assert load_tier(target, veto=1.0).thresholds.veto is None  # 1: off
+
     def test_nli_wrapper_rejects_a_model_of_another_task(self, tmp_path: Path) -> None:
         target = tmp_path / "model"
         shutil.copytree(DEFAULT_MODEL_DIR, target)

@@ -37,6 +37,9 @@ class TestEntailmentSettings:
             {"VALIDATOR_ENTAIL_THRESHOLD": "0.7", "VALIDATOR_COVERAGE_RESCUE_THRESHOLD": "0.9"}
         )
         assert (config.entail_threshold, config.coverage_rescue_threshold) == (0.7, 0.9)
+        vetoing = ValidatorConfig.from_env({"VALIDATOR_CONTRADICTION_VETO_THRESHOLD": "0.6"})
+        assert vetoing.contradiction_veto_threshold == 0.6
+        assert ValidatorConfig.from_env({}).contradiction_veto_threshold is None
 
     @pytest.mark.parametrize("raw", ["1.5", "-0.1", "nan", "high"])
     def test_config_invalid_threshold_stops_start_up(self, raw: str) -> None:

@@ -288,6 +288,84 @@ class TestDecisions:
         assert (j.scores.semantic_id, j.scores.char_start, j.scores.char_end) == ("a", 11, 22)
 
 
+VETOED = Thresholds(entail=0.2, contradiction=0.5, rescue=0.7, veto=0.5)
+
+
+class TestContradictionVeto:
+    """docs/VALIDATOR.md, rule "M": a premise that more likely contradicts does not entail."""
+
+    CLAIM = Claim(
+        "A woman who does not resist shall be regarded as consenting.",
+        (
+            (
+                "IPC_375_10",
+                "A woman who does not resist shall not by that reason alone be regarded as consenting.",
+            ),
+        ),
+    )
+
+    def test_a_vetoed_premise_does_not_entail_whatever_its_entailment(self) -> None:
+        model = ScriptedModel({"consenting": (0.31, 0.01, 0.68)})
+        (off,) = judge([self.CLAIM], model, THRESHOLDS.__class__(0.2, 0.5, 0.7), split_sentences)
+        (on,) = judge([self.CLAIM], model, VETOED, split_sentences)
+        assert off.outcome is Outcome.ENTAILED
+        assert on.outcome is Outcome.CONTRADICTED and on.contradiction == pytest.approx(0.68)
+
+    def test_below_the_veto_the_entail_threshold_decides_as_before(self) -> None:
+        model = ScriptedModel({"consenting": (0.51, 0.01, 0.48)})
+        (j,) = judge([self.CLAIM], model, VETOED, split_sentences)
+        assert j.outcome is Outcome.ENTAILED
+
+    def test_lazy_scoring_goes_past_a_vetoed_premise_to_one_that_entails(self) -> None:
+        model = ScriptedModel({})
+        model.predict = lambda pairs: (  # type: ignore[method-assign]
+            model.calls.append(list(pairs))
+            or [(0.3, 0.0, 0.7) if "theft" in p else (0.9, 0.05, 0.05) for p, _ in pairs]
+        )
+        passage = "Whoever commits theft is punished. Punishment follows every such act."
+        (j,) = judge(
+            [Claim("Theft is punished.", (("a", passage),))], model, VETOED, split_sentences
+        )
+        scored = [p for call in model.calls for p, _ in call]
+        assert scored[0] == "Whoever commits theft is punished." and len(scored) >= 2
+        assert j.outcome is Outcome.ENTAILED and j.entailment == pytest.approx(0.9)
+
+    @pytest.mark.parametrize("seed", range(40))
+    def test_lazy_scoring_gives_the_outcome_exhaustive_scoring_gives(self, seed: int) -> None:
+        case = RandomCase(seed)
+        claims = [
+            Claim(
+                case.sentence(),
+                tuple(
+                    (f"p{i}", " ".join(case.sentence() for _ in range(case.rng.randint(1, 4))))
+                    for i in range(case.rng.randint(1, 3))
+                ),
+                settle_at=case.rng.choice([None, VETOED.rescue]),
+            )
+            for _ in range(4)
+        ]
+        got = judge(claims, case.model(), VETOED, split_sentences)
+        for claim, j in zip(claims, got, strict=True):
+            (full,) = judge([claim], case.model(), VETOED, split_sentences, lazy=False)
+            assert j.outcome is full.outcome
+            if j.outcome is not Outcome.ENTAILED:
+                assert j.scores == full.scores
+            elif claim.settle_at is not None:
+                assert (j.entailment >= VETOED.rescue) == (full.entailment >= VETOED.rescue)
+
+    def test_a_request_sets_the_veto_and_1_switches_it_off(self) -> None:
+        model = ScriptedModel({"Theft": (0.35, 0.0, 0.65)})
+        answer = "Theft is punishable with imprisonment of up to three years [IPC_379_0]."
+        lenient = EntailmentTier(model, Thresholds(0.2, 0.5, 0.7))
+        assert validate(answer, EVIDENCE, tier=lenient).accepted
+        vetoing = ValidationOptions(contradiction_veto_threshold=0.5)
+        assert validate(answer, EVIDENCE, vetoing, lenient).reason is Reason.CONTRADICTED
+        strict = EntailmentTier(model, VETOED)
+        assert validate(answer, EVIDENCE, tier=strict).reason is Reason.CONTRADICTED
+        off = ValidationOptions(contradiction_veto_threshold=1.0)
+        assert validate(answer, EVIDENCE, off, strict).accepted
+
+
 class TestWindows:
     def test_judge_covers_a_long_passage_with_overlapping_windows(self) -> None:
         words = [f"w{i}" for i in range(100)]
