@@ -224,7 +224,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="keep the manifest's entail, contradiction and rescue thresholds and choose the "
         "contradiction veto by rule M (docs/VALIDATOR.md); writes it only if adopted",
     )
+    parser.add_argument(
+        "--measure",
+        action="store_true",
+        help="only measure: the tune half's per-group accuracy and both figures with the "
+        "manifest's thresholds and today's validator code (writes nothing; a before/after check "
+        "of a rule change)",
+    )
     args = parser.parse_args(argv)
+    if args.measure:
+        print(json.dumps(measure(args.model_dir), indent=2))
+        return
     if args.veto_grid:
         _veto_grid(args.model_dir)
         return
@@ -269,6 +279,25 @@ def main(argv: Sequence[str] | None = None) -> None:
     manifest["calibration"]["regression_gates"] = figures["regression_gates"]
     manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
     print(json.dumps(manifest["calibration"], indent=2))
+
+
+def measure(model_dir: Path) -> dict[str, Any]:
+    """The tune half judged with the manifest's thresholds (veto included) and today's code."""
+    calibration = json.loads((model_dir / "manifest.json").read_text())["calibration"]
+    cases = [c for c in build_cases() if c.split == TUNE]
+    thresholds = Thresholds(
+        calibration["entail_threshold"],
+        calibration["contradiction_threshold"],
+        calibration["coverage_rescue_threshold"],
+        calibration.get("contradiction_veto_threshold"),
+    )
+    run(cases, ValidationOptions(), EntailmentTier(OnnxNliModel(model_dir, threads=2), thresholds))
+    score, per = balanced_accuracy(cases)
+    return {
+        "cases": len(cases),
+        "pooled_balanced_accuracy": round(score, 4),
+        **two_figures({k: round(v, 4) for k, v in per.items()}),
+    }
 
 
 def _veto_grid(model_dir: Path) -> None:
