@@ -160,6 +160,29 @@ class ModelManifest:
         return float(value)
 
 
+# The pair every loaded model scores at start-up and after a request's call failed.
+SELF_CHECK_PAIR = ("The sky is blue.", "The sky is blue.")
+
+
+def encoders_of(*models: object) -> list[OnnxCrossEncoder]:
+    """The ONNX encoders the given models run on (a model without one, or None, has none)."""
+    found = (getattr(m, "encoder", None) for m in models)
+    return [e for e in found if isinstance(e, OnnxCrossEncoder)]
+
+
+async def still_runs(encoders: Sequence[OnnxCrossEncoder]) -> str | None:
+    """After a model raised on a request: each loaded model's self-check, in a worker thread.
+    None when every one still runs (the request's input broke it: fail that call, keep
+    serving), else the first failure (the model stopped working: stop serving)."""
+    import asyncio
+
+    for encoder in encoders:
+        problem = await asyncio.to_thread(encoder.self_check)
+        if problem is not None:
+            return f"{encoder.name}: {problem}"
+    return None
+
+
 def require_calibrated(manifest: ModelManifest) -> None:
     """Refuse a manifest the exporter marked uncalibrated, for a caller that decides with its
     own thresholds (synthesis's statement check reads the entailment model with settings chosen
@@ -261,6 +284,16 @@ class OnnxCrossEncoder:
         except Exception as exc:  # out of memory, a corrupt graph found at run time, ...
             raise ModelUnavailableError(f"the model {self.name} failed to run: {exc}") from exc
         return out
+
+    def self_check(self) -> str | None:
+        """Score ``SELF_CHECK_PAIR`` (what start-up runs): None when the model still runs, else
+        what failed. Run after a request's call raised, to tell a model that stopped working
+        (take the pod out of rotation) from an input that broke it (fail that call alone)."""
+        try:
+            self.probabilities([SELF_CHECK_PAIR])
+        except Exception as exc:  # any failure is the answer, never raised
+            return exc.message if isinstance(exc, ModelUnavailableError) else repr(exc)
+        return None
 
     def _run(self, encodings: Sequence[Any]) -> np.ndarray:
         width = max(len(e.ids) for e in encodings)

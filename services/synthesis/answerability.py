@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
 from services.common.budget import Stop
+from services.common.cross_encoder import OnnxCrossEncoder, encoders_of
 from services.common.evidence import ScoredChunk, passage_text
 from services.common.judge import Band, Item, Judge, Outcome, Verdict
 from services.synthesis.sufficiency import Requirement, SufficiencyDecision
@@ -495,6 +496,10 @@ class AnswerabilityCheck:
     @property
     def enabled(self) -> bool:
         return self.options.enabled
+
+    def encoders(self) -> list[OnnxCrossEncoder]:
+        """The loaded models' encoders (what a self-check runs); none before loading."""
+        return encoders_of(self.scorer, self.statement_scorer)
 
     def load(
         self,

@@ -10,7 +10,7 @@ from grounded.synthesis.v1 import synthesis_service_pb2_grpc as pb_grpc
 
 from services.common.answerability_model import CONTRADICTION, ENTAILMENT, load_scorer
 from services.common.channels import ChannelPolicy, open_channel
-from services.common.cross_encoder import require_calibrated
+from services.common.cross_encoder import require_calibrated, still_runs
 from services.common.errors import ModelUnavailableError
 from services.common.judge_client import build_judge, judge_band
 from services.common.metrics import set_build_info
@@ -155,13 +155,23 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
     )
     pipeline = SynthesisPipeline(retriever, validator, pool, settings, answerability=answerability)
 
+    async def on_model_failure() -> None:
+        # As the validator's: a model that still runs its self-check was broken by that
+        # request's input alone; that call fails, the pod keeps serving.
+        problem = await still_runs(answerability.encoders())
+        if problem is None:
+            logger.warning("models pass their self-check after that failure: serving")
+            return
+        logger.error("a model fails its self-check too, not serving: %s", problem)
+        await service.mark_not_serving()
+
     servicer = SynthesisServicer(
         pipeline.lease,
         documents=retriever,
         documents_timeout_s=config.retrieval_timeout_s,
         default_top_k=config.default_top_k,
         default_generator=config.generator,
-        on_model_failure=service.mark_not_serving,
+        on_model_failure=on_model_failure,
         offered_generators=pipeline.generator_names,
         models=pool.model_choice,
     )

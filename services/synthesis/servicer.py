@@ -151,7 +151,8 @@ class SynthesisServicer(pb_grpc.SynthesisServiceServicer):
             # is not loaded yet).
             model = exc.metadata.get("model", "unknown")
             MODEL_FAILURES.labels(model).inc()
-            logger.error("model %s failed, not serving: %s", model, exc.message)
+            logger.error("model %s failed on a request: %s", model, exc.message)
+            # The server decides whether the models still run (serving) or not (not serving).
             if self._on_model_failure is not None:
                 await self._on_model_failure()
             raise

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from services.common.cross_encoder import OnnxCrossEncoder, ScoreCache
+from services.common.cross_encoder import SELF_CHECK_PAIR, OnnxCrossEncoder, ScoreCache
 from services.common.errors import ModelUnavailableError
 from services.validator.config import ValidatorConfig
 from services.validator.engine import EntailmentTier
@@ -74,7 +74,7 @@ def load_tier(
     """Load, verify and smoke-run the model; thresholds default to its calibrated ones.
     ``cache_size`` 0 (the default, what the benchmarks time) scores every pair afresh."""
     model = OnnxNliModel(directory, threads=threads, cache_size=cache_size)
-    model.predict([("The sky is blue.", "The sky is blue.")])  # fail now, not on a request
+    model.predict([SELF_CHECK_PAIR])  # fail now, not on a request
     m = model.manifest
     calibrated_entail = m.threshold("entail_threshold")
     thresholds = Thresholds(

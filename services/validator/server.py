@@ -7,6 +7,7 @@ import logging
 
 from grounded.validator.v1 import validator_service_pb2_grpc as pb_grpc
 
+from services.common.cross_encoder import encoders_of, still_runs
 from services.common.errors import ModelUnavailableError
 from services.common.judge_client import build_judge, judge_band
 from services.common.metrics import set_build_info
@@ -23,9 +24,21 @@ def create_app(config: ValidatorConfig) -> ServiceApp:
     service = GrpcService(label="validator", service_names=[SERVICE_NAME], settings=config.server)
 
     judge = build_judge(config.judge)
+
+    async def on_model_failure() -> None:
+        # A model that still runs its self-check was broken by that request's input alone:
+        # that call fails (MODEL_UNAVAILABLE), the pod keeps serving, so one request cannot
+        # take replica after replica out of rotation as a client retries it.
+        problem = await still_runs(encoders_of(servicer.tier and servicer.tier.model))
+        if problem is None:
+            logger.warning("entailment model passes its self-check after that failure: serving")
+            return
+        logger.error("entailment model fails its self-check too, not serving: %s", problem)
+        await service.mark_not_serving()
+
     servicer = ValidatorServicer(
         inline_max_bytes=config.inline_max_bytes,
-        on_model_failure=service.mark_not_serving,
+        on_model_failure=on_model_failure,
         judge=judge,
         band=judge_band(config.judge, DEFAULT_BAND),
         review=config.judge_review,

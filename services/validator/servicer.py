@@ -75,7 +75,8 @@ class ValidatorServicer(pb_grpc.ValidatorServiceServicer):
                 )
         except ModelUnavailableError as exc:
             MODEL_FAILURES.labels(self.tier.model.name if self.tier else "unknown").inc()
-            logger.error("entailment model failed on a request, not serving: %s", exc.message)
+            logger.error("entailment model failed on a request: %s", exc.message)
+            # The server decides whether the model still runs (serving) or not (not serving).
             if self.on_model_failure is not None:
                 await self.on_model_failure()
             raise

@@ -295,14 +295,51 @@ class TestEntailmentTierOverRpc:
         await app.stop(None)
         assert status == health_pb2.HealthCheckResponse.NOT_SERVING
 
-    async def test_rpc_model_failure_is_unavailable_and_stops_serving(
+    async def test_rpc_a_request_that_breaks_the_model_fails_alone(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        def broken(*_: Any, **__: Any) -> Any:
-            raise ModelUnavailableError("the entailment model failed to run: out of memory")
+        """The model still runs its self-check: that call is UNAVAILABLE / MODEL_UNAVAILABLE,
+        the pod keeps serving and answers the next call (a query of death takes no replica out
+        of rotation)."""
+        real = servicer_module.validate
+        calls = 0
+
+        def breaks_once(*args: Any, **kwargs: Any) -> Any:
+            nonlocal calls
+            calls += 1
+            if calls == 1:
+                raise ModelUnavailableError("the entailment model failed to run: bad input")
+            return real(*args, **kwargs)
 
         app = await _serve(1 << 20, VALIDATOR_ENTAILMENT="on")
-        monkeypatch.setattr(servicer_module, "validate", broken)
+        monkeypatch.setattr(servicer_module, "validate", breaks_once)
+        async with aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+            stub = pb_grpc.ValidatorServiceStub(channel)
+            with pytest.raises(aio.AioRpcError) as caught:
+                await stub.ValidateAnswer(_request(), timeout=10)
+            health = await health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service=SERVICE_NAME), timeout=5
+            )
+            after = await stub.ValidateAnswer(_request(), timeout=10)
+        await app.stop(None)
+        assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert error_reason(caught.value) == "MODEL_UNAVAILABLE"
+        assert health.status == health_pb2.HealthCheckResponse.SERVING
+        assert len(after.sentences) == 1  # judged: the model runs again
+
+    async def test_rpc_a_model_that_stopped_running_stops_serving(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The model fails its self-check too (out of memory, a graph gone bad): the call is
+        UNAVAILABLE / MODEL_UNAVAILABLE and the pod reports NOT_SERVING."""
+        from services.common.cross_encoder import OnnxCrossEncoder
+
+        app = await _serve(1 << 20, VALIDATOR_ENTAILMENT="on")
+
+        def out_of_memory(*_: Any, **__: Any) -> Any:
+            raise RuntimeError("onnxruntime: failed to allocate memory")
+
+        monkeypatch.setattr(OnnxCrossEncoder, "_run", out_of_memory)
         async with aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
             with pytest.raises(aio.AioRpcError) as caught:
                 await pb_grpc.ValidatorServiceStub(channel).ValidateAnswer(_request(), timeout=10)

@@ -126,6 +126,25 @@ class TestManifest:
         assert load_tier(target, veto=0.8).thresholds.veto == 0.8  # the setting wins
         assert load_tier(target, veto=1.0).thresholds.veto is None  # 1: off
 
+    async def test_the_self_check_tells_a_model_that_runs_from_one_that_stopped(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from services.common.cross_encoder import OnnxCrossEncoder, encoders_of, still_runs
+        from services.validator.nli_onnx import OnnxNliModel
+
+        model = OnnxNliModel(DEFAULT_MODEL_DIR)
+        (encoder,) = encoders_of(model, None, object())
+        assert encoder is model.encoder
+        assert await still_runs([encoder]) is None
+
+        def out_of_memory(*_: object, **__: object) -> None:
+            raise RuntimeError("failed to allocate memory")
+
+        monkeypatch.setattr(OnnxCrossEncoder, "_run", out_of_memory)
+        problem = await still_runs([encoder])
+        assert problem is not None and "failed to allocate memory" in problem
+        assert problem.startswith(encoder.name)
+
     def test_nli_wrapper_rejects_a_model_of_another_task(self, tmp_path: Path) -> None:
         target = tmp_path / "model"
         shutil.copytree(DEFAULT_MODEL_DIR, target)
