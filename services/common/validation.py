@@ -43,6 +43,9 @@ class Reason(enum.Enum):
     LINK_MISMATCH = "LINK_MISMATCH"
     # Names an act none of its cited passages belongs to or names (rule 5b).
     ACT_MISMATCH = "ACT_MISMATCH"
+    # Quotes part of a cited sentence and leaves out the exception or condition that limits it
+    # (rule 6b).
+    QUALIFIER_DROPPED = "QUALIFIER_DROPPED"
     UNSAFE_TEXT = "UNSAFE_TEXT"
     # Mostly in a script the rules and model do not read (language/script.py): not verified.
     UNREADABLE_SCRIPT = "UNREADABLE_SCRIPT"
@@ -88,6 +91,7 @@ TIER_OF_REASON: dict[Reason, Tier] = {
     Reason.UNSAFE_TEXT: Tier.CITATIONS,
     Reason.NEGATION_MISMATCH: Tier.NEGATION,
     Reason.MODALITY_MISMATCH: Tier.NEGATION,
+    Reason.QUALIFIER_DROPPED: Tier.NEGATION,
     Reason.PENALTY_MISMATCH: Tier.PENALTY,
     Reason.ROLE_MISMATCH: Tier.ROLES,
     Reason.CONTRADICTED: Tier.ENTAILMENT,

@@ -60,7 +60,7 @@ from services.common.validation import (
     ValidationReport,
     Verdict,
 )
-from services.validator import entailment, penalty, roles
+from services.validator import entailment, penalty, qualifiers, roles
 from services.validator.coverage import (
     Analysis,
     analyse,
@@ -90,6 +90,7 @@ _SENTENCE_PRIORITY = (
     Reason.MISSING_CITATION,
     Reason.NEGATION_MISMATCH,
     Reason.MODALITY_MISMATCH,
+    Reason.QUALIFIER_DROPPED,
     Reason.NUMBER_MISMATCH,
     Reason.LINK_MISMATCH,
     Reason.ACT_MISMATCH,
@@ -708,6 +709,12 @@ def _judge(
             made_duty = modality.duties_for_permissions(claim.tokens, cited_tokens)
             if made_duty:
                 problems[Reason.MODALITY_MISMATCH] = _listed_problems(made_duty)
+            # Rule 6b: a run of a cited sentence's words without the clause that limits it.
+            left_out = qualifiers.dropped(
+                claim_text, ((i, view.text(i)) for i in ids), split_sentences
+            )
+            if left_out:
+                problems[Reason.QUALIFIER_DROPPED] = _listed_problems(left_out)
             if flipped:
                 problems[Reason.NEGATION_MISMATCH] = "; ".join(
                     filter(
