@@ -22,7 +22,23 @@ from grounded.synthesis.v1 import synthesis_service_pb2_grpc as pb_grpc
 from grounded.type.v1 import validation_pb2
 
 from services.common.cli_errors import print_json, report_rpc_error, run_cli, utf8_argument
+from services.common.intent import is_statement
 from services.common.language.text import counted
+
+# What a statement's verdict says (SufficiencyReport.statement_verdict): an ANSWERED statement
+# is answered with the evidence that decides it, which may contradict it, so the quote alone is
+# no confirmation (docs/SYNTHESIS.md, "The statement's verdict").
+_STATEMENT_VERDICTS = {
+    pb.STATEMENT_VERDICT_STATED: (
+        "STATED: the evidence appears to state the claim (right about four times in five when "
+        "measured); check the quoted text"
+    ),
+    pb.STATEMENT_VERDICT_UNDECIDED: (
+        "UNDECIDED: the evidence does not surely state the claim and may contradict it; the "
+        "quote is what bears on it, not a confirmation"
+    ),
+}
+_NOT_JUDGED = "not judged: the quote is what bears on the claim, not a confirmation"
 
 _GENERATORS = {
     "default": pb.GENERATOR_KIND_UNSPECIFIED,
@@ -163,7 +179,7 @@ def document(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_human(response: pb.SynthesizeAnswerResponse, verbose: bool) -> None:
+def _print_human(response: pb.SynthesizeAnswerResponse, question: str, verbose: bool) -> None:
     print("Answer:")
     # A synthesis-mode answer is one group per source, each opened by a heading line.
     for line in response.answer.splitlines():
@@ -201,6 +217,10 @@ def _print_human(response: pb.SynthesizeAnswerResponse, verbose: bool) -> None:
     )
     detail = checked if s.sufficient else f"{failed}: {s.failure}"
     print(f"  sufficient: {'yes' if s.sufficient else 'no'} ({detail})")
+    if s.statement_verdict in _STATEMENT_VERDICTS:
+        print(f"  statement:  {_STATEMENT_VERDICTS[s.statement_verdict]}")
+    elif is_statement(question):
+        print(f"  statement:  {_NOT_JUDGED}")
     if s.compared_terms:
         print(f"  compared:   {'; '.join(s.compared_terms)} (each must be supported on its own)")
     verdict = validation_pb2.ValidationVerdict.Name(v.verdict).removeprefix("VALIDATION_VERDICT_")
@@ -287,7 +307,7 @@ def _stream(
                         print(f"\n[retracted: the {event.finished.sentences_sent} sentence(s) "
                               "above did not survive the whole-answer check]")  # fmt: skip
                     print()
-                    _print_human(final, args.verbose)
+                    _print_human(final, args.question, args.verbose)
             elif kind == "sentence" and not args.json:
                 s = event.sentence
                 where = ", ".join(c.locator for c in s.citations)
@@ -336,7 +356,7 @@ def ask(args: argparse.Namespace) -> int:
         _print_json(response)
     else:
         print(f"Question: {args.question}\n")
-        _print_human(response, args.verbose)
+        _print_human(response, args.question, args.verbose)
     answered = response.status == pb.ANSWER_STATUS_ANSWERED
     grounded = response.validation.verdict == validation_pb2.VALIDATION_VERDICT_GROUNDED
     return 0 if answered and grounded and response.sufficiency.sufficient else 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ from grpc import aio
 from grpc_status import rpc_status
 
 from services.common.channels import call_idempotent, outbound_metadata
+from services.common.documents import MAX_PAGE_SIZE
 from services.common.errors import (
     DependencyTimeoutError,
     DependencyUnavailableError,
@@ -38,6 +40,7 @@ from services.common.status import reason_of
 from services.common.urls import ADDRESS, whole_names, without_addresses
 from services.common.validation import ValidationReport
 from services.common.validation_proto import report_from_proto
+from services.synthesis.holdings import HeldDocument, Holdings
 from services.synthesis.pipeline import RetrievedEvidence
 
 logger = logging.getLogger(__name__)
@@ -168,6 +171,40 @@ class GrpcRetriever:
             self._stub.ListDocuments, request, timeout_s
         )
         return response
+
+    async def holdings(self, *, timeout_s: float) -> Holdings:
+        """What the index holds (the pipeline's IndexCatalogue): every document ListDocuments
+        lists, a page of the largest size at a time, within ``timeout_s`` in all. A page token
+        is bound to the index that made it: one another replica refuses (a rollout, mid-way)
+        starts the listing again, once; a second refusal is retrieval failing."""
+        deadline = time.monotonic() + timeout_s
+        try:
+            return await self._list_all(deadline)
+        except InvalidInputError:
+            pass  # a page token another index refused: list again from the start
+        try:
+            return await self._list_all(deadline)
+        except InvalidInputError as exc:
+            raise DependencyUnavailableError(
+                "retrieval", f"could not list its documents: {exc.message}"
+            ) from None
+
+    async def _list_all(self, deadline: float) -> Holdings:
+        documents: list[HeldDocument] = []
+        version, token = "", ""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise DependencyTimeoutError("retrieval", "did not list its documents in time")
+            request = rpb.ListDocumentsRequest(page_size=MAX_PAGE_SIZE, page_token=token)
+            page = await self.list_documents(request, timeout_s=left)
+            version = version or page.index_version
+            documents += (
+                HeldDocument(d.source.act, d.source.act_name, d.section) for d in page.documents
+            )
+            token = page.next_page_token
+            if not token:
+                return Holdings.of(version, documents)
 
     async def _document_call(self, method: Any, request: Any, timeout_s: float) -> Any:
         """One idempotent call of a document RPC, its errors mapped by ``_document_error``."""

@@ -74,6 +74,7 @@ from services.synthesis.generation import (
     TokenUsage,
     Turn,
 )
+from services.synthesis.holdings import Holdings
 from services.synthesis.limits import (
     DEFAULT_TOP_K,
     GENERATION_TIMEOUT_S,
@@ -90,9 +91,11 @@ from services.synthesis.question import QuestionAnalysis, analyse_question, rece
 from services.synthesis.routing import GeneratorPool, log_not_offered, not_offered
 from services.synthesis.sources import SourceRelation, relate
 from services.synthesis.sufficiency import (
+    Requirement,
     SufficiencyDecision,
     SufficiencyOptions,
     assess_sufficiency,
+    explain_absent,
 )
 
 logger = logging.getLogger(__name__)
@@ -147,6 +150,15 @@ class EvidenceRetriever(Protocol):
         timeout_s: float,
     ) -> RetrievedEvidence:
         """The ``top_k`` best chunks for ``query``, optionally restricted to acts / documents."""
+        ...
+
+
+class IndexCatalogue(Protocol):
+    """What the retrieval index holds (retrieval's ListDocuments). Raises
+    DependencyUnavailableError / DependencyTimeoutError on failure."""
+
+    async def holdings(self, *, timeout_s: float) -> Holdings:
+        """Every act the index holds and the provisions it holds text of."""
         ...
 
 
@@ -345,8 +357,14 @@ class SynthesisPipeline:
         *,
         generators: Sequence[Generator] = (),
         answerability: AnswerabilityCheck | None = None,
+        catalogue: IndexCatalogue | None = None,
     ) -> None:
         self._retriever = retriever
+        # What the index holds, read once per index version (``_holdings``); without a
+        # catalogue, questions about acts and provisions are judged on the evidence alone.
+        self._catalogue = catalogue
+        self._held: Holdings | None = None
+        self._held_lock = asyncio.Lock()
         self._answerability = answerability or AnswerabilityCheck()
         self._validator = validator
         if isinstance(generator, GeneratorPool):
@@ -409,7 +427,13 @@ class SynthesisPipeline:
 
         results = await self._retrieve(analysis, request, deadline, timings)
         skipped.update({f"retrieval.{s}": why for s, why in results[0].skipped.items()})
-        evidence, decision = self._assess(analysis, results, request.top_k, timings)
+        version = results[0].index_version
+        holdings = None
+        if _acts_to_look_up(analysis, results):
+            holdings = await self._holdings(version, deadline)
+        evidence, decision = self._assess(analysis, results, request.top_k, timings, holdings)
+        if decision.failed is Requirement.SECTION_MATCH and not decision.unheld:
+            decision = await self._explain_absent(analysis, decision, holdings, version, deadline)
         decision = await self._check_answerability(analysis, evidence, decision, timings, deadline)
 
         synthesis = is_synthesis_mode([s.chunk for s in evidence])
@@ -546,34 +570,86 @@ class SynthesisPipeline:
             index_version=joined_versions((first, second)),
         )
 
+    async def _holdings(self, index_version: str, deadline: float | None) -> Holdings | None:
+        """What the index holds (None without a catalogue): read from retrieval once per index
+        version, and again when a search reports another version (the index was rebuilt, or
+        replicas in a rollout)."""
+        if self._catalogue is None:
+            return None
+        async with self._held_lock:
+            held = self._held
+            if held is None or held.index_version != index_version:
+                catalogue = self._catalogue
+                held = await self._bounded(
+                    "retrieval",
+                    deadline,
+                    self._settings.retrieval_timeout_s,
+                    lambda timeout_s: catalogue.holdings(timeout_s=timeout_s),
+                )
+                self._held = held
+        return held
+
+    async def _explain_absent(
+        self,
+        analysis: QuestionAnalysis,
+        decision: SufficiencyDecision,
+        holdings: Holdings | None,
+        index_version: str,
+        deadline: float | None,
+    ) -> SufficiencyDecision:
+        """A ``SECTION_MATCH`` refusal that names the sections the index holds no text of. The
+        refusal stands whatever the holdings say, so a listing that fails leaves its general
+        reason rather than failing the request."""
+        try:
+            held = holdings or await self._holdings(index_version, deadline)
+        except (DependencyUnavailableError, DependencyTimeoutError) as exc:
+            logger.warning("the index's holdings are not known: %s", exc)
+            return decision
+        return decision if held is None else explain_absent(decision, analysis.focus, held)
+
     def _assess(
         self,
         analysis: QuestionAnalysis,
         results: Sequence[RetrievedEvidence],
         top_k: int,
         timings: dict[str, float],
+        holdings: Holdings | None = None,
     ) -> tuple[list[ScoredChunk], SufficiencyDecision]:
         """Step 2: the evidence (the ``top_k`` best, a supporting passage from below promoted
-        into it when they cannot answer) and whether it is sufficient (keyword rules)."""
+        into it when they cannot answer) and whether it is sufficient (keyword rules; with
+        ``holdings``, a question about an act the index does not hold is refused)."""
         options = self._settings.sufficiency
         intent, comparison = analysis.intent, analysis.comparison
         candidates = _dedupe(_interleave(results, comparison, intent))
         if self._settings.promote_named and comparison is None and len(results) == 1:
             candidates = promote_named(analysis.focus, candidates, top_k)
         evidence = candidates[:top_k]
+        acts = analysis.acts
+        unheld = holdings is not None and bool(holdings.unheld(acts))
         mark = time.perf_counter()
         with stage_span("sufficiency", intent=intent.value):
-            if comparison is not None:
+            if comparison is not None and not unheld:
                 # Each term's own ranking already put its passages among the first top_k.
                 decision = assess_comparison(comparison, intent, evidence, options)
             else:
                 terms = analysis.focus_terms
                 decision = assess_sufficiency(
-                    analysis.focus, intent, evidence, options, key_terms=terms
+                    analysis.focus,
+                    intent,
+                    evidence,
+                    options,
+                    key_terms=terms,
+                    holdings=holdings,
+                    acts=acts,
                 )
                 # A question retrieved per part already holds each part's best passages;
                 # promoting the whole question's keyword match would push one part's out.
-                if not decision.sufficient and len(candidates) > top_k and len(results) == 1:
+                if (
+                    not decision.sufficient
+                    and not decision.unheld
+                    and len(candidates) > top_k
+                    and len(results) == 1
+                ):
                     evidence = promote_supporting(
                         analysis.focus,
                         intent,
@@ -584,7 +660,13 @@ class SynthesisPipeline:
                         key_terms=terms,
                     )
                     decision = assess_sufficiency(
-                        analysis.focus, intent, evidence, options, key_terms=terms
+                        analysis.focus,
+                        intent,
+                        evidence,
+                        options,
+                        key_terms=terms,
+                        holdings=holdings,
+                        acts=acts,
                     )
             said = tuple(dict.fromkeys(w for r in results for w in r.unknown_terms))
             if said:
@@ -604,7 +686,8 @@ class SynthesisPipeline:
         """Step 3 (when configured): the answerability model vetoes or rescues the decision,
         and a question it leaves uncertain goes to the judge (if there is one)."""
         check = self._answerability
-        if not check.enabled or analysis.comparison is not None:
+        if not check.enabled or analysis.comparison is not None or decision.unheld:
+            # A question about an act the index does not hold: no evidence of it can answer.
             return decision
         if check.scorer is None:
             # No manifest read yet, so no model name: the metadata names the role.
@@ -915,6 +998,13 @@ STAGES: Final = (
     "validation",
     "validation.sentence",
 )
+
+
+def _acts_to_look_up(analysis: QuestionAnalysis, results: Sequence[RetrievedEvidence]) -> bool:
+    """Whether the question asks about an act no retrieved passage is of: only then must the
+    index's holdings say whether it holds that act (a passage's act is one it holds)."""
+    found = {s.chunk.act for result in results for s in result.chunks}
+    return any(act not in found for act in analysis.acts)
 
 
 def _stage_done(timings: dict[str, float], stage: str, mark: float) -> None:

@@ -10,6 +10,7 @@ as a reader sees it (``text.as_read``: NFKC, look-alike letters folded), once, f
                                  ──► intent (of the question; of the query when it has none)
                                  ──► key terms ──► focus (the question, or the query when the
                                                     question names nothing)
+                                 ──► acts asked about (the question's, else the focus's)
                                  ──► comparison (not for a follow-up) ──► a query per term
 """
 
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from services.common.intent import Intent, classify_intent
 from services.common.language.conversation import is_pleasantry
 from services.common.language.key_terms import KeyTerms, extract_key_terms
+from services.common.language.references import asked_acts
 from services.common.language.text import as_read, normalise_query
 from services.synthesis.comparison import Comparison, find_comparison
 from services.synthesis.generation import Turn
@@ -67,6 +69,10 @@ class QuestionAnalysis:
     comparison: Comparison | None = None
     # The focus split into its questions (``question_parts``): one, or several when multi-part.
     parts: tuple[str, ...] = ()
+    # The acts the question asks about (``references.asked_acts``): those its own words name,
+    # else those of the focus (a follow-up's folded-in question: "and under the BNS?" names its
+    # own).
+    acts: tuple[str, ...] = ()
 
     @property
     def queries(self) -> tuple[str, ...]:
@@ -190,4 +196,5 @@ def analyse_question(
         follow_up=follow_up,
         comparison=None if follow_up else find_comparison(question, intent),
         parts=question_parts(focus),
+        acts=asked_acts(question) or asked_acts(focus),
     )

@@ -153,7 +153,9 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
         openai=lambda model: OpenAIGenerator(_openai_settings(config, model)),
         capacity=MAX_MODEL_VARIANTS,
     )
-    pipeline = SynthesisPipeline(retriever, validator, pool, settings, answerability=answerability)
+    pipeline = SynthesisPipeline(
+        retriever, validator, pool, settings, answerability=answerability, catalogue=retriever
+    )
 
     async def on_model_failure() -> None:
         # As the validator's: a model that still runs its self-check was broken by that

@@ -6,7 +6,7 @@ import enum
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import PROFILES, Intent
@@ -18,9 +18,11 @@ from services.common.language.key_terms import (
     extract_key_terms,
     holds,
 )
+from services.common.language.references import parse_section_refs
 from services.common.language.script import unreadable_script
 from services.common.language.text import stem
 from services.common.language.text import words as text_words
+from services.synthesis.holdings import Holdings
 
 
 def term_coverage(key_terms: KeyTerms, chunk: Chunk) -> float:
@@ -213,6 +215,11 @@ class SufficiencyDecision:
     # For a statement judged by the entailment model: "stated" or "undecided"
     # (answerability.StatementVerdict); "" otherwise.
     statement_verdict: str = ""
+    # For a SECTION_MATCH refusal: the acts the question asks about that the index does not
+    # hold (codes), and what the index lacks in words (``holdings.Holdings``): such an act, or
+    # the named provisions it holds no text of. Empty otherwise.
+    unheld: tuple[str, ...] = ()
+    absent: str = ""
 
     @property
     def failed_code(self) -> str:
@@ -231,6 +238,8 @@ class SufficiencyDecision:
         words, not the evidence found, are the problem ("chori ki saza kya hai")."""
         if self.failed is None:
             return ""
+        if self.absent:
+            return self.absent  # names the act or provision the index lacks, and what it holds
         said = _DESCRIPTIONS[self.failed]
         effective = self.key_terms.effective
         if (
@@ -250,15 +259,22 @@ def assess_sufficiency(
     options: SufficiencyOptions | None = None,
     *,
     key_terms: KeyTerms | None = None,
+    holdings: Holdings | None = None,
+    acts: Sequence[str] = (),
 ) -> SufficiencyDecision:
     """Apply the checks in order; the first one that fails makes the evidence insufficient.
 
     ``key_terms`` are ``question``'s when the caller has them already (``QuestionAnalysis``).
+    ``holdings`` are what the index holds, when known, and ``acts`` the acts the question asks
+    about (``references.asked_acts``).
 
     0. the question is in a script the models and rules read (``script.unreadable_script``:
-    an Urdu or Hindi question is refused, never matched letter by letter); 1. there is
-    evidence; 2. the question has key terms; 3. some chunk reaches ``min_score``;
-    4. if the question names sections, some such chunk is from one of them; 5. some such chunk
+    an Urdu or Hindi question is refused, never matched letter by letter); 0b. every act it
+    asks about is one the index holds (``SECTION_MATCH``: "Under the BNS, ..." is never
+    answered from the IPC, whatever words they share); 1. there is evidence; 2. the question
+    has key terms; 3. some chunk reaches ``min_score``; 4. if the question names sections, some
+    such chunk is from one of them (``explain_absent`` says so when the index holds no text of
+    them); 5. some such chunk
     holds ``required_hits`` of the key terms (it is *relevant*); 6. some relevant chunk carries
     the intent's language (definitional, penalty, procedural, scope; none for general
     questions), or, for a definition, is the provision titled with the asked term.
@@ -273,6 +289,8 @@ def assess_sufficiency(
         relevant: Iterable[ScoredChunk] = (),
         supporting: Iterable[ScoredChunk] = (),
         shared: tuple[str, ...] = (),
+        unheld: tuple[str, ...] = (),
+        absent: str = "",
     ) -> SufficiencyDecision:
         return SufficiencyDecision(
             sufficient=failed is None,
@@ -284,11 +302,20 @@ def assess_sufficiency(
             supporting_ids=tuple(s.chunk.semantic_id for s in supporting),
             best_score=best,
             shared=shared,
+            unheld=unheld,
+            absent=absent,
         )
 
     checked.append(Requirement.QUESTION_READABLE)
     if unreadable_script(question) is not None:
         return decide(Requirement.QUESTION_READABLE)
+    unheld = holdings.unheld(acts) if holdings is not None else ()
+    if unheld:
+        assert holdings is not None
+        checked.append(Requirement.SECTION_MATCH)
+        return decide(
+            Requirement.SECTION_MATCH, unheld=unheld, absent=holdings.unheld_reason(unheld)
+        )
     checked.append(Requirement.EVIDENCE_PRESENT)
     if not evidence:
         return decide(Requirement.EVIDENCE_PRESENT)
@@ -386,6 +413,18 @@ def required_terms(question: str, key_terms: KeyTerms) -> frozenset[str]:
         for token in text_words(match.group(0))
     }
     return frozenset(t for t in key_terms.terms if t in named)
+
+
+def explain_absent(
+    decision: SufficiencyDecision, question: str, holdings: Holdings
+) -> SufficiencyDecision:
+    """A ``SECTION_MATCH`` refusal of provisions ``question`` names that the index holds no
+    text of, saying so ("section 304B of the Indian Penal Code, 1860 is not in this index: its
+    text is absent from the corpus"); any other decision as it is."""
+    if decision.failed is not Requirement.SECTION_MATCH or decision.absent:
+        return decision
+    absent = holdings.absent(parse_section_refs(question))
+    return replace(decision, absent=holdings.absent_reason(absent)) if absent else decision
 
 
 def _supports(intent: Intent, chunk: Chunk, key_terms: KeyTerms) -> bool:

@@ -215,7 +215,7 @@ class TestCliOutput:
             ),
         )
 
-        cli._print_human(response, verbose=False)
+        cli._print_human(response, "", verbose=False)
 
         assert (
             "tokens:     150 (120 prompt + 30 completion, model m-2026)" in capsys.readouterr().out
@@ -224,7 +224,7 @@ class TestCliOutput:
     def test_print_human_has_no_token_line_without_an_llm(
         self, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        cli._print_human(pb.SynthesizeAnswerResponse(answer=REFUSAL), verbose=False)
+        cli._print_human(pb.SynthesizeAnswerResponse(answer=REFUSAL), "", verbose=False)
 
         assert "tokens:" not in capsys.readouterr().out
 
@@ -246,11 +246,70 @@ class TestCliOutput:
             ],
         )
 
-        cli._print_human(response, verbose=False)
+        cli._print_human(response, "", verbose=False)
 
         out = capsys.readouterr().out
         assert "  IPC section 379:\n  Whoever commits theft" in out
         assert "    numeric disagreement: year: 3 in IPC_379_0, 7 in IPC_380_0" in out
+
+
+class TestCliStatementVerdict:
+    """A statement is answered with the evidence that decides it, which may contradict it: the
+    VALIDATION block says what the verdict is, so the quote is not read as a confirmation. Found
+    by a legal professional's audit: "The punishment for theft is seven years." was ANSWERED,
+    GROUNDED, quoting s.380, with STATEMENT_VERDICT_UNDECIDED in the JSON alone."""
+
+    CLAIM = "The punishment for theft is seven years."
+
+    @pytest.mark.parametrize(
+        ("verdict", "line"),
+        [
+            (
+                pb.STATEMENT_VERDICT_UNDECIDED,
+                "  statement:  UNDECIDED: the evidence does not surely state the claim and may "
+                "contradict it; the quote is what bears on it, not a confirmation",
+            ),
+            (
+                pb.STATEMENT_VERDICT_STATED,
+                "  statement:  STATED: the evidence appears to state the claim (right about four "
+                "times in five when measured); check the quoted text",
+            ),
+        ],
+    )
+    def test_print_human_says_what_a_statement_s_verdict_means(
+        self, capsys: pytest.CaptureFixture[str], verdict: int, line: str
+    ) -> None:
+        response = pb.SynthesizeAnswerResponse(
+            status=pb.ANSWER_STATUS_ANSWERED,
+            answer="Whoever commits theft in any building ... seven years [IPC_380_0].",
+            sufficiency=pb.SufficiencyReport(sufficient=True, statement_verdict=verdict),
+        )
+
+        cli._print_human(response, self.CLAIM, verbose=False)
+
+        assert line in capsys.readouterr().out.splitlines()
+
+    def test_print_human_says_a_statement_no_model_judged_is_not_confirmed(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        response = pb.SynthesizeAnswerResponse(
+            status=pb.ANSWER_STATUS_ANSWERED, sufficiency=pb.SufficiencyReport(sufficient=True)
+        )
+
+        cli._print_human(response, self.CLAIM, verbose=False)
+        claim = capsys.readouterr().out
+        cli._print_human(response, ANSWERABLE, verbose=False)
+        question = capsys.readouterr().out
+
+        line = "  statement:  not judged: the quote is what bears on the claim, not a confirmation"
+        assert line in claim.splitlines()
+        assert "statement:" not in question
+
+    async def test_ask_prints_the_audited_statement_s_verdict(self, stack: Stack) -> None:
+        run = await run_cli(self.CLAIM, "--address", stack.synthesis)
+
+        validation = run.out[run.out.index("VALIDATION") :]
+        assert "  statement:  UNDECIDED: " in validation, run.out
 
 
 async def run_module(module: str, *args: str, stdin: bytes | None = None) -> Run:

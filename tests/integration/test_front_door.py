@@ -111,3 +111,42 @@ class TestFrontDoor:
         response = await synthesize(front_door.synthesis, "Chori ki saza kya hai?")
         assert response.answer == REFUSAL
         assert response.sufficiency.answerability_effect == spb.ANSWERABILITY_EFFECT_UNSPECIFIED
+
+
+class TestWhatTheIndexHolds:
+    """Questions about an act the index does not hold, or a section it holds no text of, are
+    refused saying so (docs/EVALUATION.md, "Then K"). Found by a legal professional's audit:
+    the BNS question was answered from s.420; the other two were told only that "no evidence
+    comes from the section(s) the question names"."""
+
+    @pytest.mark.parametrize(
+        ("question", "reason"),
+        [
+            (
+                "Under the BNS, what is the punishment for cheating and dishonestly inducing "
+                "delivery of property?",
+                "the Bharatiya Nyaya Sanhita, 2023 is not among the documents: this index holds "
+                "the Indian Penal Code, 1860 (SECTION_MATCH)",
+            ),
+            (
+                "s. 420 CrPC",
+                "the Code of Criminal Procedure, 1973 is not among the documents: this index "
+                "holds the Indian Penal Code, 1860 (SECTION_MATCH)",
+            ),
+            (
+                "Sec 304B IPC punishment",
+                "section 304B of the Indian Penal Code, 1860 is not in this index: its text is "
+                "absent from the corpus (SECTION_MATCH)",
+            ),
+        ],
+    )
+    async def test_rpc_a_question_about_what_the_index_lacks_is_refused_naming_it(
+        self, front_door: Stack, question: str, reason: str
+    ) -> None:
+        response = await synthesize(front_door.synthesis, question)
+
+        assert response.answer == REFUSAL
+        assert response.status == spb.ANSWER_STATUS_REFUSED_INSUFFICIENT_EVIDENCE
+        assert response.sufficiency.failed_requirement == spb.SUFFICIENCY_REQUIREMENT_SECTION_MATCH
+        assert response.refusal_reason == reason
+        assert response.sufficiency.failure == reason.removesuffix(" (SECTION_MATCH)")

@@ -9,7 +9,7 @@ corpus loader canonicalises section numbers with the same ``normalise_section``.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -159,13 +159,33 @@ def named_acts(text: str, *, any_case: bool = False) -> tuple[str, ...]:
     So "the constitution of an assembly", "Constitution of an assembly ..." and "Nia and Ida"
     name no act. ``any_case`` counts every mention (what a cited text names, read leniently).
     """
+    return _named(text, lambda match, code: any_case or _proper(text, match, code))
+
+
+def asked_acts(question: str) -> tuple[str, ...]:
+    """The codes of the acts a question asks about, in order, without duplicates.
+
+    Those ``named_acts`` reads, and, since a question is typed rather than typeset, an act's
+    code or a name of several words in any case: "under the bns", "the code of criminal
+    procedure", "the new criminal law that replaced the IPC" (the registry's phrase for the
+    BNS). A one-word name still counts only as a proper name: "What is the constitution of an
+    unlawful assembly?" asks about no act. A code that is also something else (``bare_code``
+    false: "nia") counts only beside a section number, as in ``named_acts``.
+    """
+    return _named(
+        question,
+        lambda match, code: _proper(question, match, code) or _typed(match.group(), code),
+    )
+
+
+def _named(text: str, counts: Callable[[re.Match[str], str], bool]) -> tuple[str, ...]:
+    """The acts named in ``text`` by a section reference, or by an act name or code that
+    ``counts`` (the match, its act code), in order, without duplicates."""
     matches = _act_matches(text)
     if not matches and not _ARTICLE_WORD.search(text):
         return ()  # most sentences: no act, and no reference could name one (one scan)
     mentions = [(match.start(), code) for match, code in matches]
-    named = [
-        (match.start(), code) for match, code in matches if any_case or _proper(text, match, code)
-    ]
+    named = [(match.start(), code) for match, code in matches if counts(match, code)]
     named += [(start, ref.act) for start, ref in _refs_with_positions(text, mentions) if ref.act]
     return tuple(dict.fromkeys(code for _, code in sorted(named)))
 
@@ -183,6 +203,15 @@ def _proper(text: str, match: re.Match[str], code: str) -> bool:
     if not all(w[0].isupper() for w in words if len(w) >= 4):
         return False
     return len(words) > 1 or not _SENTENCE_START.match(text[: match.start()])
+
+
+def _typed(written: str, code: str) -> bool:
+    """Whether ``written`` (an alias of act ``code``) names the act in any case: it is the
+    act's code ("bns", "cr.p.c."), unless the code alone is also something else, or a name of
+    several words ("code of criminal procedure")."""
+    if _CODE_FORM.sub("", written).upper() == code:
+        return _BARE_CODE[code]
+    return len(written.split()) > 1
 
 
 # Where "Article N" with no act named could name the article act: the cue _KIND reads.

@@ -16,6 +16,7 @@ from services.common.language.key_terms import GENERIC_WORDS, chunk_stems, extra
 from services.common.language.references import (
     ACT_ALIASES,
     SectionRef,
+    asked_acts,
     named_acts,
     parse_section_refs,
 )
@@ -40,10 +41,13 @@ def write(tmp_path: Path, *entries: object) -> Path:
 class TestShippedRegistry:
     def test_every_reader_sees_the_same_acts(self) -> None:
         codes = [act.code for act in ACTS]
-        assert codes == ["IPC", "CRPC", "CPC", "IEA", "NIA", "HMA", "IDA", "MVA", "COI"]
+        shipped = ["IPC", "CRPC", "CPC", "IEA", "NIA", "HMA", "IDA", "MVA", "COI"]
+        # The 2023 codes that replaced the IPC, the CrPC and the Evidence Act: registered so
+        # that a question about them is known for one, with no file shipped.
+        assert codes == [*shipped, "BNS", "BNSS", "BSA"]
         assert list(CORPUS_ACTS) == codes
         assert list(ACT_ALIASES.values()) == codes
-        assert sorted(ACT_BY_FILE_STEM.values()) == sorted(codes)
+        assert sorted(ACT_BY_FILE_STEM.values()) == sorted(shipped)
 
     def test_every_act_code_is_a_corpus_word(self) -> None:
         # HMA, IDA and COI were missing from the hand-written list: "HMA" was a key term.
@@ -165,3 +169,34 @@ def test_every_service_image_ships_the_registry() -> None:
 )
 def test_named_acts(text: str, codes: tuple[str, ...]) -> None:
     assert named_acts(text) == codes
+
+
+@pytest.mark.parametrize(
+    ("question", "codes"),
+    [
+        # The audit's questions (docs/EVALUATION.md, "Then K"): the BNS named by its code and
+        # by the registry's phrase for "the law that replaced the IPC".
+        ("Under the BNS, what is the punishment for cheating?", ("BNS",)),
+        (
+            "What is the punishment for murder under the new criminal law that replaced the IPC?",
+            ("BNS",),
+        ),
+        ("under the bns what is cheating", ("BNS",)),
+        ("What is theft under the Bharatiya Nyaya Sanhita?", ("BNS",)),
+        ("Which act replaced the CrPC?", ("BNSS",)),
+        ("section 63 of the bharatiya sakshya adhiniyam", ("BSA",)),
+        ("What does the code of criminal procedure say about arrest?", ("CRPC",)),
+        ("s. 420 CrPC", ("CRPC",)),
+        ("What is theft under ipc?", ("IPC",)),
+        # "The new criminal laws" are three: no act's alias.
+        ("What changed under the new criminal laws?", ()),
+        # A one-word name only as a proper name; a code that is also something else only
+        # beside a section number.
+        ("What is the constitution of an unlawful assembly?", ()),
+        ("Does the Constitution protect life?", ("COI",)),
+        ("Can nia officers arrest?", ()),
+        ("What is s. 138 nia?", ("NIA",)),
+    ],
+)
+def test_asked_acts(question: str, codes: tuple[str, ...]) -> None:
+    assert asked_acts(question) == codes

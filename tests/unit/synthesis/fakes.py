@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from services.common.evidence import Chunk, ScoredChunk, StageSkip
+from services.common.language.references import act_name
 from services.common.refusal import REFUSAL
 from services.common.validation import (
     Reason,
@@ -17,6 +18,7 @@ from services.common.validation import (
     Verdict,
 )
 from services.synthesis.generation import GenerationRequest, GenerationResult
+from services.synthesis.holdings import HeldDocument, Holdings
 from services.synthesis.pipeline import RetrievedEvidence
 from services.validator import engine
 
@@ -91,6 +93,30 @@ class FakeRetriever:
             index_version=self.index_versions.get(query, ""),
             skipped=self.skipped,
             unknown_terms=tuple(self.unknown_terms.get(query, ())),
+        )
+
+
+@dataclass
+class FakeCatalogue:
+    """What the index holds: the acts' sections by act code (``{"IPC": ("378", "379")}``) under
+    ``index_version``, or ``error`` raised; ``calls`` counts the listings read."""
+
+    sections: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    index_version: str = ""
+    error: Exception | None = None
+    calls: int = 0
+
+    async def holdings(self, *, timeout_s: float) -> Holdings:
+        self.calls += 1
+        if self.error is not None:
+            raise self.error
+        return Holdings.of(
+            self.index_version,
+            (
+                HeldDocument(act, act_name(act), section)
+                for act, numbers in self.sections.items()
+                for section in numbers
+            ),
         )
 
 

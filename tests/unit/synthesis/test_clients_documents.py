@@ -248,3 +248,61 @@ async def test_the_retriever_keeps_the_stages_retrieval_skipped_and_why() -> Non
 
     assert found.timings_ms == {"dense": 2.0}
     assert found.skipped == {"rerank": StageSkip.DEADLINE}
+
+
+class _Listing(GrpcRetriever):
+    """ListDocuments scripted page by page: a response, or an error to raise."""
+
+    def __init__(self, *pages: rpb.ListDocumentsResponse | Exception) -> None:
+        self.pages = list(pages)
+        self.requests: list[rpb.ListDocumentsRequest] = []
+
+    async def list_documents(
+        self, request: rpb.ListDocumentsRequest, *, timeout_s: float
+    ) -> rpb.ListDocumentsResponse:
+        self.requests.append(request)
+        page = self.pages.pop(0)
+        if isinstance(page, Exception):
+            raise page
+        return page
+
+
+def _page(token: str, *sections: str) -> rpb.ListDocumentsResponse:
+    source = evidence_pb2.SourceMetadata(act="IPC", act_name="Indian Penal Code, 1860")
+    return rpb.ListDocumentsResponse(
+        documents=[
+            evidence_pb2.Document(doc_id=f"IPC_{s}", section=s, source=source) for s in sections
+        ],
+        next_page_token=token,
+        index_version="v1",
+    )
+
+
+_REFUSED_TOKEN = errors.InvalidInputError([errors.FieldViolation("page_token", "another index")])
+
+
+class TestHoldings:
+    """What the index holds, read for the front door's check of a question's acts and
+    provisions (docs/EVALUATION.md, "Then K")."""
+
+    async def test_holdings_read_every_page(self) -> None:
+        listing = _Listing(_page("next", "378", "379"), _page("", "420"))
+
+        held = await listing.holdings(timeout_s=5.0)
+
+        assert held.index_version == "v1"
+        assert list(held.acts) == ["IPC"]
+        assert held.provisions == {("IPC", "378"), ("IPC", "379"), ("IPC", "420")}
+        assert [r.page_token for r in listing.requests] == ["", "next"]
+        assert {r.page_size for r in listing.requests} == {500}
+
+    async def test_a_token_another_index_refuses_starts_the_listing_again_once(self) -> None:
+        listing = _Listing(_page("next", "378"), _REFUSED_TOKEN, _page("", "378", "420"))
+
+        held = await listing.holdings(timeout_s=5.0)
+
+        assert held.provisions == {("IPC", "378"), ("IPC", "420")}
+
+        twice = _Listing(_page("a", "378"), _REFUSED_TOKEN, _page("b", "378"), _REFUSED_TOKEN)
+        with pytest.raises(DependencyUnavailableError, match="could not list its documents"):
+            await twice.holdings(timeout_s=5.0)

@@ -62,6 +62,7 @@ from tests.support.fake_openai import (
 )
 from tests.unit.synthesis.fakes import (
     EngineValidator,
+    FakeCatalogue,
     FakeRetriever,
     RuleValidator,
     ScriptedGenerator,
@@ -344,6 +345,134 @@ class TestRefusals:
         assert result.status is SynthesisStatus.REFUSED_GENERATION_FAILED
         assert (result.refusal_code, result.refusal_reason) == ("LLM_HTTP_ERROR", "HTTP 500: boom")
         assert result.validation is None
+
+
+class TestActsTheIndexHolds:
+    """What the index holds decides a question about an act or a provision (docs/EVALUATION.md,
+    "Then K"): the audit's "Under the BNS, ..." was answered from the IPC's s.420."""
+
+    BNS = (
+        "Under the BNS, what is the punishment for cheating and dishonestly inducing delivery "
+        "of property?"
+    )
+
+    def synth(
+        self, ipc: Mapping[str, Chunk], catalogue: FakeCatalogue, **versions: str
+    ) -> tuple[SynthesisPipeline, ScriptedGenerator, RuleValidator, FakeRetriever]:
+        generator, validator = ScriptedGenerator("anything"), RuleValidator()
+        retriever = FakeRetriever(scored(ipc, *CHEATING_IDS), index_versions=versions)
+        built = SynthesisPipeline(
+            retriever, validator, generator, PipelineSettings(), catalogue=catalogue
+        )
+        return built, generator, validator, retriever
+
+    async def test_a_question_about_an_act_the_index_lacks_is_refused_naming_it(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        catalogue = FakeCatalogue({"IPC": ("415", "417", "420")})
+        synth, generator, validator, _ = self.synth(ipc, catalogue)
+
+        result = await synth.answer(SynthesisRequest(self.BNS))
+
+        assert_refused(result.answer)
+        assert result.status is SynthesisStatus.REFUSED_INSUFFICIENT_EVIDENCE
+        assert result.sufficiency.failed is Requirement.SECTION_MATCH
+        assert result.refusal_reason == (
+            "the Bharatiya Nyaya Sanhita, 2023 is not among the documents: this index holds "
+            "the Indian Penal Code, 1860 (SECTION_MATCH)"
+        )
+        assert generator.requests == [] and validator.calls == []
+
+    async def test_the_holdings_are_read_once_per_index_version(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        catalogue = FakeCatalogue({"IPC": ("420",)}, index_version="v1")
+        other = "What is murder under the BNS?"
+        synth, *_ = self.synth(ipc, catalogue, **{self.BNS: "v1", other: "v2"})
+
+        await synth.answer(SynthesisRequest(self.BNS))
+        await synth.answer(SynthesisRequest(self.BNS))
+        assert catalogue.calls == 1
+        await synth.answer(SynthesisRequest(other))  # a search served by a rebuilt index
+        assert catalogue.calls == 2
+
+    @pytest.mark.parametrize(
+        "question",
+        [
+            "What is the punishment for cheating?",
+            "What is the punishment for cheating under the IPC?",  # its passages are the IPC's
+            CHEATING,  # a section its passages are of
+        ],
+    )
+    async def test_a_question_its_passages_answer_for_reads_no_holdings(
+        self, ipc: Mapping[str, Chunk], question: str
+    ) -> None:
+        catalogue = FakeCatalogue({"IPC": ("420",)})
+        synth, *_ = self.synth(ipc, catalogue)
+
+        result = await synth.answer(SynthesisRequest(question))
+
+        assert catalogue.calls == 0
+        assert result.sufficiency.sufficient
+
+    async def test_a_section_the_index_holds_no_text_of_is_named(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        synth, *_ = self.synth(ipc, FakeCatalogue({"IPC": ("304", "415", "417", "420")}))
+
+        result = await synth.answer(SynthesisRequest("Sec 304B IPC punishment"))
+
+        assert result.sufficiency.failed is Requirement.SECTION_MATCH
+        assert result.refusal_reason == (
+            "section 304B of the Indian Penal Code, 1860 is not in this index: its text is "
+            "absent from the corpus (SECTION_MATCH)"
+        )
+
+    async def test_a_listing_that_fails_leaves_a_section_refusal_its_general_reason(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        catalogue = FakeCatalogue(error=DependencyUnavailableError("retrieval", "refused"))
+        synth, *_ = self.synth(ipc, catalogue)
+
+        result = await synth.answer(SynthesisRequest("What is section 304B?"))
+
+        assert catalogue.calls == 1
+        assert result.refusal_reason == (
+            "no evidence comes from the section(s) the question names (SECTION_MATCH)"
+        )
+
+    async def test_a_catalogue_failure_propagates(self, ipc: Mapping[str, Chunk]) -> None:
+        catalogue = FakeCatalogue(error=DependencyUnavailableError("retrieval", "refused"))
+        synth, generator, *_ = self.synth(ipc, catalogue)
+
+        with pytest.raises(DependencyUnavailableError):
+            await synth.answer(SynthesisRequest(self.BNS))
+
+        assert generator.requests == []
+
+    async def test_a_comparison_with_an_act_the_index_lacks_is_refused(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        catalogue = FakeCatalogue({"IPC": ("378", "379")})
+        synth, generator, *_ = self.synth(ipc, catalogue)
+
+        result = await synth.answer(
+            SynthesisRequest("What is the difference between theft under the IPC and the BNS?")
+        )
+
+        assert result.sufficiency.failed is Requirement.SECTION_MATCH
+        assert result.sufficiency.unheld == ("BNS",)
+        assert generator.requests == []
+
+    async def test_a_follow_up_about_an_act_the_index_lacks_is_refused(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        synth, *_ = self.synth(ipc, FakeCatalogue({"IPC": ("415", "417", "420")}))
+        history = (Turn("user", CHEATING), Turn("assistant", "Seven years [IPC_420_0]."))
+
+        result = await synth.answer(SynthesisRequest("And under the BNS?", history=history))
+
+        assert result.sufficiency.unheld == ("BNS",)
 
 
 class TestFailClosed:

@@ -9,12 +9,15 @@ import pytest
 from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import Intent, classify_intent, is_statement
 from services.common.language.key_terms import extract_key_terms
+from services.common.language.references import asked_acts
+from services.synthesis.holdings import HeldDocument, Holdings
 from services.synthesis.sufficiency import (
     Requirement,
     SufficiencyDecision,
     SufficiencyOptions,
     answer_type,
     assess_sufficiency,
+    explain_absent,
     has_intent_language,
     required_terms,
     shared_terms,
@@ -352,6 +355,98 @@ class TestAssessSufficiency:
             Requirement.KEY_TERM_MATCH,
             Requirement.DEFINITIONAL_LANGUAGE,
         )
+
+
+class TestActsTheIndexHolds:
+    """A question about an act the index does not hold is refused naming it (docs/EVALUATION.md,
+    "Then K"): the audit's BNS question shared enough words with s.420 to be answered from it."""
+
+    BNS = (
+        "Under the BNS, what is the punishment for cheating and dishonestly inducing delivery "
+        "of property?"
+    )
+
+    def held(self, *sections: str) -> Holdings:
+        return Holdings.of(
+            "v1", [HeldDocument("IPC", "Indian Penal Code, 1860", s) for s in sections]
+        )
+
+    def test_a_question_about_an_act_the_index_lacks_is_refused_before_its_evidence(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        evidence = scored(ipc, "IPC_420_0", "IPC_415_0")
+
+        decision = assess_sufficiency(
+            self.BNS,
+            classify_intent(self.BNS),
+            evidence,
+            holdings=self.held("415", "420"),
+            acts=asked_acts(self.BNS),
+        )
+
+        assert decision.failed is Requirement.SECTION_MATCH
+        assert decision.requirements == (Requirement.QUESTION_READABLE, Requirement.SECTION_MATCH)
+        assert decision.unheld == ("BNS",)
+        assert decision.reason == (
+            "the Bharatiya Nyaya Sanhita, 2023 is not among the documents: this index holds "
+            "the Indian Penal Code, 1860"
+        )
+        assert decision.relevant_ids == ()
+
+    def test_an_act_the_index_holds_is_judged_on_its_evidence(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        question = "What is the punishment for cheating under the IPC?"
+
+        decision = assess_sufficiency(
+            question,
+            classify_intent(question),
+            scored(ipc, "IPC_417_0"),
+            holdings=self.held("417"),
+            acts=asked_acts(question),
+        )
+
+        assert decision.sufficient
+
+    @pytest.mark.parametrize(
+        ("question", "reason"),
+        [
+            (
+                "Sec 304B IPC punishment",
+                "section 304B of the Indian Penal Code, 1860 is not in this index: its text is "
+                "absent from the corpus",
+            ),
+            (
+                "What is section 304B?",
+                "section 304B is not in this index, which holds the Indian Penal Code, 1860: its "
+                "text is absent from the corpus",
+            ),
+        ],
+    )
+    def test_explain_absent_names_a_section_the_index_holds_no_text_of(
+        self, ipc: Mapping[str, Chunk], question: str, reason: str
+    ) -> None:
+        decision = assess_sufficiency(
+            question, classify_intent(question), scored(ipc, "IPC_304A_0", "IPC_304_0")
+        )
+
+        explained = explain_absent(decision, question, self.held("304", "304A"))
+
+        assert explained.failed is Requirement.SECTION_MATCH
+        assert explained.reason == reason
+
+    def test_explain_absent_keeps_the_reason_of_a_held_section_or_another_refusal(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        held = self.held("415", "420")
+        missed = assess_sufficiency(
+            "What is section 420?", Intent.GENERAL, scored(ipc, "IPC_415_0")
+        )
+        other = assess_sufficiency("What is the capital of France?", Intent.GENERAL, ())
+
+        assert explain_absent(missed, "What is section 420?", held) == missed
+        assert missed.reason == "no evidence comes from the section(s) the question names"
+        assert explain_absent(other, "What is section 304B?", held) == other
 
 
 class TestClassifyIntent:
