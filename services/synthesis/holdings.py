@@ -79,7 +79,10 @@ class Holdings:
     def absent(self, refs: Sequence[SectionRef]) -> tuple[SectionRef, ...]:
         """The provisions of ``refs`` of which the index holds no text: of an act it holds, a
         section it lacks; of no act named, a section no act it holds has. A provision of an
-        act it does not hold is ``unheld``'s to say."""
+        act it does not hold is ``unheld``'s to say; an index of no registered act has no
+        sections to lack."""
+        if not self.of_statutes:
+            return ()
         found: list[SectionRef] = []
         for ref in refs:
             if ref.act is not None:

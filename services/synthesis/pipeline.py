@@ -338,6 +338,15 @@ class Prepared:
         return [s.chunk.semantic_id for s in self.base.evidence]
 
 
+@dataclass
+class _HeldCache:
+    """The last holdings read (``SynthesisPipeline._holdings``), and the lock that lets one
+    request read them while others wait."""
+
+    holdings: Holdings | None = None
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
 class SynthesisPipeline:
     """request → retrieve → sufficiency → generate → resolve citations → validate → result.
 
@@ -363,8 +372,7 @@ class SynthesisPipeline:
         # What the index holds, read once per index version (``_holdings``); without a
         # catalogue, questions about acts and provisions are judged on the evidence alone.
         self._catalogue = catalogue
-        self._held: Holdings | None = None
-        self._held_lock = asyncio.Lock()
+        self._held = _HeldCache()  # shared with the views ``lease`` hands out
         self._answerability = answerability or AnswerabilityCheck()
         self._validator = validator
         if isinstance(generator, GeneratorPool):
@@ -576,8 +584,9 @@ class SynthesisPipeline:
         replicas in a rollout)."""
         if self._catalogue is None:
             return None
-        async with self._held_lock:
-            held = self._held
+        cache = self._held
+        async with cache.lock:
+            held = cache.holdings
             if held is None or held.index_version != index_version:
                 catalogue = self._catalogue
                 held = await self._bounded(
@@ -586,7 +595,7 @@ class SynthesisPipeline:
                     self._settings.retrieval_timeout_s,
                     lambda timeout_s: catalogue.holdings(timeout_s=timeout_s),
                 )
-                self._held = held
+                cache.holdings = held
         return held
 
     async def _explain_absent(

@@ -59,6 +59,7 @@ class TestHoldings:
 
         assert not squad.of_statutes
         assert squad.unheld(("COI", "BNS")) == ()
+        assert squad.absent((SectionRef("5"),)) == ()
 
     def test_an_unregistered_act_is_not_the_registry_s_to_name(self) -> None:
         assert IPC_ONLY.unheld(("MTA",)) == ()

@@ -19,7 +19,7 @@ from services.synthesis.routing import (
     model_not_offered,
     offered_generators,
 )
-from tests.unit.synthesis.fakes import FakeRetriever, RuleValidator
+from tests.unit.synthesis.fakes import FakeCatalogue, FakeRetriever, RuleValidator
 
 
 class ModelFake:
@@ -257,6 +257,23 @@ class TestOnePipeline:
             assert pipeline._generators["openai"] is configured
             assert other._retriever is pipeline._retriever
             assert other._answerability is pipeline._answerability
+
+    async def test_a_leased_view_shares_the_pipeline_s_holdings(self) -> None:
+        # What the index holds is read once per index version, whichever model a request
+        # leases (a view is made per lease).
+        generators, _, _ = pool()
+        catalogue = FakeCatalogue({"IPC": ("420",)}, index_version="v1")
+        pipeline = SynthesisPipeline(
+            FakeRetriever(), RuleValidator(), generators, catalogue=catalogue
+        )
+
+        async with pipeline.lease("a") as other:
+            await other._holdings("v1", None)
+        await pipeline._holdings("v1", None)
+        async with pipeline.lease("b") as another:
+            await another._holdings("v1", None)
+
+        assert catalogue.calls == 1
 
     def test_pipeline_from_a_pool_takes_no_extra_generators(self) -> None:
         with pytest.raises(ValueError, match="pool"):
