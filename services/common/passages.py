@@ -9,6 +9,7 @@ from grounded.type.v1 import evidence_pb2
 from services.common.documents import document_text
 from services.common.evidence import Chunk, ScoredChunk, StageScores, StageSkip
 from services.common.intent import Intent
+from services.common.language.acts import act_caveat
 
 INTENT_TO_PROTO: Mapping[Intent, evidence_pb2.QueryIntent] = {
     Intent.DEFINITION: evidence_pb2.QUERY_INTENT_DEFINITION,
@@ -65,6 +66,9 @@ def document_to_proto(chunks: Sequence[Chunk], *, whole: bool = True) -> evidenc
         passage_count=len(ordered),
     )
     if whole:
+        # Where a reader reads a document whole (GetDocument), what to know about its act's text;
+        # not on each searched passage or listed document (the same words, many times over).
+        document.source.caveat = act_caveat(ordered[0].act)
         document.text = document_text(ordered)
         for chunk in ordered:
             # A passage's neighbours are in the text beside it: sent once, not twice more.

@@ -120,6 +120,8 @@ def _print_document(response: pb.GetDocumentResponse) -> None:
         print(f"  {d.source.act_name or d.source.act}{chapter}")
     if d.source.url:
         print(f"  {d.source.url}")
+    if d.source.caveat:
+        print(textwrap.indent(textwrap.fill(f"Note: {d.source.caveat}", width=92), "  "))
     print(
         f"  {counted(len(d.passages), 'passage')}, {counted(len(d.text), 'character')}, "
         f"index {response.index_version}"
@@ -203,6 +205,12 @@ def _print_human(response: pb.SynthesizeAnswerResponse, question: str, verbose: 
             for c in doc.citations:
                 print(f"    [{c.semantic_id}] {c.snippet}")
                 print(f"      at {c.locator}, characters {c.char_start}-{c.char_end}")
+        # Once per act: what a reader must know about its text in this corpus.
+        caveats = {d.source.act_name or d.source.act: d.source.caveat for d in response.citations}
+        for name, caveat in caveats.items():
+            if caveat:
+                print(f"\nNote on the {name}:")
+                print(textwrap.indent(textwrap.fill(caveat, width=92), "  "))
     v = response.validation
     s = response.sufficiency
     docs = {p.doc_id for p in response.evidence}

@@ -11,6 +11,7 @@ from grounded.type.v1 import evidence_pb2
 from services.common.documents import filter_value_violations
 from services.common.errors import Violations, top_k_rule
 from services.common.evidence import StageSkip
+from services.common.language.acts import act_caveat
 from services.common.language.text import is_blank, normalise_query
 from services.common.passages import INTENT_TO_PROTO, scored_to_proto, timings_to_proto
 from services.common.validation_proto import report_to_proto
@@ -202,6 +203,7 @@ def result_to_proto(result: SynthesisResult) -> pb.SynthesizeAnswerResponse:
                     chapter_title=doc.chapter_title,
                     page=doc.page,
                     extras=doc.extra,
+                    caveat=act_caveat(doc.act),
                 ),
                 citations=[citation_to_proto(c) for c in doc.citations],
             )

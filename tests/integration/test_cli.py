@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from grounded.synthesis.v1 import synthesis_service_pb2 as pb
+from grounded.type.v1 import evidence_pb2
 
 from services.common.refusal import REFUSAL
 from services.synthesis import cli
@@ -220,6 +221,27 @@ class TestCliOutput:
         assert (
             "tokens:     150 (120 prompt + 30 completion, model m-2026)" in capsys.readouterr().out
         )
+
+    def test_print_human_notes_each_cited_acts_caveat_once(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        source = evidence_pb2.SourceMetadata(
+            act="IPC", act_name="Indian Penal Code, 1860", caveat="Abridged text."
+        )
+        response = pb.SynthesizeAnswerResponse(
+            status=pb.ANSWER_STATUS_ANSWERED,
+            answer="Whoever cheats [IPC_417_0]. Whoever steals [IPC_379_0].",
+            citations=[
+                pb.DocumentCitations(doc_id="IPC_417", section="417", source=source),
+                pb.DocumentCitations(doc_id="IPC_379", section="379", source=source),
+            ],
+        )
+
+        cli._print_human(response, "", verbose=False)
+
+        out = capsys.readouterr().out
+        assert out.count("Note on the Indian Penal Code, 1860:") == 1
+        assert "  Abridged text." in out
 
     def test_print_human_has_no_token_line_without_an_llm(
         self, capsys: pytest.CaptureFixture[str]

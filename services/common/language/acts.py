@@ -28,6 +28,7 @@ __all__ = [
     "REGISTRY_PATH",
     "Act",
     "ActRegistryError",
+    "act_caveat",
     "load_registry",
     "registry_digest",
 ]
@@ -60,6 +61,9 @@ class Act:
     fields: Mapping[str, str]
     provision: str = "section"
     bare_code: bool = True
+    # What a reader must know about this act's text as the corpus holds it (abridged,
+    # superseded): sent with every passage of the act (SourceMetadata.caveat); "" when nothing.
+    caveat: str = ""
 
     @property
     def pattern(self) -> str:
@@ -93,7 +97,8 @@ def _act(entry: object, where: str) -> Act:
     if not isinstance(entry, dict):
         raise ActRegistryError(f"{where}: expected an object")
     unknown = sorted(
-        set(entry) - {"code", "name", "aliases", "file", "fields", "provision", "bare_code"}
+        set(entry)
+        - {"code", "name", "aliases", "file", "fields", "provision", "bare_code", "caveat"}
     )
     if unknown:
         raise ActRegistryError(f"{where}: unknown key(s) {', '.join(unknown)}")
@@ -133,6 +138,9 @@ def _act(entry: object, where: str) -> Act:
     provision = entry.get("provision", "section")
     if provision not in PROVISIONS:
         raise ActRegistryError(f"{where}: provision must be one of {', '.join(PROVISIONS)}")
+    caveat = entry.get("caveat", "")
+    if not isinstance(caveat, str):
+        raise ActRegistryError(f"{where}: caveat must be a string")
     fields = entry.get("fields")
     if not isinstance(fields, dict) or not all(isinstance(v, str) and v for v in fields.values()):
         raise ActRegistryError(f"{where}: fields must map field names to JSON keys")
@@ -150,6 +158,7 @@ def _act(entry: object, where: str) -> Act:
         fields=dict(fields),
         provision=provision,
         bare_code=bare_code,
+        caveat=" ".join(caveat.split()),
     )
 
 
@@ -160,3 +169,9 @@ def registry_digest(path: Path = REGISTRY_PATH) -> str:
 
 
 ACTS: Final[tuple[Act, ...]] = load_registry()
+
+
+def act_caveat(code: str) -> str:
+    """What a reader must know about a registered act's text in the corpus ("" when nothing, or
+    when ``code`` is no registered act's)."""
+    return next((act.caveat for act in ACTS if act.code == code), "")

@@ -94,6 +94,7 @@ class TestRegistryChecks:
             ({"year": 2032}, r"unknown key\(s\) year"),
             ({"aliases": ["(?i)model traffic act"]}, "not a regular expression"),
             ({"bare_code": "no"}, "bare_code must be true or false"),
+            ({"caveat": ["abridged"]}, "caveat must be a string"),
         ],
     )
     def test_a_bad_entry_is_named(
@@ -102,6 +103,23 @@ class TestRegistryChecks:
         with pytest.raises(ActRegistryError, match=message) as info:
             load_registry(write(tmp_path, {**GOOD, **change}))
         assert "acts[0]" in str(info.value)
+
+    def test_a_caveat_is_read_on_one_line_and_reaches_every_passage_of_the_act(
+        self, tmp_path: Path
+    ) -> None:
+        from services.common.evidence import Chunk
+        from services.common.language.acts import act_caveat
+        from services.common.passages import document_to_proto
+
+        (act,) = load_registry(write(tmp_path, {**GOOD, "caveat": "Abridged:\n  no schedules."}))
+        assert act.caveat == "Abridged: no schedules."
+        assert "Bharatiya Nyaya Sanhita" in act_caveat("IPC")  # the shipped registry says so
+        assert act_caveat("NOPE") == ""
+        ipc = [Chunk("IPC_420_0", "IPC_420", "Whoever cheats.", act="IPC", char_end=15)]
+        squad = [Chunk("Normans_0", "Normans", "The Normans.", act="", char_end=12)]
+        assert document_to_proto(ipc).source.caveat == act_caveat("IPC")
+        assert document_to_proto(ipc, whole=False).source.caveat == ""  # a listed document
+        assert document_to_proto(squad).source.caveat == ""
 
     def test_two_acts_may_not_share_a_code_or_a_file(self, tmp_path: Path) -> None:
         with pytest.raises(ActRegistryError, match="code MTA names more than one act"):

@@ -83,6 +83,7 @@ class TestResultToProto:
             assert citation.sentence == source.text
             assert (document.section, document.title) == (source.section, source.title)
             assert document.source.act == "IPC" and document.source.url == source.url
+            assert "Bharatiya Nyaya Sanhita" in document.source.caveat  # the registry's note
             assert citation.score > 0
         assert proto.answer == result.answer
         assert proto.status == pb.ANSWER_STATUS_ANSWERED and proto.refusal_reason == ""
