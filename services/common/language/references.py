@@ -9,6 +9,7 @@ corpus loader canonicalises section numbers with the same ``normalise_section``.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -49,7 +50,11 @@ _ACT_THEN_NUMBER = re.compile(rf"\b{_ANY_ACT}\s+(?P<num>{_NUMBER})", re.I)
 # ... or as the whole query: "420", "498A", "498-A", "379?" (what someone types to look a
 # provision up; GetDocument resolves the same). Not inside a sentence: "3 years" never counts,
 # and not an ordinal: "1st" or "10th" alone is not section 1ST.
-_WHOLE_NUMBER = re.compile(rf"^\s*(?!\d+(?:st|nd|rd|th)\b)(?P<num>{_NUMBER})\s*[?.!]*\s*$", re.I)
+# (Its tail is written so that a space can be read one way only: "\s*[?.!]*\s*" read a run of
+# spaces followed by anything else in quadratic time, trying each split between its two "\s*".)
+_WHOLE_NUMBER = re.compile(
+    rf"^\s*(?!\d+(?:st|nd|rd|th)\b)(?P<num>{_NUMBER})\s*(?:[?.!]+\s*)?$", re.I
+)
 _NUM_IN_LIST = re.compile(_NUMBER)
 
 # One provision reference in any form the parser reads ("section 420", "§ 302", "s. 379",
@@ -90,11 +95,32 @@ def _groups(query: str) -> list[_Group]:
         is_article = match.group("kind").lower().startswith("art")
         groups.append((match.start(), match.end(), numbers, is_article))
     for pattern in (_NUMBER_THEN_ACT, _ACT_THEN_NUMBER, _WHOLE_NUMBER):
+        # A number already inside a reference is not read again. A pattern's own matches never
+        # overlap, so each is tested against the groups found before the pattern ran.
+        inside = _Spans([(a, b) for a, b, _, _ in groups])
         for match in pattern.finditer(query):
             start = match.start("num")
-            if not any(a <= start < b for a, b, _, _ in groups):
+            if not inside.cover(start):
                 groups.append((start, match.end("num"), [(start, match.group("num"))], False))
     return groups
+
+
+class _Spans:
+    """Half-open spans, asked whether one covers a position: in log time, so that a text of
+    many references is read in n log n (testing every span for every match was quadratic)."""
+
+    def __init__(self, spans: list[tuple[int, int]]) -> None:
+        spans.sort()
+        self._starts = [a for a, _ in spans]
+        # The furthest end among the spans that start at or before each one (spans may overlap).
+        self._reach: list[int] = []
+        for _, b in spans:
+            self._reach.append(max(b, self._reach[-1]) if self._reach else b)
+
+    def cover(self, position: int) -> bool:
+        """Whether some span ``a..b`` has ``a <= position < b``."""
+        i = bisect_right(self._starts, position)
+        return i > 0 and self._reach[i - 1] > position
 
 
 def _act_matches(query: str) -> list[tuple[re.Match[str], str]]:
@@ -111,20 +137,31 @@ def _act_mentions(query: str) -> list[tuple[int, str]]:
     return [(match.start(), code) for match, code in _act_matches(query)]
 
 
-_JOINER = re.compile(r"[\s,(]*(?:(?:of|under|in)(?:\s+the)?)?\s*", re.I)
+# What may stand between a reference and the act written after it: ", ", " (", " of the ",
+# " under ". Written so that a space is read one way only (the form "[\s,(]*(?:...)?\s*" read a
+# long run of spaces in quadratic time, trying each split between its two space-eaters): the
+# same strings, since a space is one of "[\s,(]".
+_JOINER = re.compile(r"[\s,(]*(?:(?:of|under|in)(?:\s+the)?\s*)?", re.I)
 
 
-def _act_for(query: str, start: int, end: int, mentions: list[tuple[int, str]]) -> str | None:
+def _act_for(
+    query: str, start: int, end: int, mentions: list[tuple[int, str]], positions: list[int]
+) -> str | None:
     """The act a section reference spanning ``start..end`` belongs to.
 
     An act written right after it wins ("section 420 IPC", "s. 379 of the IPC"); otherwise
-    the nearest act written before it ("IPC section 420"), else None.
+    the nearest act written before it ("IPC section 420"), else None. ``positions``: the
+    mentions' positions, in order. Only the mentions within the longest joiner after ``end``
+    are tried (a joiner's every prefix that fullmatches ends within it), so each reference
+    costs a look-up and its own gap, not a pass over every mention.
     """
-    for pos, code in mentions:
-        if pos >= end and _JOINER.fullmatch(query, end, pos):
-            return code
-    before = [code for pos, code in mentions if pos < start]
-    return before[-1] if before else None
+    reach = _JOINER.match(query, end)
+    limit = reach.end() if reach else end
+    for i in range(bisect_left(positions, end), bisect_right(positions, limit)):
+        if _JOINER.fullmatch(query, end, positions[i]):
+            return mentions[i][1]
+    before = bisect_left(positions, start)
+    return mentions[before - 1][1] if before else None
 
 
 def parse_section_refs(query: str) -> tuple[SectionRef, ...]:
@@ -159,7 +196,9 @@ def named_acts(text: str, *, any_case: bool = False) -> tuple[str, ...]:
     So "the constitution of an assembly", "Constitution of an assembly ..." and "Nia and Ida"
     name no act. ``any_case`` counts every mention (what a cited text names, read leniently).
     """
-    return _named(text, lambda match, code: any_case or _proper(text, match, code))
+    return _named(
+        text, lambda match, code, at_start: any_case or _proper(match, code, at_start=at_start)
+    )
 
 
 def asked_acts(question: str) -> tuple[str, ...]:
@@ -174,35 +213,48 @@ def asked_acts(question: str) -> tuple[str, ...]:
     """
     return _named(
         question,
-        lambda match, code: _proper(question, match, code) or _typed(match.group(), code),
+        lambda match, code, at_start: (
+            _proper(match, code, at_start=at_start) or _typed(match.group(), code)
+        ),
     )
 
 
-def _named(text: str, counts: Callable[[re.Match[str], str], bool]) -> tuple[str, ...]:
+def _named(text: str, counts: Callable[[re.Match[str], str, bool], bool]) -> tuple[str, ...]:
     """The acts named in ``text`` by a section reference, or by an act name or code that
-    ``counts`` (the match, its act code), in order, without duplicates."""
+    ``counts`` (the match, its act code, whether it starts the sentence), in order, without
+    duplicates."""
     matches = _act_matches(text)
     if not matches and not _ARTICLE_WORD.search(text):
         return ()  # most sentences: no act, and no reference could name one (one scan)
     mentions = [(match.start(), code) for match, code in matches]
-    named = [(match.start(), code) for match, code in matches if counts(match, code)]
+    lead = _LEAD.match(text)
+    opening = lead.end() if lead else 0
+    named = [
+        (match.start(), code)
+        for match, code in matches
+        if counts(match, code, match.start() <= opening)
+    ]
     named += [(start, ref.act) for start, ref in _refs_with_positions(text, mentions) if ref.act]
     return tuple(dict.fromkeys(code for _, code in sorted(named)))
 
 
 _CODE_FORM = re.compile(r"[\s.]")
-_SENTENCE_START = re.compile(r"""^[\s"'\u201c\u2018(\[*_>#-]*$""")
+# What may come before the first word of a sentence (quotes, brackets, list and heading marks): a
+# name at or before the end of the text's leading run of these starts the sentence. (Read once
+# per text: matching the text before every mention again was quadratic.)
+_LEAD = re.compile(r"""[\s"'\u201c\u2018(\[*_>#-]*""")
 
 
-def _proper(text: str, match: re.Match[str], code: str) -> bool:
-    """Whether ``match`` (an alias of act ``code``) is written as a proper name of the act."""
+def _proper(match: re.Match[str], code: str, *, at_start: bool) -> bool:
+    """Whether ``match`` (an alias of act ``code``) is written as a proper name of the act;
+    ``at_start``: nothing but a sentence's opening marks comes before it."""
     written = match.group()
     if _CODE_FORM.sub("", written).upper() == code:
         return sum(c.isupper() for c in written) >= 2 and _BARE_CODE[code]
     words = written.split()
     if not all(w[0].isupper() for w in words if len(w) >= 4):
         return False
-    return len(words) > 1 or not _SENTENCE_START.match(text[: match.start()])
+    return len(words) > 1 or not at_start
 
 
 def _typed(written: str, code: str) -> bool:
@@ -222,9 +274,12 @@ def _refs_with_positions(
     text: str, mentions: list[tuple[int, str]] | None = None
 ) -> list[tuple[int, SectionRef]]:
     mentions = _act_mentions(text) if mentions is None else mentions
+    positions = [pos for pos, _ in mentions]
     found: list[tuple[int, SectionRef]] = []
     for start, end, numbers, is_article in _groups(text):
-        act = _act_for(text, start, end, mentions) or (_ARTICLE_ACT if is_article else None)
+        act = _act_for(text, start, end, mentions, positions) or (
+            _ARTICLE_ACT if is_article else None
+        )
         found.extend((pos, SectionRef(normalise_section(num), act)) for pos, num in numbers)
     return found
 
