@@ -5,10 +5,11 @@ from __future__ import annotations
 import bisect
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
+from services.common.errors import DeadlineExceededError
 from services.common.language import markup, modality, negation
 from services.common.language.citations import (
     Citation,
@@ -149,6 +150,9 @@ class _Evidence:
     """Per-request view of the evidence: unique items and their analyses, computed on demand."""
 
     index: EvidenceIndex
+    # The caller's deadline (``time.monotonic()``): checked before each passage is read, since
+    # one sentence may cite 200 passages of 20,000 characters (seconds of reading).
+    deadline: float | None = None
     _items: list[tuple[str, frozenset[str]]] | None = None
     _links: frozenset[LinkKey] | None = None
     _terms: frozenset[str] | None = None
@@ -162,6 +166,11 @@ class _Evidence:
     _texts: dict[str, str] = field(default_factory=dict)
     _analyses: dict[str, Analysis] = field(default_factory=dict)
     _terms_by_id: dict[str, frozenset[str]] = field(default_factory=dict)
+    # Per request, by id: the acts a passage names (rule 5b reads a cited passage's once, not
+    # again for every sentence that cites it: 200 sentences citing one long passage each
+    # parsed it again, about a second per sentence for a 20,000-character passage of
+    # references).
+    _acts: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def text(self, semantic_id: str) -> str:
         """The passage as the rules and the model read it: look-alikes folded, as a claim's are
@@ -196,9 +205,18 @@ class _Evidence:
             )
         return self._amounts
 
+    def acts(self, semantic_id: str) -> tuple[str, ...]:
+        """The acts the passage names, read leniently (``named_acts(any_case=True)``)."""
+        acts = self._acts.get(semantic_id)
+        if acts is None:
+            _in_time(self.deadline, "while the cited passages were read")
+            acts = self._acts[semantic_id] = named_acts(self.text(semantic_id), any_case=True)
+        return acts
+
     def analysis(self, semantic_id: str) -> Analysis:
         analysis = self._analyses.get(semantic_id)
         if analysis is None:
+            _in_time(self.deadline, "while the cited passages were read")
             analysis = self._analyses[semantic_id] = analyse_evidence(self.text(semantic_id))
         return analysis
 
@@ -250,6 +268,14 @@ class _Evidence:
         return self._items
 
 
+def _in_time(deadline: float | None, where: str) -> None:
+    """Raise ``DeadlineExceededError`` once ``deadline`` (``time.monotonic()``) has passed: a
+    caller that has given up costs no more rule time (a review kept a validator core busy
+    26 s past a 2 s deadline)."""
+    if deadline is not None and time.monotonic() > deadline:
+        raise DeadlineExceededError(f"the caller's deadline passed {where}")
+
+
 @text_memo()
 def _folded(text: str) -> str:
     return fold_lookalikes(text)
@@ -299,9 +325,10 @@ def validate(
 
     Never raises on odd text. With ``tier`` (and ``options.check_entailment``) the entailment
     model judges every sentence the cheap tiers let through; a model failure raises
-    ``ModelUnavailableError`` rather than letting the sentence pass unjudged, and a
-    ``deadline`` (``time.monotonic()``) that passes while the model still has sentences to
-    judge raises ``DeadlineExceededError``.
+    ``ModelUnavailableError`` rather than letting the sentence pass unjudged. A ``deadline``
+    (``time.monotonic()``) that passes while the rules or the model still have sentences to
+    judge raises ``DeadlineExceededError`` (the rules look between sentences and before each
+    passage they read, the model between rounds).
     """
     run_model = tier is not None and options.check_entailment
     tiers = _tiers(options, run_model)
@@ -328,7 +355,7 @@ def validate(
             entailment_model=model_name,
         )
     started = time.perf_counter()
-    view = _Evidence(EvidenceIndex.build(evidence))
+    view = _Evidence(EvidenceIndex.build(evidence), deadline)
     citations = scan(answer, view.index)
     spans = split_sentences(answer, [(c.start, c.end) for c in citations])
     owned: list[list[Citation]] = [[] for _ in spans]
@@ -344,12 +371,22 @@ def validate(
         (spans[i - 1][1] if i else 0, len(answer) if i == len(spans) - 1 else end)
         for i, (_, end) in enumerate(spans)
     ]
-    judged = [
-        _judge(
-            i, answer, span, owned[i], view, options, last=i == len(spans) - 1, region=regions[i]
+    judged = []
+    for i, span in enumerate(spans):
+        # Between sentences (and before each passage is read), as the model does between rounds.
+        _in_time(deadline, f"with {len(spans) - i} of {len(spans)} sentence(s) not yet checked")
+        judged.append(
+            _judge(
+                i,
+                answer,
+                span,
+                owned[i],
+                view,
+                options,
+                last=i == len(spans) - 1,
+                region=regions[i],
+            )
         )
-        for i, span in enumerate(spans)
-    ]
     reports = [r for r, _ in judged]
     pending = [p for _, p in judged if p is not None]
     stages = [("rules", time.perf_counter() - started)]
@@ -670,7 +707,7 @@ def _judge(
                     f"links to {', '.join(map(repr, foreign))}, which the cited evidence does "
                     "not hold"
                 )
-            if other_acts := _acts_not_cited(claim_text, ids, (view.text(i) for i in ids)):
+            if other_acts := _acts_not_cited(claim_text, ids, view.acts):
                 problems[Reason.ACT_MISMATCH] = (
                     f"names the {', '.join(map(act_name, other_acts))}, which no cited passage"
                     " belongs to or names"
@@ -767,18 +804,24 @@ def _judge(
     return failed, (_Pending(index, claim_text, ids, rescue=True) if rescue else None)
 
 
-def _acts_not_cited(claim_text: str, ids: Sequence[str], texts: Iterable[str]) -> list[str]:
+def _acts_not_cited(
+    claim_text: str, ids: Sequence[str], acts_of: Callable[[str], Iterable[str]]
+) -> list[str]:
     """Acts the sentence names that none of its cited passages belongs to or names (rule 5b);
-    nothing when a cited id names no registered act (a SQuAD passage: no act to compare). The
-    cited ``texts`` are read only when the sentence names an act."""
+    nothing when a cited id names no registered act (a SQuAD passage: no act to compare).
+    ``acts_of(id)``: the acts a cited passage names, asked only when the sentence names an
+    act that no cited passage belongs to."""
     named = named_acts(claim_text)
     if not named:
         return []
     cited = [act_of_id(i) for i in ids]
     if not cited or None in cited:
         return []
-    held = set(cited).union(*(named_acts(t, any_case=True) for t in texts))
-    return [code for code in named if code not in held]
+    other = [code for code in named if code not in cited]
+    if not other:
+        return []
+    held = set().union(*(acts_of(i) for i in ids))
+    return [code for code in other if code not in held]
 
 
 def _number_problems(

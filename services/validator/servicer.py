@@ -62,14 +62,14 @@ class ValidatorServicer(pb_grpc.ValidatorServiceServicer):
         # drain pick queued calls up instead of cancelling them).
         # With the entailment model the call takes milliseconds of ONNX Runtime, which releases
         # the GIL: a worker thread then lets other calls and health checks proceed meanwhile.
+        # The rules stop between sentences, and the model between rounds, once the caller's
+        # deadline has passed: a caller that gave up costs no more time.
+        left = context.time_remaining()
+        deadline = None if left is None else time.monotonic() + left
         try:
             if self.tier is None and request.ByteSize() <= self.inline_max_bytes:
-                report = validate(answer, evidence, options, None)
+                report = validate(answer, evidence, options, None, deadline=deadline)
             else:
-                # The model stops between rounds once the caller's deadline has passed: a
-                # caller that gave up costs no more model time.
-                left = context.time_remaining()
-                deadline = None if left is None else time.monotonic() + left
                 report = await asyncio.to_thread(
                     validate, answer, evidence, options, self.tier, deadline=deadline
                 )

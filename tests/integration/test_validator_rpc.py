@@ -351,11 +351,13 @@ class TestEntailmentTierOverRpc:
         assert error_reason(caught.value) == "MODEL_UNAVAILABLE"
         assert health.status == health_pb2.HealthCheckResponse.NOT_SERVING
 
-    async def test_rpc_hands_the_callers_deadline_to_the_model(
-        self, monkeypatch: pytest.MonkeyPatch
+    @pytest.mark.parametrize("entailment", ["on", "off"])
+    async def test_rpc_hands_the_callers_deadline_to_the_rules_and_model(
+        self, monkeypatch: pytest.MonkeyPatch, entailment: str
     ) -> None:
-        """The model stops between rounds once the caller's deadline has passed (the engine's
-        tests show it): the handler passes that deadline on, and an expired one is
+        """The rules stop between sentences, and the model between rounds, once the caller's
+        deadline has passed (the engine's tests show it): the handler passes that deadline on,
+        on a worker thread and inline (no model, a small request) alike, and an expired one is
         DEADLINE_EXCEEDED."""
         seen: list[float | None] = []
 
@@ -365,7 +367,7 @@ class TestEntailmentTierOverRpc:
                 "the caller's deadline passed with 1 sentence(s) not yet judged"
             )
 
-        app = await _serve(1 << 20, VALIDATOR_ENTAILMENT="on")
+        app = await _serve(1 << 20, VALIDATOR_ENTAILMENT=entailment)
         monkeypatch.setattr(servicer_module, "validate", expired)
         started = time.monotonic()
         async with aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:

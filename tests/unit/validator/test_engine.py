@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import time
+from dataclasses import replace
+
 import pytest
 
+from services.common.errors import DeadlineExceededError
 from services.common.evidence import Chunk
 from services.common.language.citations import resolve_citations
+from services.common.language.references import named_acts
 from services.common.refusal import REFUSAL
 from services.common.validation import (
     Reason,
@@ -14,6 +19,7 @@ from services.common.validation import (
     ValidationReport,
     Verdict,
 )
+from services.validator import engine
 from services.validator.convert import EvidenceItem
 from services.validator.engine import validate
 from tests.unit.validator.samples import chunk, ipc, ipc_evidence, ipc_text
@@ -503,6 +509,65 @@ class TestActs:
 
         assert Reason.ACT_MISMATCH not in squad.sentences[0].failed
         assert Reason.ACT_MISMATCH not in off.sentences[0].failed
+
+    def test_a_cited_passage_is_read_for_acts_once_per_request(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # A security review: every sentence naming an act parsed every passage it cites again,
+        # about a second per sentence for a 20,000-character passage of references.
+        read: list[str] = []
+
+        def counting(text: str, *, any_case: bool = False) -> tuple[str, ...]:
+            if any_case:
+                read.append(text)
+            return named_acts(text, any_case=any_case)
+
+        monkeypatch.setattr(engine, "named_acts", counting)
+        evidence = [chunk("IPC_1_0", "An offence as defined in the Code of Criminal Procedure.")]
+        sentence = "An offence is as defined in the Code of Criminal Procedure [IPC_1_0]."
+        report = check(" ".join([sentence] * 5), evidence)
+
+        assert [s.reason for s in report.sentences] == [Reason.SUPPORTED] * 5
+        assert len(read) == 1
+        # A sentence naming only the act its citation belongs to needs no passage read.
+        read.clear()
+        check(f"Under the IPC, {CHEATING.lower()} [IPC_420_0].")
+        assert read == []
+
+
+class TestDeadline:
+    """The rules stop between sentences, and before each passage they read, once the caller's
+    deadline has passed, as the model does between rounds (a security review: a 2 s caller
+    left a validator core busy for 28 s)."""
+
+    def test_no_sentence_is_checked_once_the_deadline_has_passed(self) -> None:
+        with pytest.raises(DeadlineExceededError, match="2 of 2 sentence"):
+            validate(f"{THEFT} [IPC_379_0]. {THEFT} [IPC_379_0].", ipc_evidence(), deadline=0.0)
+
+    def test_the_rules_stop_between_sentences(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        # A clock that ticks at each look: the first sentence (0), the passage it reads (1),
+        # then the second sentence (2) is past the deadline.
+        clock = iter(range(100))
+        monkeypatch.setattr(engine.time, "monotonic", lambda: next(clock))
+
+        with pytest.raises(DeadlineExceededError, match="2 of 3 sentence"):
+            validate(" ".join([f"{THEFT} [IPC_379_0]."] * 3), [ipc("379")], deadline=1.5)
+
+    def test_the_rules_stop_between_the_passages_a_sentence_cites(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # One sentence may cite 200 passages of 20,000 characters: seconds of reading.
+        clock = iter(range(100))
+        monkeypatch.setattr(engine.time, "monotonic", lambda: next(clock))
+
+        with pytest.raises(DeadlineExceededError, match="while the cited passages were read"):
+            validate(f"{THEFT} [IPC_420_0, IPC_378_0, IPC_379_0].", ipc_evidence(), deadline=1.5)
+
+    def test_a_deadline_still_ahead_changes_nothing(self) -> None:
+        answer = f"{THEFT} [IPC_379_0]. Under the CrPC, {CHEATING.lower()} [IPC_420_0]."
+        timed = validate(answer, ipc_evidence(), deadline=time.monotonic() + 60)
+
+        assert replace(timed, stage_seconds=()) == replace(check(answer), stage_seconds=())
 
 
 class TestReviewedEdges:
