@@ -48,20 +48,40 @@ def display_url(url: str) -> str:
     """``url`` as a log or an error may name it: without ``user:password@``, query string or
     fragment (either may hold a credential, e.g. ``?api-key=...``).
 
-    Wherever ``@`` appears, only the scheme and what follows the last ``@`` are kept: a
-    password holding ``/``, ``?`` or ``#`` unencoded (``redis://:Ab3/xY9@redis:6379/0``) ends
-    urlsplit's netloc early, and one written without ``//`` or without a scheme
-    (``redis:/u:pw@host``, ``:pw@host:6379``) has no netloc at all, so the netloc alone cannot
-    say where the credential ends."""
+    The query starts at the first ``?`` or ``#``. An ``@`` before it ends the userinfo: only the
+    scheme and what follows the last such ``@`` are kept, since a password holding ``/``
+    unencoded (``redis://:Ab3/xY9@redis:6379/0``) ends urlsplit's netloc early, and one written
+    without ``//`` or without a scheme (``redis:/u:pw@host``, ``:pw@host:6379``) has no netloc
+    at all. An ``@`` only after the first ``?`` or ``#`` is either in the query
+    (``redis://redis:6379/0?password=hunter@2secret``) or ends a password holding ``?`` or
+    ``#`` unencoded (``redis://u:Ab3?xY9@redis:6379/0``), and nothing tells which: only the
+    scheme and the name before the first ``:`` or ``/`` are kept (``redis://redis``; the user
+    name ``redis://u`` in the second reading), never a port or path, where the second reading
+    holds the password's first characters (``u:6380?xY9@host``), nor what follows the ``@``,
+    where the first holds the query's (keeping what followed the last ``@`` showed
+    ``redis://2secret``)."""
+    head = _QUERY_START.split(url, maxsplit=1)[0]
+    if "@" in head:
+        return _scheme(url) + head.rsplit("@", 1)[-1]
     if "@" in url:
-        scheme = _SCHEME.match(url)
-        kept = scheme.group(0) if scheme else ""
-        return kept + re.split(r"[?#]", url.rsplit("@", 1)[-1], maxsplit=1)[0]
-    parts = split_url(url)
+        scheme = _scheme(url)
+        name = _NAME.match(head, len(scheme))
+        return scheme + (name.group() if name else "")
+    parts = split_url(head)
     if parts is None:
         # Not a URL urlsplit reads (a port that is not a number): the same parts left out.
-        return re.split(r"[?#]", url, maxsplit=1)[0]
+        return head
     return urlunsplit(parts._replace(query="", fragment=""))
+
+
+def _scheme(url: str) -> str:
+    scheme = _SCHEME.match(url)
+    return scheme.group(0) if scheme else ""
+
+
+_QUERY_START: Final = re.compile(r"[?#]")
+# A host name or user name as written: to the first ":" or "/" (an IPv6 literal whole).
+_NAME: Final = re.compile(r"\[[^\]/]*\]|[^:/]*")
 
 
 # A URL's scheme as display_url keeps it: only when a "/" follows (``redis://``, ``redis:/``),

@@ -264,6 +264,13 @@ class TestBaseUrl:
         with pytest.raises(InvalidSettingError, match=f"^X_BASE_URL.*{re.escape(said)}"):
             self.read(url)
 
+    def test_an_at_in_the_query_never_shows_what_follows(self) -> None:
+        # A security review: the error named 'http://ter2secret', what followed the last '@'.
+        with pytest.raises(InvalidSettingError) as info:
+            self.read("http://judge.example:8000/v1?api-key=hun@ter2secret")
+        assert str(info.value).startswith("X_BASE_URL='http://judge.example': plain http")
+        assert "ter2secret" not in str(info.value) and "hun" not in str(info.value)
+
     def test_userinfo_is_refused_without_showing_it(self) -> None:
         with pytest.raises(InvalidSettingError) as info:
             self.read("https://user:pw-secret@169.254.169.254/latest/")
@@ -481,6 +488,23 @@ class TestRedisUrl:
             self.read("redis://u:6380/xY9@redis/0")
         assert str(e.value).startswith("X_REDIS_URL='redis://redis/0': an '@' after the host")
         assert "percent-encoded" in str(e.value)
+
+    @pytest.mark.parametrize(
+        "url",
+        [
+            "redis://redis:6379/0?password=hunter@2secret",
+            "redis://redis:port/0?password=hunter@2secret",  # no port that reads, too
+            "redis://redis:6379/0#hunter@2secret",
+        ],
+    )
+    def test_an_at_in_the_query_never_shows_what_follows(self, url: str) -> None:
+        """A security review: display_url kept what followed the last '@', so these showed
+        'redis://2secret'. The host alone is named (with its port or path, a password holding
+        '?' unencoded could show its first characters)."""
+        with pytest.raises(InvalidSettingError) as e:
+            self.read(url)
+        assert str(e.value).startswith("X_REDIS_URL='redis://redis': "), str(e.value)
+        assert "secret" not in str(e.value) and "hunter" not in str(e.value)
 
     def test_an_at_in_a_socket_path_is_a_path(self) -> None:
         assert self.read("unix:///run/redis@main/redis.sock") == "unix:///run/redis@main/redis.sock"
