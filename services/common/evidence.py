@@ -9,6 +9,9 @@ from typing import Final
 # The longest id any request may carry: a chunk's semantic id or a document id (both are short:
 # "IPC_420_0"). ValidateAnswer's evidence ids and GetDocument's doc_id are checked against it.
 MAX_ID_CHARS: Final = 256
+# The longest document id a corpus may hold: its chunks' ids, "<doc_id>_<n>", must fit
+# MAX_ID_CHARS, with room for "_" and a chunk number of up to seven digits.
+MAX_DOC_ID_CHARS: Final = MAX_ID_CHARS - len("_9999999")
 # The longest answer ValidateAnswer reads, in UTF-8 bytes; synthesis refuses a longer draft
 # itself rather than have the validator reject it as bad input.
 MAX_ANSWER_BYTES: Final = 65_536

@@ -16,8 +16,10 @@ from pypdf import PdfReader
 from pypdf.errors import PdfReadError
 
 from services.common.errors import CorpusFormatError
+from services.common.evidence import MAX_DOC_ID_CHARS
 from services.common.language.acts import ACT_CODE, REGISTRY_PATH, Act
 from services.common.language.acts import ACTS as REGISTERED_ACTS
+from services.common.language.citations import uncitable
 from services.common.language.references import normalise_section
 
 logger = logging.getLogger(__name__)
@@ -292,7 +294,9 @@ def load_jsonl(path: Path) -> list[Document]:
     read them as they read a statutes file's. Metadata that is not a statute section's (a
     ``section`` named "History") stays metadata, as before, with one warning per file. Blank
     lines are skipped; a record with no text is skipped with a warning naming its line; any
-    other bad line raises CorpusFormatError naming its number.
+    other bad line raises CorpusFormatError naming its number, a ``doc_id`` no citation could
+    name among them (a bracket, a control or invisible character, or longer than
+    ``MAX_DOC_ID_CHARS``: the validator would refuse every request citing its chunks).
     """
     docs: list[Document] = []
     try:
@@ -353,6 +357,15 @@ def _jsonl_document(record: object) -> tuple[Document, str]:
     if isinstance(doc_id, bool) or not isinstance(doc_id, str | int) or not str(doc_id).strip():
         raise ValueError("doc_id must be a non-empty string or an integer")
     doc_id = str(doc_id).strip()
+    # Its chunks' ids must be ids a citation can name and a ValidateAnswer request may carry
+    # (the validator refuses a request holding one, so every question retrieving it would fail).
+    if len(doc_id) > MAX_DOC_ID_CHARS:
+        raise ValueError(
+            f"doc_id must be at most {MAX_DOC_ID_CHARS} characters (got {len(doc_id)}), so that"
+            " its chunks' ids <doc_id>_<n> fit what a request may carry"
+        )
+    if problem := uncitable(doc_id):
+        raise ValueError(f"doc_id {doc_id!r} {problem}")
     raw_text = record.get("text")
     if isinstance(raw_text, list) and all(isinstance(t, str) for t in raw_text):
         raw_text = "\n".join(raw_text)

@@ -274,6 +274,28 @@ class TestJsonlLoader:
             load_jsonl(path)
         assert info.value.metadata["line"] == "3"
 
+    @pytest.mark.parametrize(
+        ("doc_id", "rule"),
+        [
+            ("notes]x", r"must not contain '\[' or '\]'"),
+            ("a\u200bb", "must not contain control or invisible characters"),
+            ("x" * 300, r"must be at most 248 characters \(got 300\)"),
+            ("x" * 249, r"must be at most 248 characters \(got 249\)"),  # with "_9999999": 257
+        ],
+    )
+    def test_load_jsonl_refuses_a_doc_id_no_citation_can_name(
+        self, tmp_path: Path, doc_id: str, rule: str
+    ) -> None:
+        # A security review: these were ingested, and the validator then refused every request
+        # holding their chunks (INVALID_ARGUMENT for every question retrieving them).
+        path = tmp_path / "docs.jsonl"
+        good = json.dumps({"doc_id": "ok", "text": "Fine."})
+        bad = json.dumps({"doc_id": doc_id, "text": "Fine."})
+        path.write_text(f"{good}\n\n{bad}\n", encoding="utf-8")
+        with pytest.raises(CorpusFormatError, match=rf"docs\.jsonl:3: .*{rule}") as info:
+            load_jsonl(path)
+        assert info.value.metadata["line"] == "3"
+
     def test_load_jsonl_reads_a_statute_section(self, tmp_path: Path) -> None:
         # A data engineer adding an act as JSONL: its act and section fill the document's own
         # fields (they were left in metadata, so --act and "section 3A" found nothing).
