@@ -811,7 +811,9 @@ def _acts_not_cited(
     nothing when a cited id names no registered act (a SQuAD passage: no act to compare).
     ``acts_of(id)``: the acts a cited passage names, asked only when the sentence names an
     act that no cited passage belongs to."""
-    named = named_acts(claim_text)
+    # Read as a person types an act, in lower case too (rule L3): an LLM's "under the motor
+    # vehicles act," names the act as surely as the capitalised form.
+    named = named_acts(claim_text, typed=True)
     if not named:
         return []
     cited = [act_of_id(i) for i in ids]

@@ -182,7 +182,7 @@ def reference_spans(query: str) -> list[tuple[int, int]]:
     return sorted((start, end) for start, end, _, _ in _groups(query))
 
 
-def named_acts(text: str, *, any_case: bool = False) -> tuple[str, ...]:
+def named_acts(text: str, *, any_case: bool = False, typed: bool = False) -> tuple[str, ...]:
     """The codes of the acts ``text`` names as acts, in order, without duplicates.
 
     An act is named by a section reference to it ("s. 138 NIA", "302 IPC"), or by its name or
@@ -195,9 +195,19 @@ def named_acts(text: str, *, any_case: bool = False) -> tuple[str, ...]:
       starts, whose first word is capitalised anyway.
     So "the constitution of an assembly", "Constitution of an assembly ..." and "Nia and Ida"
     name no act. ``any_case`` counts every mention (what a cited text names, read leniently).
+    ``typed`` also counts what a person types for an act in lower case: its code ("bns",
+    "cr. p. c."), unless the code alone is also something else ("nia"), and a name of several
+    words ("the motor vehicles act"); a one-word name still only as a proper name ("the
+    constitution of an assembly" names no act). How the front door reads a question
+    (``asked_acts``) and rule 5b a sentence (docs/VALIDATOR.md, "L3").
     """
     return _named(
-        text, lambda match, code, at_start: any_case or _proper(match, code, at_start=at_start)
+        text,
+        lambda match, code, at_start: (
+            any_case
+            or _proper(match, code, at_start=at_start)
+            or (typed and _typed(match.group(), code))
+        ),
     )
 
 
@@ -211,12 +221,7 @@ def asked_acts(question: str) -> tuple[str, ...]:
     unlawful assembly?" asks about no act. A code that is also something else (``bare_code``
     false: "nia") counts only beside a section number, as in ``named_acts``.
     """
-    return _named(
-        question,
-        lambda match, code, at_start: (
-            _proper(match, code, at_start=at_start) or _typed(match.group(), code)
-        ),
-    )
+    return named_acts(question, typed=True)
 
 
 def _named(text: str, counts: Callable[[re.Match[str], str, bool], bool]) -> tuple[str, ...]:
@@ -258,11 +263,12 @@ def _proper(match: re.Match[str], code: str, *, at_start: bool) -> bool:
 
 
 def _typed(written: str, code: str) -> bool:
-    """Whether ``written`` (an alias of act ``code``) names the act in any case: it is the
-    act's code ("bns", "cr.p.c."), unless the code alone is also something else, or a name of
-    several words ("code of criminal procedure")."""
+    """Whether ``written`` (an alias of act ``code``) names the act as typed in lower case: it
+    is the act's code all in lower case ("bns", "cr.p.c."; "Ida" is a name, not the Indian
+    Divorce Act), unless the code alone is also something else, or a name of several words in
+    any case ("code of criminal procedure")."""
     if _CODE_FORM.sub("", written).upper() == code:
-        return _BARE_CODE[code]
+        return _BARE_CODE[code] and written == written.lower()
     return len(written.split()) > 1
 
 

@@ -213,6 +213,9 @@ def test_named_acts(text: str, codes: tuple[str, ...]) -> None:
         ("What is the constitution of an unlawful assembly?", ()),
         ("Does the Constitution protect life?", ("COI",)),
         ("Can nia officers arrest?", ()),
+        # A code counts in any case only typed all in lower case: "Ida" is a name (rule L3).
+        ("What did Ida tell the court about theft?", ()),
+        ("What does the ida say about divorce?", ("IDA",)),
         ("What is s. 138 nia?", ("NIA",)),
     ],
 )

@@ -459,6 +459,16 @@ class TestActs:
         assert report.sentences[0].reason is Reason.ACT_MISMATCH
         assert "which no cited passage belongs to or names" in report.sentences[0].detail
 
+    @pytest.mark.parametrize(
+        "act", ["the motor vehicles act", "the crpc", "the cr. p. c.", "the hindu marriage act"]
+    )
+    def test_another_act_named_in_lower_case_fails(self, act: str) -> None:
+        # Rule L3 (security review): an LLM told to write "under the motor vehicles act," named
+        # the wrong statute and passed; the front door reads a question so already.
+        report = check(f"Under {act}, {CHEATING.lower()} [IPC_420_0].", check_entailment=False)
+
+        assert report.sentences[0].reason is Reason.ACT_MISMATCH
+
     @pytest.mark.parametrize("act", ["the IPC", "the Indian Penal Code", "section 420 IPC"])
     def test_the_cited_act_named_passes(self, act: str) -> None:
         report = check(f"Under {act}, {CHEATING.lower()} [IPC_420_0].")
@@ -517,10 +527,10 @@ class TestActs:
         # about a second per sentence for a 20,000-character passage of references.
         read: list[str] = []
 
-        def counting(text: str, *, any_case: bool = False) -> tuple[str, ...]:
+        def counting(text: str, *, any_case: bool = False, typed: bool = False) -> tuple[str, ...]:
             if any_case:
                 read.append(text)
-            return named_acts(text, any_case=any_case)
+            return named_acts(text, any_case=any_case, typed=typed)
 
         monkeypatch.setattr(engine, "named_acts", counting)
         evidence = [chunk("IPC_1_0", "An offence as defined in the Code of Criminal Procedure.")]
