@@ -250,9 +250,12 @@ def _print_human(response: pb.SynthesizeAnswerResponse, question: str, verbose: 
         f"{counted(len(docs), 'document')}{index}"
     )
     if response.synthesis_mode:
+        # Evidence documents, not cited ones: the legal audit read "over 3 documents" beside
+        # an answer citing one as three sources.
         print(
-            "  synthesis:  multi-document mode over "
-            f"{counted(response.source_doc_count, 'document')}"
+            "  synthesis:  multi-document mode: evidence from "
+            f"{counted(response.source_doc_count, 'document')}, the answer cites "
+            f"{counted(len(response.citations), 'document')}"
         )
         for r in response.source_relations:
             kind = pb.SourceRelationKind.Name(r.kind).removeprefix("SOURCE_RELATION_KIND_")

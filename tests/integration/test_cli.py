@@ -243,6 +243,21 @@ class TestCliOutput:
         assert out.count("Note on the Indian Penal Code, 1860:") == 1
         assert "  Abridged text." in out
 
+    def test_print_human_tells_evidence_documents_from_cited_ones(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        response = pb.SynthesizeAnswerResponse(
+            status=pb.ANSWER_STATUS_ANSWERED,
+            answer="Whoever commits adultery [IPC_497_0].",
+            synthesis_mode=True,
+            source_doc_count=3,
+            citations=[pb.DocumentCitations(doc_id="IPC_497", section="497")],
+        )
+
+        cli._print_human(response, "", verbose=False)
+
+        assert "evidence from 3 documents, the answer cites 1 document" in capsys.readouterr().out
+
     def test_print_human_has_no_token_line_without_an_llm(
         self, capsys: pytest.CaptureFixture[str]
     ) -> None:
