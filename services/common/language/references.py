@@ -36,12 +36,24 @@ _NUMBER = r"\d+(?:-?[A-Za-z]{1,2})?\b"
 # "section 420", "sec. 498A", "s. 302", "ss. 299 and 300", "u/s 379", "Article 21A", "art 14",
 # "law 420", "§ 302".
 _KIND = r"\bsections?|\bsecs?\.?|\bss?\.|\bu/ss?\.?|\barticles?|\barts?\.?|\blaws?|§+"
+# A sub-division written after a section number: "(2)", "(a)", "(ii)", "(2)(a)" (rule M of
+# docs/EVALUATION.md). Part of the reference, so no key term; not a section of its own.
+_SUB = r"(?:\s?\((?:\d{1,3}|[ivx]{1,5}|[a-z])\))*"
+# "read with" / "r/w": how a lawyer joins provisions charged together ("302 r/w 34").
+_READ_WITH = r"(?:r\s?/\s?w\b\.?|read\s+with\b)"
 _PREFIXED = re.compile(
     rf"(?P<kind>{_KIND})"
-    rf"\s*(?P<num>{_NUMBER})"
-    rf"(?P<more>(?:\s*(?:,|and|or|&|/)\s*{_NUMBER})*)",
+    rf"\s*(?P<num>{_NUMBER}){_SUB}"
+    rf"(?P<more>(?:\s*(?:,|and|or|&|{_READ_WITH}|/)\s*(?:(?:{_KIND})\s*)?{_NUMBER}{_SUB})*)",
     re.I,
 )
+# A bare number right before "r/w" / "read with" and another number is a section ("302 r/w 34
+# IPC"); the span takes the connector in, so it is no key term.
+_NUMBER_READ_WITH = re.compile(
+    rf"\b(?P<num>{_NUMBER}){_SUB}\s*{_READ_WITH}(?=\s*(?:(?:{_KIND})\s*)?\d)", re.I
+)
+# A sub-division's number is not a section: the list's numbers are read outside parentheses.
+_PARENTHESISED = re.compile(r"\([^()]*\)")
 # A bare number counts right next to an act name: "302 IPC", "420 of the IPC", "IPC 420" ...
 _NUMBER_THEN_ACT = re.compile(
     rf"\b(?P<num>{_NUMBER})\s+(?:of\s+(?:the\s+)?)?(?=\b{_ANY_ACT}(?!\w))", re.I
@@ -89,19 +101,20 @@ def _groups(query: str) -> list[_Group]:
     for match in _PREFIXED.finditer(query):
         numbers = [(match.start("num"), match.group("num"))]
         more_start = match.start("more")
-        numbers += [
-            (more_start + m.start(), m.group()) for m in _NUM_IN_LIST.finditer(match.group("more"))
-        ]
+        more = _PARENTHESISED.sub(lambda m: " " * len(m.group()), match.group("more"))
+        numbers += [(more_start + m.start(), m.group()) for m in _NUM_IN_LIST.finditer(more)]
         is_article = match.group("kind").lower().startswith("art")
         groups.append((match.start(), match.end(), numbers, is_article))
-    for pattern in (_NUMBER_THEN_ACT, _ACT_THEN_NUMBER, _WHOLE_NUMBER):
+    for pattern in (_NUMBER_THEN_ACT, _ACT_THEN_NUMBER, _NUMBER_READ_WITH, _WHOLE_NUMBER):
         # A number already inside a reference is not read again. A pattern's own matches never
         # overlap, so each is tested against the groups found before the pattern ran.
         inside = _Spans([(a, b) for a, b, _, _ in groups])
         for match in pattern.finditer(query):
             start = match.start("num")
             if not inside.cover(start):
-                groups.append((start, match.end("num"), [(start, match.group("num"))], False))
+                # "302 r/w": the connector is part of the reference (no key term).
+                end = match.end() if pattern is _NUMBER_READ_WITH else match.end("num")
+                groups.append((start, end, [(start, match.group("num"))], False))
     return groups
 
 

@@ -106,6 +106,38 @@ class TestNumbersReadOnce:
         assert tuple(r.section for r in parse_section_refs(query)) == refs
 
 
+class TestHowLawyersWriteReferences:
+    """Rule M (docs/EVALUATION.md, "Then M"): the legal audit's notation."""
+
+    @pytest.mark.parametrize(
+        ("query", "sections"),
+        [
+            ("What is the punishment u/s 376(2)?", ("376",)),
+            ("What does section 376(2)(a) say?", ("376",)),
+            ("s. 304 (ii) of the IPC", ("304",)),
+            ("sections 3(1) and 4 of the IPC", ("3", "4")),
+            ("Punishment for 302 r/w 34 IPC", ("302", "34")),
+            ("Section 302 read with Section 34 IPC", ("302", "34")),
+            ("s.34 r/w s.149", ("34", "149")),
+            ("ss. 299 and 300", ("299", "300")),
+        ],
+    )
+    def test_sub_divisions_and_read_with_are_part_of_the_reference(
+        self, query: str, sections: tuple[str, ...]
+    ) -> None:
+        from services.common.language.key_terms import extract_key_terms
+
+        assert tuple(r.section for r in parse_section_refs(query)) == sections
+        terms = extract_key_terms(query)
+        # Neither the sub-section's number nor the connector is something to find in a passage.
+        assert not {"2", "ii", "read", "r", "w"} & set(terms.terms)
+
+    def test_a_word_in_brackets_is_no_sub_division(self) -> None:
+        from services.common.language.key_terms import extract_key_terms
+
+        assert "theft" in extract_key_terms("Section 379 (theft) punishment").terms
+
+
 class TestNamedActs:
     @pytest.mark.parametrize(
         ("text", "codes"),
