@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from services.common.evidence import ScoredChunk
 
 DEFAULT_PER_DOC_CAP: Final = 3
 DEFAULT_SIBLING_RATIO: Final = 0.5
+
+# The passages that complete a document's group (its ranked members, best first): a named
+# section's operative text, the whole of a list a member belongs to (search.py builds it from
+# the index; services/common/language/provisions.py says what they are).
+Completion = Callable[[Sequence[ScoredChunk]], Sequence[ScoredChunk]]
 
 
 def aggregate(
@@ -17,6 +22,7 @@ def aggregate(
     top_k: int,
     per_doc_cap: int = DEFAULT_PER_DOC_CAP,
     sibling_ratio: float = DEFAULT_SIBLING_RATIO,
+    complete: Completion | None = None,
 ) -> list[ScoredChunk]:
     """Group ``ranked`` (best first) by document and return at most ``top_k`` chunks.
 
@@ -25,7 +31,9 @@ def aggregate(
     times the group's best score; every other chunk of that document is dropped, so the slots
     go to other documents. Groups keep the order of their best chunks; inside a group chunks
     follow sentence order, so a reader sees the passage as written (each chunk still carries
-    its own score and context). When the last group does not fit, its best members are kept.
+    its own score and context). ``complete`` gives the passages that complete a group (none of
+    its members): they follow its members, in sentence order, outside ``per_doc_cap``. When
+    the last group does not fit, its best members are kept, then its completing passages.
     """
     if top_k < 1:
         raise ValueError(f"top_k must be >= 1, got {top_k}")
@@ -47,4 +55,7 @@ def aggregate(
             break
         kept = group[:room]  # members are in rank order, so this keeps the best ones
         out.extend(sorted(kept, key=lambda s: s.chunk.sentence_index))
+        if complete is not None and len(kept) < room:
+            extra = sorted(complete(group), key=lambda s: s.chunk.sentence_index)
+            out.extend(extra[: room - len(kept)])
     return out

@@ -31,6 +31,10 @@ class RetrievalConfig:
     lexical_weight: float = 1.0
     # A definition question names the section titled by its key terms (SearchSettings).
     defined_terms: bool = True
+    # A named section's group holds its operative text; a list's passages come whole
+    # (SearchSettings).
+    operative_text: bool = True
+    whole_lists: bool = True
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> RetrievalConfig:
@@ -52,4 +56,6 @@ class RetrievalConfig:
             dense_weight=env.float("DENSE_WEIGHT", 1.0, minimum=0.0, maximum=100.0),
             lexical_weight=env.float("LEXICAL_WEIGHT", 1.0, minimum=0.0, maximum=100.0),
             defined_terms=env.bool("DEFINED_TERMS", True),
+            operative_text=env.bool("OPERATIVE_TEXT", True),
+            whole_lists=env.bool("WHOLE_LISTS", True),
         )

@@ -29,6 +29,7 @@ from services.common.errors import (
 from services.common.evidence import Chunk, ScoredChunk, StageScores, StageSkip
 from services.common.intent import Intent
 from services.common.language.key_terms import Vocabulary, extract_key_terms, title_terms
+from services.common.language.provisions import completing
 from services.common.language.text import (
     is_blank,
     normalise_query,
@@ -37,7 +38,12 @@ from services.common.language.text import (
 )
 from services.common.language.text import tokenize as tokenize_text
 from services.common.tracing import stage_span
-from services.retrieval.aggregation import DEFAULT_PER_DOC_CAP, DEFAULT_SIBLING_RATIO, aggregate
+from services.retrieval.aggregation import (
+    DEFAULT_PER_DOC_CAP,
+    DEFAULT_SIBLING_RATIO,
+    Completion,
+    aggregate,
+)
 from services.retrieval.documents import DocumentIndex
 from services.retrieval.embedding import Encoder
 from services.retrieval.expansion import (
@@ -214,6 +220,12 @@ class SearchSettings:
     # ("What is a document?", s.29 "Document") names that section, as "section 29" would
     # (docs/RETRIEVAL.md, "Named provisions"; RETRIEVAL_DEFINED_TERMS).
     defined_terms: bool = True
+    # A named provision's group also holds its operative text, its first passages before a
+    # proviso or Explanation (RETRIEVAL_OPERATIVE_TEXT), and a group holding a passage of a
+    # statute's list holds the whole list (RETRIEVAL_WHOLE_LISTS): docs/RETRIEVAL.md,
+    # "Aggregation"; services/common/language/provisions.py.
+    operative_text: bool = True
+    whole_lists: bool = True
     # Expansion: expanded-query scores are multiplied by this before merging with the primary.
     expansion_weight: float = 1.0
     # Pseudo-relevance feedback from the first-pass top chunks; prf_terms=0 turns it off.
@@ -611,6 +623,7 @@ class Searcher:
                     top_k=request.top_k,
                     per_doc_cap=self.settings.per_doc_cap,
                     sibling_ratio=self.settings.sibling_ratio,
+                    complete=self._completion(candidates, mask),
                 )
         else:
             final = scored[: request.top_k]
@@ -792,6 +805,44 @@ class Searcher:
                 if candidate is None:
                     candidate = candidates[position] = _Candidate(position=position, first=0.0)
                 candidate.section = True
+
+    def _completion(
+        self, candidates: dict[int, _Candidate], mask: Mask | None
+    ) -> Completion | None:
+        """What completes a statute section's group (``provisions.completing``): a named
+        section's operative text, a list a member belongs to, taken from the index. Each carries
+        its group's lowest score: it is there for its place in the section, not for its rank
+        (its stage scores, when it was ranked, are kept)."""
+        operative, lists = self.settings.operative_text, self.settings.whole_lists
+        if not (operative or lists):
+            return None
+
+        def complete(group: Sequence[ScoredChunk]) -> list[ScoredChunk]:
+            first = group[0].chunk
+            if not (first.act and first.section):
+                return []  # the layout is a statute section's; prose has no such lists
+            positions = self._by_doc.get(first.doc_id, [])
+            at = {self._chunks[p].sentence_index: p for p in positions}
+            texts = {index: self._chunks[p].text for index, p in at.items()}
+            named = any(
+                (c := candidates.get(at[s.chunk.sentence_index])) is not None and c.section
+                for s in group
+            )
+            held = [s.chunk.sentence_index for s in group]
+            floor = min(s.score for s in group)
+            added: list[ScoredChunk] = []
+            for index in completing(texts, held, operative=operative and named, lists=lists):
+                position = at[index]
+                if mask is not None and not mask[position]:
+                    continue
+                candidate = candidates.get(position)
+                if candidate is not None:
+                    added.append(dataclasses.replace(self._scored(candidate), score=floor))
+                else:
+                    added.append(ScoredChunk(chunk=self._chunks[position], score=floor))
+            return added
+
+        return complete
 
     def _rank_key(self, candidate: _Candidate) -> tuple[float, int]:
         boost = self.settings.section_boost if candidate.section else 0.0

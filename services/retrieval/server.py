@@ -43,6 +43,8 @@ def search_settings(config: RetrievalConfig) -> SearchSettings:
         dense_weight=config.dense_weight,
         lexical_weight=config.lexical_weight,
         defined_terms=config.defined_terms,
+        operative_text=config.operative_text,
+        whole_lists=config.whole_lists,
     )
 
 

@@ -169,6 +169,17 @@ class SynthesisConfig:
     # The extractive generator also quotes an evidence document its answer names by title
     # (ExtractiveOptions.bridge_titles).
     extractive_bridge_titles: bool = True
+    # A named section's operative text joins the evidence and opens the extractive answer
+    # (PipelineSettings.operative_text, ExtractiveOptions.operative_first); a statute list's
+    # passages join the evidence whole and are quoted whole or not at all
+    # (PipelineSettings.whole_lists, ExtractiveOptions.whole_lists).
+    operative_text: bool = True
+    whole_lists: bool = True
+    # A quote keeps its final ':' or ';' (ExtractiveOptions.keep_clause_marks).
+    extractive_keep_clause_marks: bool = True
+    # The complement appends another statute section only for a missing term its title
+    # names (ExtractiveOptions.complement_by_title).
+    extractive_complement_by_title: bool = True
 
     @property
     def openai_offered(self) -> bool:
@@ -241,6 +252,10 @@ class SynthesisConfig:
             promote_named=env.bool("PROMOTE_NAMED", True),
             candidate_pool=env.int("CANDIDATE_POOL", 20, minimum=0, maximum=MAX_TOP_K),
             extractive_bridge_titles=env.bool("EXTRACTIVE_BRIDGE_TITLES", True),
+            operative_text=env.bool("OPERATIVE_TEXT", True),
+            whole_lists=env.bool("WHOLE_LISTS", True),
+            extractive_keep_clause_marks=env.bool("EXTRACTIVE_KEEP_CLAUSE_MARKS", True),
+            extractive_complement_by_title=env.bool("EXTRACTIVE_COMPLEMENT_BY_TITLE", True),
             openai=OpenAISettings(
                 base_url=env.base_url(
                     "OPENAI_BASE_URL",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import Intent, classify_intent
@@ -17,6 +17,7 @@ from services.common.language.key_terms import (
     text_stems,
 )
 from services.common.language.names import names_beyond_question
+from services.common.language.provisions import list_spans, operative_positions
 from services.common.language.sentences import sentences
 from services.common.language.text import SOURCE_NOTES, source_heading, stem
 from services.common.refusal import REFUSAL
@@ -81,6 +82,29 @@ class ExtractiveOptions:
     # 5bbc6f2 / B': docs/EVALUATION.md, "Quoting the document an answer names").
     bridge_titles: bool = True
     bridge_max: int = 2
+    # When the question names a section, its operative text (its first passages before a
+    # proviso or Explanation, provisions.operative_positions) is quoted first, before the best
+    # of the rest: a proviso alone misled ("Provided further that any fine ... shall be paid
+    # to the victim" for s.376's punishment). SYNTHESIS_OPERATIVE_TEXT.
+    operative_first: bool = True
+    # A statute list is quoted whole, its lead-in and every item the evidence holds, as one
+    # choice; a lead-in whose items the evidence lacks is not quoted, nor an item apart from
+    # its lead-in ("... designated as "grievous": Emasculation." alone named one kind of
+    # eight). SYNTHESIS_WHOLE_LISTS.
+    whole_lists: bool = True
+    # A quote keeps its final ':' or ';' (and the next quote starts a line), so that a reader
+    # sees the text goes on; off, every quote ends with a full stop.
+    # SYNTHESIS_EXTRACTIVE_KEEP_CLAUSE_MARKS.
+    keep_clause_marks: bool = True
+    # To an answer quoting statute sections, the second-document complement appends another
+    # section only when the question names it by its title: the title's content words, less
+    # "punishment", "penalty" or "definition", are all question terms ("Punishment for
+    # extortion" for "... for theft and for extortion?"). A section that merely uses a question
+    # word is another provision, not the other half of the question ("Is sedition punishable
+    # with death?" was answered with s.124A and s.304's "... intention of causing death";
+    # s.304A, "Causing death by negligence", would have been next).
+    # SYNTHESIS_EXTRACTIVE_COMPLEMENT_BY_TITLE.
+    complement_by_title: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +119,15 @@ class _Unit:
     score: float
     aspects: frozenset[Intent] = frozenset()  # the asked intents whose language it carries
     title: frozenset[str] = frozenset()  # stems of its section's title
+    statute: bool = False  # from a statute section (act and section known)
+    # Every sentence it quotes, with its passage's id, in order: the sentence itself, or a
+    # list's lead-in and items (``whole_lists``).
+    parts: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def quoted(self) -> tuple[tuple[str, str], ...]:
+        """(sentence, semantic id) of every sentence the unit quotes, in order."""
+        return self.parts or ((self.text, self.semantic_id),)
 
 
 def question_aspects(question: str, intent: Intent) -> tuple[Intent, ...]:
@@ -115,14 +148,64 @@ def question_aspects(question: str, intent: Intent) -> tuple[Intent, ...]:
     return tuple(aspects) if len(aspects) > 1 else (intent,)
 
 
+@dataclass(frozen=True, slots=True)
+class _Lists:
+    """The statute lists in the evidence (``whole_lists``; provisions.list_spans): each
+    passage of a list whose items the evidence holds, by (doc id, position), with its lead-in's
+    (doc id, position); and the lead-ins whose items it lacks (``lone``), which are not quoted."""
+
+    member: Mapping[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
+    lone: frozenset[tuple[str, int]] = frozenset()
+
+    @classmethod
+    def of(cls, evidence: tuple[ScoredChunk, ...]) -> _Lists:
+        texts: dict[str, dict[int, str]] = {}
+        for scored in evidence:
+            chunk = scored.chunk
+            if chunk.act and chunk.section:
+                texts.setdefault(chunk.doc_id, {})[chunk.sentence_index] = chunk.text
+        member: dict[tuple[str, int], tuple[str, int]] = {}
+        lone: set[tuple[str, int]] = set()
+        for doc_id, own in texts.items():
+            for span in list_spans(own):
+                if len(span) == 1:
+                    lone.add((doc_id, span.start))
+                for position in span if len(span) > 1 else ():
+                    member[(doc_id, position)] = (doc_id, span.start)
+        return cls(member, frozenset(lone))
+
+
+def _list_unit(parts: list[tuple[_Unit, bool]]) -> _Unit | None:
+    """One unit quoting a whole list, lead-in and items in order, scored as its best sentence
+    that would be quoted on its own; None when none would be, or when a sentence of it starts in
+    lower case (the rest of a sentence the chunker cut: s.73's scale, s.363A's "begging" means,
+    which the validator cannot check as quotes of their own; ``_continues``)."""
+    ordered = [unit for unit, _ in sorted(parts, key=lambda p: (p[0].sentence_index, p[0].piece))]
+    qualifying = [unit for unit, qualifies in parts if qualifies]
+    if not qualifying or any(
+        unit.text[:1].islower() and (unit.piece or unit.sentence_index) for unit in ordered
+    ):
+        return None
+    lead = ordered[0]
+    return replace(
+        lead,
+        text=" ".join(unit.text for unit in ordered),
+        stems=frozenset().union(*(unit.stems for unit in ordered)),
+        score=max(unit.score for unit in qualifying),
+        aspects=frozenset().union(*(unit.aspects for unit in ordered)),
+        parts=tuple((unit.text, unit.semantic_id) for unit in ordered),
+    )
+
+
 class ExtractiveGenerator:
     """Query-focused sentence selection: key terms, intent cue, title, retrieval score; MMR.
 
-    Every answer sentence is an evidence sentence quoted verbatim (trailing punctuation
-    replaced by its ``[semantic_id]`` citation), so it passes the validator's overlap, number
-    and negation checks. In synthesis mode the quotes are grouped by document, each group
-    under a heading line the validator exempts (``by_source``). With nothing relevant to quote
-    it returns the refusal sentence.
+    Every answer sentence is an evidence sentence quoted verbatim (its citation in place of its
+    final full stop; ``cite_sentence``), so it passes the validator's overlap, number and
+    negation checks. A statute list is quoted whole or not at all, and a named section's
+    operative text comes first (``services/common/language/provisions.py``). In synthesis mode
+    the quotes are grouped by document, each group under a heading line the validator exempts
+    (``by_source``). With nothing relevant to quote it returns the refusal sentence.
     """
 
     def __init__(self, options: ExtractiveOptions | None = None) -> None:
@@ -149,15 +232,18 @@ class ExtractiveGenerator:
         if not units:
             return REFUSAL
         seed = _one_per_compared_term(units, request.compared)
+        if self._options.operative_first and key_terms.sections:
+            seed = _operative(units, request.evidence, seed)
         if request.synthesis_mode and self._options.synthesis_one_per_source:
             seed = self._one_per_source(units, request.evidence, seed)
         chosen = self._select(units, request.synthesis_mode, aspects, seed)
         chosen = self._complement(units, chosen, key_terms, request.answer_scores)
         if self._options.bridge_titles:
             chosen = self._bridges(units, chosen, request)
+        keep = self._options.keep_clause_marks
         if request.synthesis_mode:
-            return by_source(chosen, request.evidence)
-        return _plain(chosen)
+            return by_source(chosen, request.evidence, keep_clause_marks=keep)
+        return _plain(chosen, keep)
 
     def _one_per_source(
         self, units: list[_Unit], evidence: tuple[ScoredChunk, ...], seed: list[_Unit]
@@ -187,8 +273,11 @@ class ExtractiveGenerator:
         answers = request.answer_scores
         scores = [scored.score for scored in evidence]
         low, high = min(scores, default=0.0), max(scores, default=0.0)
+        lists = _Lists.of(evidence) if opts.whole_lists else _Lists()
         seen_ids: set[str] = set()
         units: list[_Unit] = []
+        # A list's sentences, each with whether it would be quoted on its own, by the list.
+        members: dict[tuple[str, int], list[tuple[_Unit, bool]]] = {}
         for position, scored in enumerate(evidence):
             chunk = scored.chunk
             if chunk.semantic_id in seen_ids:
@@ -200,14 +289,26 @@ class ExtractiveGenerator:
             context = title | chunk_stems(chunk) | {chunk_section(chunk)}
             title_signal = max(_title_signal(a, key_terms, title) for a in aspects)
             retrieval = 1.0 if high <= low else (scored.score - low) / (high - low)
-            for piece, text in enumerate(sentences(chunk.text)):
+            statute = bool(chunk.act and chunk.section)
+            in_list = lists.member.get((chunk.doc_id, chunk.sentence_index))
+            pieces = sentences(chunk.text)
+            for piece, text in enumerate(pieces):
+                if (
+                    in_list is None
+                    and piece == len(pieces) - 1
+                    and ((chunk.doc_id, chunk.sentence_index) in lists.lone)
+                ):
+                    continue  # a lead-in whose items the evidence lacks says nothing alone
                 stems = text_stems(text)
-                if len(stems - STOP_WORDS) < opts.min_content_words:
-                    continue  # "In this section,-" and similar fragments say nothing
-                if _continues(text, piece, chunk):
-                    continue
                 coverage = _coverage(key_terms, stems | context)
-                if coverage <= 0.0 and chunk.semantic_id not in answering:
+                qualifies = (
+                    len(stems - STOP_WORDS) >= opts.min_content_words
+                    and not _continues(text, piece, chunk)
+                    and (coverage > 0.0 or chunk.semantic_id in answering)
+                )
+                if in_list is None and not qualifies:
+                    # Fragments ("In this section,-"), a chunk's cut-off rest, and sentences
+                    # holding no key term are never quoted alone.
                     continue
                 carried = frozenset(
                     a
@@ -225,22 +326,28 @@ class ExtractiveGenerator:
                     + opts.weight_answerability * answers.get(chunk.semantic_id, 0.0)
                     - opts.max_length_penalty * min(1.0, overflow)
                 )
-                if text.rstrip().endswith(":"):
+                if in_list is None and text.rstrip().endswith(":"):
                     score *= 0.8  # a list introduction reads as an unfinished sentence
-                units.append(
-                    _Unit(
-                        position=position,
-                        piece=piece,
-                        sentence_index=chunk.sentence_index,
-                        text=text,
-                        semantic_id=chunk.semantic_id,
-                        doc_id=chunk.doc_id,
-                        stems=stems,
-                        score=score,
-                        aspects=carried,
-                        title=title,
-                    )
+                unit = _Unit(
+                    position=position,
+                    piece=piece,
+                    sentence_index=chunk.sentence_index,
+                    text=text,
+                    semantic_id=chunk.semantic_id,
+                    doc_id=chunk.doc_id,
+                    stems=stems,
+                    score=score,
+                    aspects=carried,
+                    title=title,
+                    statute=statute,
                 )
+                if in_list is not None:
+                    members.setdefault(in_list, []).append((unit, qualifies))
+                else:
+                    units.append(unit)
+        units.extend(
+            block for parts in members.values() if (block := _list_unit(parts)) is not None
+        )
         return units
 
     def _select(
@@ -292,17 +399,16 @@ class ExtractiveGenerator:
     ) -> list[_Unit]:
         """Add one sentence from a second document when the chosen sentences all come from one:
         the best of another document the answerability model finds answering
-        (``complement_answering_at``), else one that covers question terms they lack."""
+        (``complement_answering_at``), else one that covers question terms they lack (for an
+        answer of statute sections, from a section the question names by title:
+        ``complement_by_title``)."""
         docs = {unit.doc_id for unit in chosen}
         if len(docs) != 1:
             return chosen
+        others = [u for u in units if u.doc_id not in docs]
         bar = self._options.complement_answering_at
         if bar is not None and answer_scores:
-            answering = [
-                unit
-                for unit in units
-                if unit.doc_id not in docs and answer_scores.get(unit.semantic_id, 0.0) >= bar
-            ]
+            answering = [unit for unit in others if answer_scores.get(unit.semantic_id, 0.0) >= bar]
             if answering:
                 best = max(
                     answering,
@@ -316,11 +422,11 @@ class ExtractiveGenerator:
         if not missing:
             return chosen
         floor = self._options.complement_threshold * max(unit.score for unit in units)
-        candidates = [
-            unit
-            for unit in units
-            if unit.doc_id not in docs and unit.score >= floor and missing & unit.stems
-        ]
+        candidates = [unit for unit in others if unit.score >= floor and missing & unit.stems]
+        if self._options.complement_by_title and all(unit.statute for unit in chosen):
+            # A section is added for what it is about (its title), not for a word it uses.
+            asked = frozenset(key_terms.effective)
+            candidates = [u for u in candidates if not u.statute or _titled_in(u.title, asked)]
         if not candidates:
             return chosen
         best = max(candidates, key=lambda u: (len(missing & u.stems), u.score, -u.position))
@@ -367,6 +473,28 @@ class ExtractiveGenerator:
         return [*chosen, *added]
 
 
+def _operative(
+    units: list[_Unit], evidence: tuple[ScoredChunk, ...], seed: list[_Unit]
+) -> list[_Unit]:
+    """``seed``, then the units quoting a named section's operative text
+    (``operative_first``; ``provisions.operative_positions`` over the evidence's passages of the
+    section), in evidence and document order. ``units`` are the named sections' only."""
+    texts: dict[str, dict[int, str]] = {}
+    for scored in evidence:
+        chunk = scored.chunk
+        if chunk.act and chunk.section:
+            texts.setdefault(chunk.doc_id, {})[chunk.sentence_index] = chunk.text
+    operative = {doc_id: operative_positions(own) for doc_id, own in texts.items()}
+    first = {doc_id: i for i, doc_id in reversed(list(enumerate(s.chunk.doc_id for s in evidence)))}
+    found = [
+        unit
+        for unit in units
+        if unit.statute and unit.sentence_index in operative.get(unit.doc_id, range(0))
+    ]
+    found.sort(key=lambda u: (first[u.doc_id], u.sentence_index, u.piece))
+    return [*seed, *(unit for unit in found if unit not in seed)]
+
+
 def _one_per_compared_term(units: list[_Unit], compared: tuple[str, ...]) -> list[_Unit]:
     """For a comparison, the best sentence about each compared term, in the question's order.
 
@@ -409,6 +537,16 @@ _TITLE_CUES: dict[Intent, frozenset[str]] = {
         Intent.PROCEDURE: "manner application",
     }.items()
 }
+
+
+_ANY_TITLE_CUE = frozenset().union(*_TITLE_CUES.values())
+
+
+def _titled_in(title: frozenset[str], asked: frozenset[str]) -> bool:
+    """The question names a section by its title: the title's content words, less the intent
+    cue words ("Punishment for ..."), are all among the ``asked`` terms."""
+    subject = title - STOP_WORDS - _ANY_TITLE_CUE
+    return bool(subject) and subject <= asked
 
 
 def _title_signal(intent: Intent, key_terms: KeyTerms, title: frozenset[str]) -> float:
@@ -464,16 +602,18 @@ def _continues(text: str, piece: int, chunk: Chunk) -> bool:
     return text[:1].islower() and (piece > 0 or chunk.sentence_index > 0)
 
 
-def _plain(chosen: list[_Unit]) -> str:
+def _plain(chosen: list[_Unit], keep_clause_marks: bool) -> str:
     """The answer as one paragraph in reading order. A quote that opens its document in lower
     case ("iPhone ...") opens the answer or is left out: after another quote it would run into
     that one's sentence (``_continues``)."""
     ordered = _reading_order(chosen)
     kept = ordered[:1] + [unit for unit in ordered[1:] if not unit.text[:1].islower()]
-    return " ".join(_cite_unit(unit) for unit in kept)
+    return join_quotes(_quotes(kept, keep_clause_marks))
 
 
-def by_source(chosen: list[_Unit], evidence: tuple[ScoredChunk, ...]) -> str:
+def by_source(
+    chosen: list[_Unit], evidence: tuple[ScoredChunk, ...], *, keep_clause_marks: bool = False
+) -> str:
     """A synthesis-mode answer: one group per document, in evidence order, each opened by a
     heading line that names the source and how its passages relate to an earlier group's.
 
@@ -494,12 +634,12 @@ def by_source(chosen: list[_Unit], evidence: tuple[ScoredChunk, ...]) -> str:
     for unit in sorted(chosen, key=lambda u: (order[u.doc_id], u.sentence_index, u.piece)):
         groups.setdefault(unit.doc_id, []).append(unit)
     if len(groups) < 2 or any(units[0].text[:1].islower() for units in groups.values()):
-        return _plain(chosen)
-    cited = [chunks[unit.semantic_id] for units in groups.values() for unit in units]
+        return _plain(chosen, keep_clause_marks)
+    cited = [chunks[i] for units in groups.values() for unit in units for _, i in unit.quoted]
     relations = relate(cited)
     lines: list[str] = []
     for units in groups.values():
-        own = {unit.semantic_id for unit in units}
+        own = {semantic_id for unit in units for _, semantic_id in unit.quoted}
         notes = dict.fromkeys(
             _note(relation, chunks[relation.first_id])
             for relation in relations
@@ -507,7 +647,7 @@ def by_source(chosen: list[_Unit], evidence: tuple[ScoredChunk, ...]) -> str:
         )
         heading = source_label(chunks[units[0].semantic_id])
         lines.append(source_heading(heading, list(notes)))
-        lines.append(" ".join(_cite_unit(unit) for unit in units))
+        lines.append(join_quotes(_quotes(units, keep_clause_marks)))
     return "\n".join(lines)
 
 
@@ -543,10 +683,34 @@ def _note(relation: SourceRelation, earlier: Chunk) -> str:
     return _NOTES[relation.kind].format(source_label(earlier))
 
 
-def _cite_unit(unit: _Unit) -> str:
-    return cite_sentence(unit.text, unit.semantic_id)
+def _quotes(units: list[_Unit], keep_clause_marks: bool) -> list[str]:
+    return [
+        cite_sentence(text, semantic_id, keep_clause_marks=keep_clause_marks)
+        for unit in units
+        for text, semantic_id in unit.quoted
+    ]
 
 
-def cite_sentence(sentence: str, semantic_id: str) -> str:
-    """How the generator writes a quoted sentence: its text, the citation, one full stop."""
-    return f"{_TRAILING.sub('', sentence)} [{semantic_id}]."
+def cite_sentence(sentence: str, semantic_id: str, *, keep_clause_marks: bool = False) -> str:
+    """How the generator writes a quoted sentence: its text, the citation, one full stop; or,
+    with ``keep_clause_marks``, a sentence that ends with ':' or ';' keeps it before the
+    citation and gets no full stop ("..., namely: [IPC_21_0]"), so a reader sees the text goes
+    on (a full stop there hid it)."""
+    trailing = _TRAILING.search(sentence)
+    body = sentence[: trailing.start()] if trailing else sentence
+    mark = trailing.group() if trailing else ""
+    if keep_clause_marks and (":" in mark or ";" in mark):
+        return f"{body}{':' if ':' in mark else ';'} [{semantic_id}]"
+    return f"{body} [{semantic_id}]."
+
+
+def join_quotes(quotes: list[str]) -> str:
+    """Quotes written by ``cite_sentence`` as one text: after a quote that kept its ':' or ';'
+    the next starts a line, which ends a sentence for the one splitter (a space would run the
+    two into one sentence of two citations)."""
+    text = ""
+    for quote in quotes:
+        if text:
+            text += " " if text.endswith(".") else "\n"
+        text += quote
+    return text

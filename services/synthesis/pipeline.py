@@ -63,6 +63,7 @@ from services.synthesis.comparison import (
     interleave,
     take_turns,
 )
+from services.synthesis.completion import complete_evidence, defer_completing
 from services.synthesis.generation import (
     GenerationError,
     GenerationFailure,
@@ -223,6 +224,11 @@ class PipelineSettings:
     # whose parts has none). Such a question takes no second hop, and no passage is promoted
     # into its evidence for the whole question's words (that would push a part's out).
     part_retrieval: bool = True
+    # The evidence is completed from the pool (completion.py): a section the question names
+    # brings its operative text, a statute list's passage brings the whole list. Either can
+    # make the evidence longer than ``top_k``.
+    operative_text: bool = True
+    whole_lists: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -445,6 +451,15 @@ class SynthesisPipeline:
         decision = await self._check_answerability(analysis, evidence, decision, timings, deadline)
 
         synthesis = is_synthesis_mode([s.chunk for s in evidence])
+        # After the checks, which judge the top_k as before; the mode too is the top_k's.
+        evidence = complete_evidence(
+            evidence,
+            [scored for result in results for scored in result.chunks],
+            analysis.answer_terms.sections,
+            operative=self._settings.operative_text,
+            lists=self._settings.whole_lists,
+            limit=self._settings.max_top_k,
+        )
         if synthesis:
             evidence = group_by_document(evidence)
         base = ResultBuilder(
@@ -630,6 +645,14 @@ class SynthesisPipeline:
         options = self._settings.sufficiency
         intent, comparison = analysis.intent, analysis.comparison
         candidates = _dedupe(_interleave(results, comparison, intent))
+        # What completes a section already among the candidates takes no evidence slot; it
+        # joins the evidence after the checks (completion.py).
+        candidates = defer_completing(
+            candidates,
+            analysis.answer_terms.sections,
+            operative=self._settings.operative_text,
+            lists=self._settings.whole_lists,
+        )
         if self._settings.promote_named and comparison is None and len(results) == 1:
             candidates = promote_named(analysis.focus, candidates, top_k)
         evidence = candidates[:top_k]

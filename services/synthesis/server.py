@@ -104,6 +104,8 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
         promote_named=config.promote_named,
         candidate_pool=config.candidate_pool,
         part_retrieval=config.part_retrieval,
+        operative_text=config.operative_text,
+        whole_lists=config.whole_lists,
     )
     # A call first waits for a reconnecting dependency up to a little more than the capped
     # reconnect backoff (one more dial), so the first call after a restart gets through.
@@ -148,6 +150,10 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
                 weight_answerability=config.answerability.extractive_weight,
                 complement_answering_at=config.answerability.complement_answering_at,
                 bridge_titles=config.extractive_bridge_titles,
+                operative_first=config.operative_text,
+                whole_lists=config.whole_lists,
+                keep_clause_marks=config.extractive_keep_clause_marks,
+                complement_by_title=config.extractive_complement_by_title,
             )
         ),
         openai=lambda model: OpenAIGenerator(_openai_settings(config, model)),

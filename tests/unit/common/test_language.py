@@ -10,7 +10,7 @@ import pytest
 from services.common.language.sentences import sentences, split_sentences
 from services.retrieval.chunking import chunk_documents
 from services.retrieval.corpus import load_documents
-from services.synthesis.extractive import cite_sentence
+from services.synthesis.extractive import cite_sentence, join_quotes
 
 ROOT = Path(__file__).resolve().parents[3]
 _CITATION = re.compile(r"\[[A-Za-z0-9_.:\-]+\]")
@@ -66,6 +66,16 @@ def ipc_chunks() -> list[str]:
     return [chunk.text for chunk in chunk_documents(docs)]
 
 
+@pytest.fixture(scope="module")
+def ipc_documents() -> list[list[str]]:
+    """Each IPC section's passages, in order."""
+    docs = load_documents(ROOT / "data/corpora/indian_law/ipc.json", act="IPC")
+    sections: dict[str, list[str]] = {}
+    for chunk in chunk_documents(docs):
+        sections.setdefault(chunk.doc_id, []).append(chunk.text)
+    return list(sections.values())
+
+
 class TestGeneratorAndValidatorAgree:
     """Every sentence the extractive generator can quote from the shipped IPC is, once cited, exactly
     one sentence to the validator (they disagreed before issue 14: the generator joined lines the
@@ -81,4 +91,24 @@ class TestGeneratorAndValidatorAgree:
             answer = " ".join(cite_sentence(q, f"IPC_X_{n}_{i}") for i, q in enumerate(quoted))
             if len(_validator_sentences(answer)) != len(quoted):
                 mismatched.append(text)
+        assert mismatched == []
+
+    def test_quotes_that_keep_a_colon_or_semicolon_are_one_validator_sentence_each(
+        self, ipc_documents: list[list[str]]
+    ) -> None:
+        # Rule L (iii): a quote keeps its final ':' or ';' and the next quote starts a line.
+        # Each section's sentences quoted one after another, as a whole list is (those that
+        # start in lower case are never quoted: they continue the one before).
+        kept = 0
+        mismatched = []
+        for n, texts in enumerate(ipc_documents):
+            quoted = [q for text in texts for q in sentences(text) if not q[:1].islower()]
+            marks = [
+                cite_sentence(q, f"IPC_X_{n}_{i}", keep_clause_marks=True)
+                for i, q in enumerate(quoted)
+            ]
+            kept += sum(not mark.endswith(".") for mark in marks)
+            if len(_validator_sentences(join_quotes(marks))) != len(quoted):
+                mismatched.append(texts)
+        assert kept > 50  # the IPC has such sentences: the test is not vacuous
         assert mismatched == []

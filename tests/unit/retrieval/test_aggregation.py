@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from services.common.evidence import Chunk, ScoredChunk
@@ -47,6 +49,36 @@ class TestAggregate:
 
     def test_aggregate_empty_input(self) -> None:
         assert aggregate([], top_k=3) == []
+
+    def test_aggregate_completing_passages_follow_their_group_outside_the_cap(self) -> None:
+        # A named section's operative text (A_0, A_1) completes a group of three provisos.
+        ranked = [
+            scored("A", 4, 1.9),
+            scored("A", 3, 1.8),
+            scored("A", 5, 1.7),
+            scored("B", 0, 0.8),
+        ]
+
+        def complete(group: Sequence[ScoredChunk]) -> list[ScoredChunk]:
+            if group[0].chunk.doc_id != "A":
+                return []
+            return [scored("A", 1, 1.7), scored("A", 0, 1.7)]
+
+        out = aggregate(ranked, top_k=10, complete=complete)
+
+        assert ids(out) == ["A_3", "A_4", "A_5", "A_0", "A_1", "B_0"]
+        assert ids(aggregate(ranked, top_k=10)) == ["A_3", "A_4", "A_5", "B_0"]
+
+    def test_aggregate_completing_passages_count_against_top_k_after_the_members(self) -> None:
+        ranked = [scored("A", 4, 1.9), scored("A", 3, 1.8), scored("B", 0, 0.8)]
+
+        def complete(group: Sequence[ScoredChunk]) -> list[ScoredChunk]:
+            return (
+                [scored("A", 0, 1.8), scored("A", 1, 1.8)] if group[0].chunk.doc_id == "A" else []
+            )
+
+        assert ids(aggregate(ranked, top_k=3, complete=complete)) == ["A_3", "A_4", "A_0"]
+        assert ids(aggregate(ranked, top_k=1, complete=complete)) == ["A_4"]
 
     @pytest.mark.parametrize(("top_k", "cap"), [(0, 3), (5, 0)])
     def test_aggregate_rejects_non_positive_limits(self, top_k: int, cap: int) -> None:

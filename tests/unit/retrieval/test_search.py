@@ -237,6 +237,93 @@ class TestDefinedTerms:
         assert SearchSettings(defined_terms=False).fingerprint() != SearchSettings().fingerprint()
 
 
+def _section(section: str, title: str, sentences: Sequence[str]) -> list[Chunk]:
+    return [
+        Chunk(
+            semantic_id=f"IPC_{section}_{n}",
+            doc_id=f"IPC_{section}",
+            text=text,
+            title=title,
+            section=section,
+            act="IPC",
+            sentence_index=n,
+        )
+        for n, text in enumerate(sentences)
+    ]
+
+
+# s.376 and s.320 as the IPC stores them (shortened): the provisos share the question's words
+# more than the operative text does, and a list of eight is longer than the cap of three.
+LAYOUT = [
+    *_section(
+        "376",
+        "Punishment for rape",
+        (
+            "Whoever commits rape shall be punished with rigorous imprisonment for ten years.",
+            "Whoever being a police officer commits rape shall be punished for life.",
+            "Whoever commits rape on a woman under sixteen shall be punished for twenty years.",
+            "Provided that such fine shall meet the medical expenses of the victim of rape:",
+            "Provided further that any fine for rape under section 376 shall be paid to the "
+            "victim of rape.",
+        ),
+    ),
+    *_section(
+        "320",
+        "Grievous hurt",
+        (
+            "The following kinds of hurt only are designated as grievous: Emasculation.",
+            "Permanent privation of the sight of either eye.",
+            "Permanent privation of the hearing of either ear.",
+            "Privation of any member or joint.",
+            "Permanent disfiguration of the head or face.",
+            "Fracture or dislocation of a bone or tooth.",
+        ),
+    ),
+    *statute_chunks(),
+]
+
+
+class TestCompletedGroups:
+    """Rule L (docs/EVALUATION.md, "Then L"): a named section's group holds its operative text,
+    and a group holding a list's passage holds the whole list, after its ranked members."""
+
+    def test_a_named_sections_operative_text_completes_its_group(self) -> None:
+        query = SearchRequest("fine paid to the victim under section 376", 10)
+        off = make_searcher(LAYOUT, settings=SearchSettings(operative_text=False))
+        found = off.search(query).chunks
+        ranked = [s.chunk.sentence_index for s in found if s.chunk.section == "376"]
+        assert {3, 4} <= set(ranked) and 0 not in ranked  # the provisos rank first
+
+        result = make_searcher(LAYOUT).search(query)
+        own = [s.chunk.sentence_index for s in result.chunks if s.chunk.section == "376"]
+        # The ranked members, then the operative text they lack, in sentence order.
+        assert own == [*ranked, *(i for i in (0, 1, 2) if i not in ranked)]
+
+    def test_a_list_comes_whole(self) -> None:
+        # No section named: a member of the list brings the rest of it.
+        query = SearchRequest("privation of the sight of an eye", 10)
+        result = make_searcher(LAYOUT).search(query)
+        own = [s.chunk.sentence_index for s in result.chunks if s.chunk.section == "320"]
+
+        assert sorted(own) == list(range(6))
+        off = make_searcher(LAYOUT, settings=SearchSettings(whole_lists=False))
+        assert len([s for s in off.search(query).chunks if s.chunk.section == "320"]) == 3
+
+    def test_a_completing_passage_carries_its_groups_lowest_score(self) -> None:
+        result = make_searcher(LAYOUT).search(SearchRequest("privation of the sight of an eye", 10))
+        own = [s for s in result.chunks if s.chunk.doc_id == "IPC_320"]
+
+        assert {s.score for s in own[3:]} == {min(s.score for s in own[:3])}
+
+    def test_the_settings_are_part_of_the_cache_key(self) -> None:
+        fingerprints = {
+            SearchSettings().fingerprint(),
+            SearchSettings(operative_text=False).fingerprint(),
+            SearchSettings(whole_lists=False).fingerprint(),
+        }
+        assert len(fingerprints) == 3
+
+
 class TestFilters:
     def test_search_act_filter_keeps_only_that_act(self, searcher: Searcher) -> None:
         result = searcher.search(SearchRequest("property custody", top_k=10, acts=("CRPC",)))

@@ -12,11 +12,20 @@ import pytest
 
 from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import Intent, classify_intent
+from services.common.language.provisions import opens_list
+from services.common.language.sentences import sentences
 from services.common.refusal import REFUSAL
 from services.common.validation import Reason, Verdict
 from services.retrieval.chunking import chunk_documents
 from services.retrieval.corpus import load_statutes
-from services.synthesis.extractive import ExtractiveGenerator, question_aspects, source_label
+from services.synthesis.extractive import (
+    ExtractiveGenerator,
+    ExtractiveOptions,
+    cite_sentence,
+    join_quotes,
+    question_aspects,
+    source_label,
+)
 from services.synthesis.generation import GenerationRequest
 from tests.unit.synthesis.fakes import EngineValidator, chunk, scored
 
@@ -24,7 +33,15 @@ ROOT = Path(__file__).resolve().parents[3]
 KIDNAPPING = (
     "Kidnapping is of two kinds: kidnapping from India, and kidnapping from lawful guardianship."
 )
-_CITED_SENTENCE = re.compile(r"(.+?) \[([A-Za-z0-9_]+)\]\.(?: |$)")
+# A quote as cite_sentence writes it: "text [ID]." or, keeping its mark, "text: [ID]" / "text;
+# [ID]", then a space, a line break or the end.
+_QUOTE = re.compile(r"(.+?)(?:([:;]) \[([A-Za-z0-9_]+)\]|\s\[([A-Za-z0-9_]+)\]\.)(?:[ \n]|$)")
+
+
+def cited_quotes(answer: str) -> list[tuple[str, str]]:
+    """(sentence, id) of every quote in ``answer``, the sentence without its final mark."""
+    return [(text, kept or full) for text, _, kept, full in _QUOTE.findall(answer)]
+
 
 CASES = [
     (
@@ -87,9 +104,13 @@ class TestExtractiveGenerator:
     ) -> None:
         answer = await compose(question, scored(ipc, *ids))
 
-        sentences = _CITED_SENTENCE.findall(answer)
-        assert sentences, answer
-        assert "".join(f"{text} [{sid}]. " for text, sid in sentences).strip() == answer
+        quotes = _QUOTE.findall(answer)
+        assert quotes, answer
+        assert (
+            join_quotes([f"{t}{m} [{k}]" if m else f"{t} [{f}]." for t, m, k, f in quotes])
+            == answer
+        )
+        sentences = cited_quotes(answer)
         for text, semantic_id in sentences:
             assert semantic_id in ids
             assert text in " ".join(ipc[semantic_id].text.split())
@@ -162,22 +183,26 @@ class TestExtractiveGenerator:
             request(question, evidence, synthesis_mode=True), timeout_s=1.0
         )
 
-        cited_docs = {sid.rsplit("_", 1)[0] for _, sid in _CITED_SENTENCE.findall(result.text)}
+        cited_docs = {sid.rsplit("_", 1)[0] for _, sid in cited_quotes(result.text)}
         assert cited_docs == {"IPC_23", "IPC_24"}
 
     async def test_generate_adds_a_second_document_for_a_term_the_first_lacks(self) -> None:
         # A bridge question: the film's article names the actress, her own article the office.
-        film = chunk(
-            "WIKI_1_0",
+        # Articles, as HotpotQA's are: no act, no section (a statute's complement is narrower:
+        # test_generate_appends_no_section_that_only_uses_a_question_word).
+        film = article(
+            "WIKI_1",
+            0,
             "Kiss and Tell is a 1945 comedy film starring Shirley Temple as Corliss Archer.",
-            act="WIKI",
+            "Kiss and Tell (1945 film)",
         )
-        actress = chunk(
-            "WIKI_2_0",
+        actress = article(
+            "WIKI_2",
+            0,
             "Shirley Temple later held the post of United States ambassador to Ghana.",
-            act="WIKI",
+            "Shirley Temple",
         )
-        weather = chunk("WIKI_3_0", "Rain fell on the coast for most of the week.", act="WIKI")
+        weather = article("WIKI_3", 0, "Rain fell on the coast for most of the week.", "Weather")
         evidence = (
             ScoredChunk(film, 0.9),
             ScoredChunk(actress, 0.6),
@@ -186,7 +211,7 @@ class TestExtractiveGenerator:
 
         text = await compose("Which ambassador post did the star of Kiss and Tell hold?", evidence)
 
-        cited = [sid for _, sid in _CITED_SENTENCE.findall(text)]
+        cited = [sid for _, sid in cited_quotes(text)]
         assert cited[0] == "WIKI_1_0"
         assert "WIKI_2_0" in cited
         assert "WIKI_3_0" not in cited
@@ -246,6 +271,12 @@ def ipc_passages() -> dict[str, Chunk]:
     return {c.semantic_id: c for c in chunk_documents(docs)}
 
 
+def _nothing_to_quote(passages: list[Chunk]) -> bool:
+    """Every passage of a section is a list's lead-in or the rest of a sentence the chunker cut:
+    the generator quotes neither alone (whole lists; ``_continues``)."""
+    return all(opens_list(sentences(c.text)[-1]) or c.text[:1].islower() for c in passages)
+
+
 def _fragments() -> list[str]:
     """The IPC passages that start in lower case: the rest of a sentence the chunker cut."""
     return [sid for sid, c in ipc_passages().items() if c.text[:1].islower()]
@@ -285,8 +316,13 @@ class TestLowerCaseStarts:
 
         answer = await compose(f"What does section {passages[fragment].section} say?", evidence)
 
+        if _nothing_to_quote([c for c in passages.values() if c.doc_id == section]):
+            # s.73: its lead-in ("... according to the following scale, that is to say:")
+            # introduces items that are all cut sentences, so no whole list can be quoted.
+            assert answer == REFUSAL
+            return
         assert answer != REFUSAL
-        cited = _CITED_SENTENCE.findall(answer)
+        cited = cited_quotes(answer)
         assert cited and all(not text[:1].islower() for text, _ in cited), answer
         report = await EngineValidator().validate(answer, [e.chunk for e in evidence], timeout_s=1)
         assert report.verdict is Verdict.GROUNDED, report
@@ -347,7 +383,7 @@ class TestCompoundQuestions:
 
         answer = await compose(question, evidence)
 
-        cited = _CITED_SENTENCE.findall(answer)
+        cited = cited_quotes(answer)
         assert any(sid == definition for _, sid in cited), answer
         assert any(sid.startswith(penalty) for _, sid in cited), answer
         # The definition is read first, as the question asks it first.
@@ -442,9 +478,12 @@ class TestSynthesisMode:
         lines = text.split("\n")
         assert lines[0] == "IPC section 120B:"
         assert lines[2] == "IPC section 120A:"
-        assert len(lines) == 4
+        # s.120A's definition ends with its ';' (the proviso follows), so the proviso's quote
+        # starts a line of its own: one sentence each to the validator.
+        assert len(lines) == 5
+        assert lines[3].endswith("criminal conspiracy; [IPC_120A_0]")
         assert set(re.findall(r"\[(IPC_\w+?)_\d+\]", lines[1])) == {"IPC_120B"}
-        assert set(re.findall(r"\[(IPC_\w+?)_\d+\]", lines[3])) == {"IPC_120A"}
+        assert set(re.findall(r"\[(IPC_\w+?)_\d+\]", " ".join(lines[3:]))) == {"IPC_120A"}
         # The headings are list introductions the validator exempts; every quote is checked.
         assert reasons[0] == "META_STATEMENT" and reasons.count("META_STATEMENT") == 2
         assert reasons.count("SUPPORTED") == len(reasons) - 2
@@ -531,8 +570,13 @@ class TestSynthesisMode:
 
         assert refused == []
         # All but 7 sections are quoted in a group of their own (s.384 repeats s.379's
-        # penalty word for word, and the MMR step skips a near-duplicate).
-        assert grouped >= len(docs) - 7
+        # penalty word for word, and the MMR step skips a near-duplicate), less those with
+        # nothing to quote alone: 17 whose one passage is a lead-in the corpus holds no items
+        # for ("... hereinafter following, namely:", s.21) and s.73, whose scale is cut
+        # sentences.
+        bare = [doc_id for doc_id, own in docs.items() if _nothing_to_quote(own)]
+        assert len(bare) == 18
+        assert grouped >= len(docs) - 7 - len(bare)
 
     async def test_generate_from_one_document_is_the_plain_answer(self) -> None:
         evidence = ranked(*(s.chunk for s in HEIGHTS[:2]), *(s.chunk for s in BRIDGE))
@@ -730,3 +774,114 @@ def test_the_bridge_setting_defaults_on_and_switches_off() -> None:
     assert SynthesisConfig.from_env({}).extractive_bridge_titles is True
     off = {"SYNTHESIS_EXTRACTIVE_BRIDGE_TITLES": "false"}
     assert SynthesisConfig.from_env(off).extractive_bridge_titles is False
+
+
+class TestRuleL:
+    """A legal professional's audit (docs/EVALUATION.md, "Then L"): a named section's operative
+    text, lists quoted whole, quotes that keep their ':' or ';', no stray second section."""
+
+    @staticmethod
+    async def answer(question: str, *ids: str, **options: bool) -> tuple[str, list[str]]:
+        passages = ipc_passages()
+        evidence = scored(passages, *ids)
+        result = await ExtractiveGenerator(ExtractiveOptions(**options)).generate(
+            request(question, evidence), timeout_s=1.0
+        )
+        report = await EngineValidator().validate(
+            result.text, [e.chunk for e in evidence], timeout_s=1.0
+        )
+        assert result.text == REFUSAL or report.verdict is Verdict.GROUNDED, report
+        return result.text, [sid for _, sid in cited_quotes(result.text)]
+
+    async def test_generate_opens_a_named_section_with_its_operative_text(self) -> None:
+        # Retrieval ranked s.376's provisos first; the operative text came after them.
+        ids = ("IPC_376_4", "IPC_376_5", "IPC_376_6", "IPC_376_0", "IPC_376_1", "IPC_376_2")
+
+        text, cited = await self.answer("What is the punishment under section 376?", *ids)
+
+        assert cited == ["IPC_376_0", "IPC_376_1", "IPC_376_2"], text
+        assert "not be less than ten years" in text and "twenty years" in text
+        _, before = await self.answer(
+            "What is the punishment under section 376?", *ids, operative_first=False
+        )
+        assert "IPC_376_4" in before  # the proviso the audit found quoted alone
+
+    async def test_generate_quotes_a_list_whole(self) -> None:
+        ids = [f"IPC_320_{n}" for n in (0, 3, 6, 1, 2, 4, 5, 7)]
+
+        text, cited = await self.answer("What is grievous hurt?", *ids)
+
+        assert cited == [f"IPC_320_{n}" for n in range(8)], text
+        assert text.startswith("The following kinds of hurt only are designated as")
+
+    async def test_generate_never_quotes_a_lead_in_without_its_items(self) -> None:
+        # The corpus holds s.21's lead-in ("..., namely:") but none of its twelve descriptions.
+        text, _ = await self.answer(
+            "Who is a public servant under section 21?", "IPC_21_0", "IPC_170_0", "IPC_14_0"
+        )
+
+        assert text == REFUSAL
+        text, _ = await self.answer(
+            "Who is a public servant under section 21?", "IPC_21_0", whole_lists=False
+        )
+        assert text.startswith("The words “public servant” denote a person")
+
+    async def test_generate_quotes_a_list_item_only_after_its_lead_in(self) -> None:
+        text, cited = await self.answer(
+            "What is the right of private defence?",
+            "IPC_106_0",
+            "IPC_96_0",
+            "IPC_105_0",
+            "IPC_100_0",
+            "IPC_97_1",
+            "IPC_97_0",
+        )
+
+        assert cited.index("IPC_97_0") + 1 == cited.index("IPC_97_1"), text
+        assert "against any offence affecting the human body; [IPC_97_0]\nThe property" in text
+        assert "IPC_100_0" not in cited  # "..., namely:" with no items in the corpus
+
+    @pytest.mark.parametrize("other", ["IPC_304_0", "IPC_304A_0"])
+    async def test_generate_appends_no_section_that_only_uses_a_question_word(
+        self, other: str
+    ) -> None:
+        # s.124A's penalty is the answer; s.304 ("... intention of causing death") and s.304A
+        # ("Causing death by negligence") merely hold "death", the word s.124A lacks.
+        passages = ipc_passages()
+        evidence = (ScoredChunk(passages["IPC_124A_0"], 0.9), ScoredChunk(passages[other], 0.5))
+        question = "Is sedition punishable with death?"
+
+        cited = {}
+        for by_title in (True, False):
+            generator = ExtractiveGenerator(ExtractiveOptions(complement_by_title=by_title))
+            result = await generator.generate(request(question, evidence), timeout_s=1.0)
+            cited[by_title] = [sid for _, sid in cited_quotes(result.text)]
+
+        assert cited[True] == ["IPC_124A_0"]
+        assert cited[False] == ["IPC_124A_0", other]  # the complement the audit found
+
+
+class TestQuoteMarks:
+    @pytest.mark.parametrize(
+        ("sentence", "kept", "replaced"),
+        [
+            ("… hereinafter following, namely:", "… hereinafter following, namely: [X]", None),
+            ("… likely to cause death;", "… likely to cause death; [X]", None),
+            ("… the following scale, that is to say:—", "… that is to say: [X]", None),
+            ("Whoever commits theft.", "Whoever commits theft [X].", "Whoever commits theft [X]."),
+        ],
+    )
+    def test_cite_sentence_keeps_a_final_colon_or_semicolon(
+        self, sentence: str, kept: str, replaced: str | None
+    ) -> None:
+        assert cite_sentence(sentence, "X", keep_clause_marks=True).endswith(kept.lstrip("…"))
+        written = cite_sentence(sentence, "X")
+        assert written.endswith(" [X].") and (replaced is None or written == replaced)
+
+    def test_join_quotes_starts_a_line_after_a_kept_mark(self) -> None:
+        quotes = ["To defend: His own body; [A_0]", "The property [A_1].", "Nothing [B_0]."]
+
+        assert (
+            join_quotes(quotes)
+            == "To defend: His own body; [A_0]\nThe property [A_1]. Nothing [B_0]."
+        )
