@@ -178,8 +178,8 @@ class SynthesisConfig:
     # A quote keeps its final ':' or ';' (ExtractiveOptions.keep_clause_marks).
     extractive_keep_clause_marks: bool = True
     # The complement appends another statute section only for a missing term its title
-    # names (ExtractiveOptions.complement_by_title).
-    extractive_complement_by_title: bool = True
+    # names (ExtractiveOptions.complement_by_title; off: rule L(iv) was rejected).
+    extractive_complement_by_title: bool = False
 
     @property
     def openai_offered(self) -> bool:
@@ -255,7 +255,7 @@ class SynthesisConfig:
             operative_text=env.bool("OPERATIVE_TEXT", True),
             whole_lists=env.bool("WHOLE_LISTS", True),
             extractive_keep_clause_marks=env.bool("EXTRACTIVE_KEEP_CLAUSE_MARKS", True),
-            extractive_complement_by_title=env.bool("EXTRACTIVE_COMPLEMENT_BY_TITLE", True),
+            extractive_complement_by_title=env.bool("EXTRACTIVE_COMPLEMENT_BY_TITLE", False),
             openai=OpenAISettings(
                 base_url=env.base_url(
                     "OPENAI_BASE_URL",

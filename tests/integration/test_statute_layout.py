@@ -11,17 +11,36 @@ death?" with s.124A and s.304's "death"."""
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from grounded.synthesis.v1 import synthesis_service_pb2 as spb
 
 from services.common.refusal import REFUSAL
+from stack.inprocess import start_in_process
 from tests.integration.conftest import Stack
 from tests.support.grpc_helpers import synthesize
 
 pytestmark = pytest.mark.integration
 
 _CITED = re.compile(r"\[(IPC_\w+?)\]")
+# Every rule of L on, whatever the defaults (docs/EVALUATION.md, "Then L", says which shipped).
+RULE_L = {
+    "RETRIEVAL_OPERATIVE_TEXT": "true",
+    "SYNTHESIS_OPERATIVE_TEXT": "true",
+    "RETRIEVAL_WHOLE_LISTS": "true",
+    "SYNTHESIS_WHOLE_LISTS": "true",
+    "SYNTHESIS_EXTRACTIVE_KEEP_CLAUSE_MARKS": "true",
+    "SYNTHESIS_EXTRACTIVE_COMPLEMENT_BY_TITLE": "true",
+}
+
+
+@pytest.fixture(scope="module")
+async def stack(ipc_index: Path) -> AsyncIterator[Stack]:
+    running = await start_in_process(ipc_index, settings=RULE_L)
+    yield running
+    await running.stop()
 
 
 async def _cited(stack: Stack, question: str) -> tuple[spb.SynthesizeAnswerResponse, list[str]]:
