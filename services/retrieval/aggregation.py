@@ -31,9 +31,12 @@ def aggregate(
     times the group's best score; every other chunk of that document is dropped, so the slots
     go to other documents. Groups keep the order of their best chunks; inside a group chunks
     follow sentence order, so a reader sees the passage as written (each chunk still carries
-    its own score and context). ``complete`` gives the passages that complete a group (none of
-    its members): they follow its members, in sentence order, outside ``per_doc_cap``. When
-    the last group does not fit, its best members are kept, then its completing passages.
+    its own score and context). When the last group does not fit, its best members are kept.
+
+    ``complete`` gives the passages that complete a group (none of its members). They come
+    after every ranked group, outside ``per_doc_cap``, in the order of the groups they complete
+    (each group's in sentence order), taking the place of the last ranked passages within
+    ``top_k``: the first ranked passages are the ones a search without them returns.
     """
     if top_k < 1:
         raise ValueError(f"top_k must be >= 1, got {top_k}")
@@ -49,13 +52,14 @@ def aggregate(
             group.append(scored)
 
     out: list[ScoredChunk] = []
+    completing: list[ScoredChunk] = []
     for group in groups.values():
-        room = top_k - len(out)
+        room = top_k - len(out) - len(completing)
         if room <= 0:
             break
         kept = group[:room]  # members are in rank order, so this keeps the best ones
         out.extend(sorted(kept, key=lambda s: s.chunk.sentence_index))
-        if complete is not None and len(kept) < room:
-            extra = sorted(complete(group), key=lambda s: s.chunk.sentence_index)
-            out.extend(extra[: room - len(kept)])
-    return out
+        if complete is not None and len(kept) == len(group):
+            more = sorted(complete(group), key=lambda s: s.chunk.sentence_index)
+            completing.extend(more[: top_k - len(out) - len(completing)])
+    return [*out, *completing]

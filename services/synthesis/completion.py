@@ -4,12 +4,11 @@ The evidence is the request's ``top_k`` best passages. A section named in the qu
 its provisos above its operative text ("What is the punishment under section 376?" ranked the
 proviso "any fine imposed under this sub-section shall be paid to the victim" first), and a list
 does not fit in ``top_k`` (s.320's eight kinds of grievous hurt). Retrieval returns what
-completes a section's group after its ranked members (docs/RETRIEVAL.md, "Aggregation"). Here
-such a passage takes no evidence slot (``defer_completing``: the ``top_k`` slots go to the other
-passages, so a long list does not push every other section out) and joins the evidence after
-them (``complete_evidence``), so the evidence can hold more than ``top_k`` passages, never more
-than the candidate pool. What completes what is ``services/common/language/provisions.py``'s,
-the one definition retrieval reads too.
+completes a section after every ranked passage (docs/RETRIEVAL.md, "A statute section's group
+is completed"), so the ``top_k`` evidence is what it was without it; ``complete_evidence`` adds
+it from the candidate pool after them, so the evidence can hold more than ``top_k`` passages,
+never more than the pool. What completes what is
+``services/common/language/provisions.py``'s, the one definition retrieval reads too.
 """
 
 from __future__ import annotations
@@ -29,52 +28,6 @@ def _sections(passages: Sequence[ScoredChunk]) -> dict[str, dict[int, ScoredChun
         if chunk.act and chunk.section:
             found.setdefault(chunk.doc_id, {}).setdefault(chunk.sentence_index, scored)
     return found
-
-
-def _completes(
-    texts: dict[int, str],
-    held: Collection[int],
-    named: bool,
-    *,
-    operative: bool,
-    lists: bool,
-) -> list[int]:
-    return completing(texts, held, operative=operative and named, lists=lists)
-
-
-def defer_completing(
-    pool: Sequence[ScoredChunk],
-    named_sections: Collection[str],
-    *,
-    operative: bool,
-    lists: bool,
-) -> list[ScoredChunk]:
-    """``pool`` (best first) with each passage that completes a section held before it (the
-    section's operative text when ``named_sections`` holds it, the rest of a list) moved to the
-    end, in pool order: it takes none of the ``top_k`` evidence slots."""
-    if not (operative or lists):
-        return list(pool)
-    sections = _sections(pool)
-    texts = {doc_id: {i: s.chunk.text for i, s in own.items()} for doc_id, own in sections.items()}
-    held: dict[str, set[int]] = {}
-    kept: list[ScoredChunk] = []
-    deferred: list[ScoredChunk] = []
-    for scored in pool:
-        chunk = scored.chunk
-        own = held.get(chunk.doc_id)
-        if own and chunk.sentence_index in _completes(
-            texts[chunk.doc_id],
-            own,
-            chunk_section(chunk) in named_sections,
-            operative=operative,
-            lists=lists,
-        ):
-            deferred.append(scored)
-            continue
-        kept.append(scored)
-        if chunk.doc_id in sections:
-            held.setdefault(chunk.doc_id, set()).add(chunk.sentence_index)
-    return [*kept, *deferred]
 
 
 def complete_evidence(
@@ -100,9 +53,8 @@ def complete_evidence(
         passages = available[doc_id]
         named = chunk_section(next(iter(own.values())).chunk) in named_sections
         texts = {index: scored.chunk.text for index, scored in passages.items()}
-        more = [
-            passages[i] for i in _completes(texts, own, named, operative=operative, lists=lists)
-        ]
+        found = completing(texts, own, operative=operative and named, lists=lists)
+        more = [passages[index] for index in found]
         if len(evidence) + len(added) + len(more) <= limit:
             added.extend(more)
     return [*evidence, *added]

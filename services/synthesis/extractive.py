@@ -88,9 +88,9 @@ class ExtractiveOptions:
     # to the victim" for s.376's punishment). SYNTHESIS_OPERATIVE_TEXT.
     operative_first: bool = True
     # A statute list is quoted whole, its lead-in and every item the evidence holds, as one
-    # choice; a lead-in whose items the evidence lacks is not quoted, nor an item apart from
-    # its lead-in ("... designated as "grievous": Emasculation." alone named one kind of
-    # eight). SYNTHESIS_WHOLE_LISTS.
+    # choice made on its lead-in; an item is not quoted apart from its lead-in, nor a lead-in
+    # whose items the evidence lacks except beside another quote ("... designated as
+    # "grievous": Emasculation." alone named one kind of eight). SYNTHESIS_WHOLE_LISTS.
     whole_lists: bool = True
     # A quote keeps its final ':' or ';' (and the next quote starts a line), so that a reader
     # sees the text goes on; off, every quote ends with a full stop.
@@ -121,6 +121,7 @@ class _Unit:
     aspects: frozenset[Intent] = frozenset()  # the asked intents whose language it carries
     title: frozenset[str] = frozenset()  # stems of its section's title
     statute: bool = False  # from a statute section (act and section known)
+    lone: bool = False  # a list's lead-in whose items the evidence lacks (``whole_lists``)
     # Every sentence it quotes, with its passage's id, in order: the sentence itself, or a
     # list's lead-in and items (``whole_lists``).
     parts: tuple[tuple[str, str], ...] = ()
@@ -177,17 +178,19 @@ class _Lists:
 
 
 def _list_unit(parts: list[tuple[_Unit, bool]]) -> _Unit | None:
-    """One unit quoting a whole list, lead-in and items in order, scored as its best sentence
-    that would be quoted on its own; None when none would be, or when a sentence of it starts in
-    lower case (the rest of a sentence the chunker cut: s.73's scale, s.363A's "begging" means,
-    which the validator cannot check as quotes of their own; ``_continues``)."""
+    """One unit quoting a whole list, lead-in and items in order, chosen and scored on its
+    lead-in: None when the lead-in would not be quoted on its own (an item that matches the
+    question does not bring its list in: s.375's seven descriptions for one description's
+    "husband"), or when a sentence of it starts in lower case (the rest of a sentence the
+    chunker cut: s.73's scale, s.363A's "begging" means, which the validator cannot check as
+    quotes of their own; ``_continues``)."""
     ordered = [unit for unit, _ in sorted(parts, key=lambda p: (p[0].sentence_index, p[0].piece))]
-    qualifying = [unit for unit, qualifies in parts if qualifies]
+    lead = ordered[0]
+    qualifying = [u for u, ok in parts if ok and u.sentence_index == lead.sentence_index]
     if not qualifying or any(
         unit.text[:1].islower() and (unit.piece or unit.sentence_index) for unit in ordered
     ):
         return None
-    lead = ordered[0]
     return replace(
         lead,
         text=" ".join(unit.text for unit in ordered),
@@ -241,6 +244,10 @@ class ExtractiveGenerator:
         chosen = self._complement(units, chosen, key_terms, request.answer_scores)
         if self._options.bridge_titles:
             chosen = self._bridges(units, chosen, request)
+        if all(unit.lone for unit in chosen):
+            # "..., namely:" and nothing after it: no answer ("Who is a public servant under
+            # section 21?"; the corpus holds none of s.21's descriptions).
+            return REFUSAL
         keep = self._options.keep_clause_marks
         if request.synthesis_mode:
             return by_source(chosen, request.evidence, keep_clause_marks=keep)
@@ -294,12 +301,10 @@ class ExtractiveGenerator:
             in_list = lists.member.get((chunk.doc_id, chunk.sentence_index))
             pieces = sentences(chunk.text)
             for piece, text in enumerate(pieces):
-                if (
-                    in_list is None
-                    and piece == len(pieces) - 1
-                    and ((chunk.doc_id, chunk.sentence_index) in lists.lone)
-                ):
-                    continue  # a lead-in whose items the evidence lacks says nothing alone
+                # A lead-in whose items the evidence lacks is quoted only beside another quote.
+                lone = (
+                    piece == len(pieces) - 1 and (chunk.doc_id, chunk.sentence_index) in lists.lone
+                )
                 stems = text_stems(text)
                 coverage = _coverage(key_terms, stems | context)
                 qualifies = (
@@ -341,6 +346,7 @@ class ExtractiveGenerator:
                     aspects=carried,
                     title=title,
                     statute=statute,
+                    lone=lone,
                 )
                 if in_list is not None:
                     members.setdefault(in_list, []).append((unit, qualifies))

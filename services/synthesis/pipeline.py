@@ -63,7 +63,7 @@ from services.synthesis.comparison import (
     interleave,
     take_turns,
 )
-from services.synthesis.completion import complete_evidence, defer_completing
+from services.synthesis.completion import complete_evidence
 from services.synthesis.generation import (
     GenerationError,
     GenerationFailure,
@@ -645,14 +645,6 @@ class SynthesisPipeline:
         options = self._settings.sufficiency
         intent, comparison = analysis.intent, analysis.comparison
         candidates = _dedupe(_interleave(results, comparison, intent))
-        # What completes a section already among the candidates takes no evidence slot; it
-        # joins the evidence after the checks (completion.py).
-        candidates = defer_completing(
-            candidates,
-            analysis.answer_terms.sections,
-            operative=self._settings.operative_text,
-            lists=self._settings.whole_lists,
-        )
         if self._settings.promote_named and comparison is None and len(results) == 1:
             candidates = promote_named(analysis.focus, candidates, top_k)
         evidence = candidates[:top_k]

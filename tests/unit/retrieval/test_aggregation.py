@@ -50,7 +50,7 @@ class TestAggregate:
     def test_aggregate_empty_input(self) -> None:
         assert aggregate([], top_k=3) == []
 
-    def test_aggregate_completing_passages_follow_their_group_outside_the_cap(self) -> None:
+    def test_aggregate_completing_passages_follow_every_group_outside_the_cap(self) -> None:
         # A named section's operative text (A_0, A_1) completes a group of three provisos.
         ranked = [
             scored("A", 4, 1.9),
@@ -66,7 +66,8 @@ class TestAggregate:
 
         out = aggregate(ranked, top_k=10, complete=complete)
 
-        assert ids(out) == ["A_3", "A_4", "A_5", "A_0", "A_1", "B_0"]
+        # After every ranked group: the first four are what a search without them returns.
+        assert ids(out) == ["A_3", "A_4", "A_5", "B_0", "A_0", "A_1"]
         assert ids(aggregate(ranked, top_k=10)) == ["A_3", "A_4", "A_5", "B_0"]
 
     def test_aggregate_completing_passages_count_against_top_k_after_the_members(self) -> None:

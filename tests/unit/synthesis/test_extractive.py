@@ -826,20 +826,36 @@ class TestRuleL:
         )
         assert text.startswith("The words “public servant” denote a person")
 
+    # What retrieval gave for "What is the right of private defence?": s.97's second item ranked
+    # above its lead-in, and s.100's lead-in ("..., namely:") whose items the corpus lacks.
+    DEFENCE = ("IPC_106_0", "IPC_96_0", "IPC_105_0", "IPC_100_0", "IPC_97_1", "IPC_97_0")
+
     async def test_generate_quotes_a_list_item_only_after_its_lead_in(self) -> None:
-        text, cited = await self.answer(
-            "What is the right of private defence?",
-            "IPC_106_0",
-            "IPC_96_0",
-            "IPC_105_0",
-            "IPC_100_0",
-            "IPC_97_1",
-            "IPC_97_0",
-        )
+        question = "What is the right of private defence?"
+
+        _, cited = await self.answer(question, *self.DEFENCE)
+        _, before = await self.answer(question, *self.DEFENCE, whole_lists=False)
+
+        assert "IPC_97_1" not in cited or cited[cited.index("IPC_97_1") - 1] == "IPC_97_0"
+        assert before[0] == "IPC_97_1"  # the audit's answer: the property item, no lead-in
+
+    async def test_generate_quotes_a_list_chosen_on_its_lead_in_whole(self) -> None:
+        question = "Whom may a person defend under the right of private defence?"
+
+        text, cited = await self.answer(question, *self.DEFENCE)
+        _, before = await self.answer(question, *self.DEFENCE, whole_lists=False)
 
         assert cited.index("IPC_97_0") + 1 == cited.index("IPC_97_1"), text
         assert "against any offence affecting the human body; [IPC_97_0]\nThe property" in text
-        assert "IPC_100_0" not in cited  # "..., namely:" with no items in the corpus
+        assert "IPC_97_1" not in before  # the lead-in and the body's item, as if that were all
+
+    async def test_generate_quotes_a_lone_lead_in_only_beside_another_quote(self) -> None:
+        # s.141's one passage is a lead-in whose five objects the corpus lacks; beside s.142 it
+        # is quoted, its colon kept; alone (s.21) it is no answer.
+        text, cited = await self.answer("What is an unlawful assembly?", "IPC_141_0", "IPC_142_0")
+
+        assert set(cited) == {"IPC_141_0", "IPC_142_0"}, text
+        assert "composing that assembly is: [IPC_141_0]" in text
 
     @pytest.mark.parametrize("other", ["IPC_304_0", "IPC_304A_0"])
     async def test_generate_appends_no_section_that_only_uses_a_question_word(
