@@ -10,6 +10,7 @@ service stops rather than silently degrading. No torch: ONNX Runtime + tokenizer
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import threading
@@ -174,8 +175,6 @@ async def still_runs(encoders: Sequence[OnnxCrossEncoder]) -> str | None:
     """After a model raised on a request: each loaded model's self-check, in a worker thread.
     None when every one still runs (the request's input broke it: fail that call, keep
     serving), else the first failure (the model stopped working: stop serving)."""
-    import asyncio
-
     for encoder in encoders:
         problem = await asyncio.to_thread(encoder.self_check)
         if problem is not None:

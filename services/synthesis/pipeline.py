@@ -657,15 +657,19 @@ class SynthesisPipeline:
                 decision = assess_comparison(comparison, intent, evidence, options)
             else:
                 terms = analysis.focus_terms
-                decision = assess_sufficiency(
-                    analysis.focus,
-                    intent,
-                    evidence,
-                    options,
-                    key_terms=terms,
-                    holdings=holdings,
-                    acts=acts,
-                )
+
+                def assess(passages: list[ScoredChunk]) -> SufficiencyDecision:
+                    return assess_sufficiency(
+                        analysis.focus,
+                        intent,
+                        passages,
+                        options,
+                        key_terms=terms,
+                        holdings=holdings,
+                        acts=acts,
+                    )
+
+                decision = assess(evidence)
                 # A question retrieved per part already holds each part's best passages;
                 # promoting the whole question's keyword match would push one part's out.
                 if (
@@ -683,15 +687,7 @@ class SynthesisPipeline:
                         self._settings.max_promoted,
                         key_terms=terms,
                     )
-                    decision = assess_sufficiency(
-                        analysis.focus,
-                        intent,
-                        evidence,
-                        options,
-                        key_terms=terms,
-                        holdings=holdings,
-                        acts=acts,
-                    )
+                    decision = assess(evidence)
             said = tuple(dict.fromkeys(w for r in results for w in r.unknown_terms))
             if said:
                 decision = replace(decision, unknown_words=said)
