@@ -398,6 +398,7 @@ def _train(args: argparse.Namespace) -> None:
         "heldback_accuracy": accuracy,
         "train_pairs": len(rows),
         "base": "sentence-transformers/all-MiniLM-L6-v2",
+        "teacher": None if args.teacher is None else str(args.teacher),
         **({"teacher_sha256": sha256(args.teacher)} if args.teacher is not None else {}),
     }
     (final / "training.json").write_text(json.dumps(summary, indent=2) + "\n")

@@ -149,6 +149,32 @@ class TestDistillation:
         with pytest.raises(SystemExit, match="shape"):
             check_teacher(path, "abc", 5, labels)
 
+    @pytest.mark.slow
+    def test_a_distilled_run_trains_and_records_its_teacher(self, tmp_path: Path) -> None:
+        """A run with --teacher ends with its summary written (the first distilled run of
+        2026-11-27 saved its weights, then failed writing training.json: a Path in it)."""
+        import numpy as np
+
+        from training.train_entailment import read_pairs, training_file
+
+        train_file = training_file(DATA)
+        rows = len(read_pairs(train_file))
+        meta = {
+            "train_sha256": json.loads((DATA / "manifest.json").read_text())["files"][
+                train_file.name
+            ],
+            "labels": ["entailment", "neutral", "contradiction"],
+        }
+        teacher = tmp_path / "teacher.npz"
+        np.savez(teacher, logits=np.zeros((rows, 3), dtype=np.float32), meta=json.dumps(meta))
+        train([
+            "--data", str(DATA), "--limit", "32", "--batch-size", "16", "--epochs", "1",
+            "--heldback-limit", "4", "--threads", "1", "--layers", "2", "--out", str(tmp_path),
+            "--teacher", str(teacher),
+        ])  # fmt: skip
+        summary = json.loads((tmp_path / "final" / "training.json").read_text())
+        assert summary["teacher"] == str(teacher) and summary["kd_alpha"] == 0.5
+
     def test_segment_ids_switch_after_the_first_separator(self) -> None:
         from training.teacher_logits import token_types
 
