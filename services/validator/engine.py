@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
-from services.common.errors import DeadlineExceededError
 from services.common.language import markup, modality, negation
 from services.common.language.citations import (
     Citation,
@@ -209,14 +208,14 @@ class _Evidence:
         """The acts the passage names, read leniently (``named_acts(any_case=True)``)."""
         acts = self._acts.get(semantic_id)
         if acts is None:
-            _in_time(self.deadline, "while the cited passages were read")
+            entailment.in_time(self.deadline, "while the cited passages were read")
             acts = self._acts[semantic_id] = named_acts(self.text(semantic_id), any_case=True)
         return acts
 
     def analysis(self, semantic_id: str) -> Analysis:
         analysis = self._analyses.get(semantic_id)
         if analysis is None:
-            _in_time(self.deadline, "while the cited passages were read")
+            entailment.in_time(self.deadline, "while the cited passages were read")
             analysis = self._analyses[semantic_id] = analyse_evidence(self.text(semantic_id))
         return analysis
 
@@ -266,14 +265,6 @@ class _Evidence:
         if self._items is None:
             self._items = [(i, self.terms(i)) for i in self.index.position]
         return self._items
-
-
-def _in_time(deadline: float | None, where: str) -> None:
-    """Raise ``DeadlineExceededError`` once ``deadline`` (``time.monotonic()``) has passed: a
-    caller that has given up costs no more rule time (a review kept a validator core busy
-    26 s past a 2 s deadline)."""
-    if deadline is not None and time.monotonic() > deadline:
-        raise DeadlineExceededError(f"the caller's deadline passed {where}")
 
 
 @text_memo()
@@ -374,7 +365,9 @@ def validate(
     judged = []
     for i, span in enumerate(spans):
         # Between sentences (and before each passage is read), as the model does between rounds.
-        _in_time(deadline, f"with {len(spans) - i} of {len(spans)} sentence(s) not yet checked")
+        entailment.in_time(
+            deadline, f"with {len(spans) - i} of {len(spans)} sentence(s) not yet checked"
+        )
         judged.append(
             _judge(
                 i,
