@@ -175,13 +175,18 @@ ANSWER_DIR   ?= var/train/answerability
 # new model replaces: calibrate against their rates (v6's way); unset: against the keyword rules.
 ANSWER_BASELINE ?=
 
+# The token type ids the shipped models were trained with (both: zeros, the trainer's only way
+# until 2026-11-27); the trainer's own default is now segments, as the services feed them. The
+# exporter writes the choice into the manifest, so a model is served as it was trained.
+TOKEN_TYPES ?= zeros
+
 .PHONY: train-models
 train-models: train-entailment train-answerability ## Train, export (int8 ONNX) and calibrate both shipped models into models/ (long; resumable).
 
 .PHONY: train-entailment
 train-entailment: install ## The entailment model (validator): train, export, calibrate.
 	nice -n 19 $(PY) -m training.train_entailment --out $(TRAIN_DIR) --epochs $(EPOCHS) --lr 6e-5 \
-		$(if $(FRESH),--fresh)
+		--token-types $(TOKEN_TYPES) $(if $(FRESH),--fresh)
 	$(PY) -m training.export_onnx --model $(TRAIN_DIR)/final --out models/entailment-minilm-l6 \
 		--name entailment-minilm-l6-v4
 	$(PY) -m training.calibrate --model-dir models/entailment-minilm-l6
@@ -189,7 +194,7 @@ train-entailment: install ## The entailment model (validator): train, export, ca
 .PHONY: train-answerability
 train-answerability: install ## The answerability model (synthesis): train, export, then calibrate on shadow-mode runs of the tune sets.
 	nice -n 19 $(PY) -m training.train_entailment --data training/data/answerability --out $(ANSWER_DIR) \
-		--epochs 4 --batch-size 64 --lr 8e-5 $(if $(FRESH),--fresh)
+		--epochs 4 --batch-size 64 --lr 8e-5 --token-types $(TOKEN_TYPES) $(if $(FRESH),--fresh)
 	$(PY) -m training.export_onnx --model $(ANSWER_DIR)/final --data training/data/answerability \
 		--out models/answerability-minilm-l6 --name answerability-minilm-l6-v6
 	$(PY) -m evaluation --dataset squad2 --limit 300 --no-docs --set SYNTHESIS_ANSWERABILITY=shadow

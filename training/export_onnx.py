@@ -119,8 +119,25 @@ def fuse_and_quantise(model_dir: Path, tokenizer: Any, out: Path) -> None:
     )
 
 
+def trained_token_types(model_dir: Path | None) -> str:
+    """The token types a model was trained with: its ``training.json``'s ``token_types``;
+    ``zeros`` for a run older than that key (the trainer passed none) or no summary at all (a
+    checkpoint: ``training.json`` is written only at the end)."""
+    summary = model_dir / "training.json" if model_dir is not None else None
+    if summary is None or not summary.exists():
+        return "zeros"
+    return str(json.loads(summary.read_text()).get("token_types", "zeros"))
+
+
+def _feeds(enc: Any, token_types: str) -> Any:
+    """The tokenizer's batch with its token types as the model was trained (``token_types``)."""
+    if token_types == "zeros":
+        enc["token_type_ids"] = enc["token_type_ids"] * 0
+    return enc
+
+
 def onnx_predictor(
-    path: Path, tokenizer: Any, threads: int
+    path: Path, tokenizer: Any, threads: int, token_types: str = "segments"
 ) -> Callable[[Sequence[tuple[str, str]]], np.ndarray]:
     import onnxruntime as ort
 
@@ -133,6 +150,7 @@ def onnx_predictor(
             [p for p, _ in pairs], [h for _, h in pairs], padding=True, truncation="longest_first",
             max_length=MAX_TOKENS, return_tensors="np",
         )  # fmt: skip
+        enc = _feeds(enc, token_types)
         feeds = {
             k: enc[k].astype(np.int64) for k in ("input_ids", "attention_mask", "token_type_ids")
         }
@@ -143,7 +161,7 @@ def onnx_predictor(
 
 
 def torch_predictor(
-    model: Any, tokenizer: Any
+    model: Any, tokenizer: Any, token_types: str = "segments"
 ) -> Callable[[Sequence[tuple[str, str]]], np.ndarray]:
     @torch.no_grad()
     def predict(pairs: Sequence[tuple[str, str]]) -> np.ndarray:
@@ -151,7 +169,7 @@ def torch_predictor(
             [p for p, _ in pairs], [h for _, h in pairs], padding=True, truncation="longest_first",
             max_length=MAX_TOKENS, return_tensors="pt",
         )  # fmt: skip
-        return np.asarray(model(**enc).logits.numpy())
+        return np.asarray(model(**_feeds(enc, token_types)).logits.numpy())
 
     return predict
 
@@ -214,6 +232,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     labels = data_labels(args.data)
     model = load_model(args.model, args.checkpoint, labels, args.base)
     model.eval()
+    # Measured, and served (the manifest's token_types), with the token types it trained with.
+    types = trained_token_types(args.model)
     args.out.mkdir(parents=True, exist_ok=True)
     heldback = read_pairs(args.data / "heldback.jsonl.gz")
     if args.heldback_limit:
@@ -226,16 +246,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         export(model, tokenizer, fp32)
         quantise(fp32, int8)
         candidates = {
-            "torch_fp32": torch_predictor(model, tokenizer),
-            "onnx_fp32": onnx_predictor(fp32, tokenizer, args.threads),
-            "onnx_int8": onnx_predictor(int8, tokenizer, args.threads),
+            "torch_fp32": torch_predictor(model, tokenizer, types),
+            "onnx_fp32": onnx_predictor(fp32, tokenizer, args.threads, types),
+            "onnx_int8": onnx_predictor(int8, tokenizer, args.threads, types),
         }
         if args.fused:
             if args.model is None:
                 parser.error("--fused needs --model (a Hugging Face model directory)")
             fused = Path(tmp) / "model.int8.fused.onnx"
             fuse_and_quantise(args.model, tokenizer, fused)
-            candidates["onnx_int8_fused"] = onnx_predictor(fused, tokenizer, args.threads)
+            candidates["onnx_int8_fused"] = onnx_predictor(fused, tokenizer, args.threads, types)
         measured: dict[str, dict[str, float]] = {}  # per candidate, and extra tables
         for name, predict in candidates.items():
             measured[name] = {
@@ -285,6 +305,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "max_tokens": MAX_TOKENS,
         # How the model reads an evidence chunk: the format its training premises were in.
         "passage_format": data_manifest.get("passage_format", "text"),
+        # The token type ids it trained with, which the services feed it (cross_encoder).
+        "token_types": types,
         "files": {n: sha256(args.out / n) for n in ("model.onnx", "tokenizer.json")},
         "training_data_manifest_sha256": sha256(args.data / "manifest.json"),
         "training": {k: training[k] for k in TRAINING_FIELDS if k in training},

@@ -6,7 +6,7 @@
 Each training pair is encoded exactly as ``training.train_entailment`` encodes it (the base
 tokenizer, ``longest_first`` truncation at ``--max-length``) and scored by the teacher's int8
 ONNX graph, as the services run it (``services.common.cross_encoder.OnnxCrossEncoder``'s session
-and inputs, token types included), in length-sorted batches. The ``.npz`` holds ``logits``
+and inputs, token types as its manifest says), in length-sorted batches. The ``.npz`` holds ``logits``
 (float32, one row per training pair, in the file's order), the teacher's name and
 ``model.onnx`` sha256, and the training file's sha256 and row count: ``train_entailment
 --teacher`` refuses a file made from other data (``check_teacher``).
@@ -31,23 +31,22 @@ from training.train_entailment import (
     checked_data,
     encode,
     read_pairs,
+    token_types,
     training_file,
 )
 
 logger = logging.getLogger("training.teacher")
 
 
-def token_types(ids: Sequence[int], sep_id: int) -> list[int]:
-    """BERT segment ids of an encoded pair: 0 up to and including the first [SEP], then 1 (what
-    the tokenizer gives the served model)."""
-    first = ids.index(sep_id) if sep_id in ids else len(ids) - 1
-    return [0] * (first + 1) + [1] * (len(ids) - first - 1)
-
-
 def teacher_logits(
-    session: Any, inputs: set[str], ids: Sequence[list[int]], sep_id: int, batch_size: int = 32
+    session: Any,
+    inputs: set[str],
+    ids: Sequence[list[int]],
+    sep_id: int | None,
+    batch_size: int = 32,
 ) -> np.ndarray:
-    """Logits of every encoded pair, rows in input order (batches sorted by length)."""
+    """Logits of every encoded pair, rows in input order (batches sorted by length); token
+    types are segment ids with ``sep_id``, zeros without (the teacher's manifest decides)."""
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     out = np.zeros((len(ids), 0), dtype=np.float32)
     for start in tqdm(range(0, len(order), batch_size), desc="teacher", unit="batch"):
@@ -60,7 +59,8 @@ def teacher_logits(
             n = len(ids[i])
             input_ids[row, :n] = ids[i]
             mask[row, :n] = 1
-            types[row, :n] = token_types(ids[i], sep_id)
+            if sep_id is not None:
+                types[row, :n] = token_types(ids[i], sep_id)
         feeds = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": types}
         (logits,) = session.run(["logits"], {k: v for k, v in feeds.items() if k in inputs})
         if out.shape[1] == 0:
@@ -115,7 +115,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     tokenizer = AutoTokenizer.from_pretrained(str(base_model_path()))
     ids = encode(tokenizer, rows, args.max_length)
     started = time.perf_counter()
-    logits = teacher_logits(session, inputs, ids, int(tokenizer.sep_token_id))
+    segments = teacher.manifest.token_types == "segments"
+    logits = teacher_logits(session, inputs, ids, int(tokenizer.sep_token_id) if segments else None)
     labels = list(teacher.manifest.labels)
     agree = float(
         np.mean([labels[int(k)] == r["label"] for k, r in zip(logits.argmax(1), rows, strict=True)])

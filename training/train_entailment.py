@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-from services.common.cross_encoder import sha256
+from services.common.cross_encoder import TOKEN_TYPES, sha256
 from training.loop import adamw_linear, optimise, resume, training_log
 
 # The NLI labels; another task's data names its own in its manifest.json ("labels").
@@ -153,16 +153,35 @@ def bucketed_batches(
     return batches
 
 
+def token_types(ids: Sequence[int], sep_id: int) -> list[int]:
+    """BERT segment ids of an encoded pair: 0 up to and including the first [SEP], then 1 (what
+    the tokenizer gives the served model: ``services.common.cross_encoder``, ``token_types``
+    ``segments``)."""
+    first = ids.index(sep_id) if sep_id in ids else len(ids) - 1
+    return [0] * (first + 1) + [1] * (len(ids) - first - 1)
+
+
 def collate(
-    ids: Sequence[list[int]], pad_id: int, device: str | torch.device = "cpu"
+    ids: Sequence[list[int]],
+    pad_id: int,
+    device: str | torch.device = "cpu",
+    sep_id: int | None = None,
 ) -> dict[str, torch.Tensor]:
+    """A padded batch; with ``sep_id`` also its segment ids (``--token-types segments``),
+    without it none, which the model reads as all zeros (``--token-types zeros``)."""
     width = max(len(x) for x in ids)
     input_ids = torch.full((len(ids), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(ids), width), dtype=torch.long)
+    types = torch.zeros((len(ids), width), dtype=torch.long)
     for row, x in enumerate(ids):
         input_ids[row, : len(x)] = torch.tensor(x)
         mask[row, : len(x)] = 1
-    return {"input_ids": input_ids.to(device), "attention_mask": mask.to(device)}
+        if sep_id is not None:
+            types[row, : len(x)] = torch.tensor(token_types(x, sep_id))
+    batch = {"input_ids": input_ids.to(device), "attention_mask": mask.to(device)}
+    if sep_id is not None:
+        batch["token_type_ids"] = types.to(device)
+    return batch
 
 
 def pick_device(name: str) -> torch.device:
@@ -173,15 +192,22 @@ def pick_device(name: str) -> torch.device:
 
 
 @torch.no_grad()
-def predict(model: Any, ids: Sequence[list[int]], pad_id: int, batch_size: int = 64) -> np.ndarray:
-    """Softmax probabilities (rows in label order), sorted by length for speed."""
+def predict(
+    model: Any,
+    ids: Sequence[list[int]],
+    pad_id: int,
+    batch_size: int = 64,
+    sep_id: int | None = None,
+) -> np.ndarray:
+    """Softmax probabilities (rows in label order), sorted by length for speed; ``sep_id`` as
+    in ``collate``."""
     model.eval()
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     out = np.zeros((len(ids), model.config.num_labels), dtype=np.float32)
     device = next(model.parameters()).device
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
-        batch = collate([ids[i] for i in idx], pad_id, device)
+        batch = collate([ids[i] for i in idx], pad_id, device, sep_id)
         logits = model(**batch).logits
         out[idx] = torch.softmax(logits, dim=-1).float().cpu().numpy()
     model.train()
@@ -230,6 +256,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--kd-temperature", type=float, default=2.0, help="softening of both sides (with --teacher)"
     )
+    parser.add_argument(
+        "--token-types",
+        choices=TOKEN_TYPES,
+        default="segments",
+        help="what the model is fed as token_type_ids: the tokenizer's segment ids, as the "
+        "services feed them (default), or zeros (how every model up to entailment v4 and "
+        "answerability v6 was trained); recorded in training.json and the exported manifest",
+    )
     parser.add_argument("--checkpoint-every", type=int, default=200)
     parser.add_argument(
         "--limit", type=int, default=0, help="train on the first N pairs (smoke runs)"
@@ -257,6 +291,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 SHAPING = ("limit", "epochs", "batch_size", "lr", "warmup", "max_length", "seed", "layers")
 # Shape it too, but only with --teacher (older checkpoints have no such keys).
 DISTILLING = ("kd_alpha", "kd_temperature")
+# Shapes it too; checkpoints older than the option trained with zeros and have no such key.
 
 
 def distillation_loss(
@@ -339,16 +374,19 @@ def _train(args: argparse.Namespace) -> None:
             if args.teacher is not None
             else {}
         ),
+        **({"token_types": args.token_types} if args.token_types != "zeros" else {}),
         "labels": list(names),
         "total_steps": total,
     }
     ckpt = args.out / "checkpoint.pt"
     state = resume(ckpt, model, optimizer, scheduler, logger, fingerprint, fresh=args.fresh)
     pad = int(tokenizer.pad_token_id)
+    sep = int(tokenizer.sep_token_id) if args.token_types == "segments" else None
+    logger.info("token types: %s", args.token_types)
     loss_fn = torch.nn.CrossEntropyLoss()
 
     def batch_loss(idx: Sequence[int]) -> torch.Tensor:
-        batch = collate([train_ids[i] for i in idx], pad, device)
+        batch = collate([train_ids[i] for i in idx], pad, device, sep)
         target = torch.tensor([labels[i] for i in idx], device=device)
         logits = model(**batch).logits
         if teacher is not None:
@@ -378,7 +416,7 @@ def _train(args: argparse.Namespace) -> None:
         return
 
     held_ids = encode(tokenizer, heldback, args.max_length)
-    probs = predict(model, held_ids, pad)
+    probs = predict(model, held_ids, pad, sep_id=sep)
     gold = np.array([label_id[r["label"]] for r in heldback])
     accuracy = float((probs.argmax(1) == gold).mean())
     logger.info("held-back accuracy %.4f on %d pairs", accuracy, len(heldback))

@@ -28,6 +28,11 @@ from services.common.evidence import PASSAGE_FORMATS
 from services.common.metrics import MODEL_CACHE
 
 REQUIRED_FILES = ("model.onnx", "tokenizer.json")
+# What a model is fed as ``token_type_ids``: the tokenizer's segment ids (0 for the first text,
+# 1 for the second) or all zeros. A model is served as it was trained: the trainer records which
+# (``training.train_entailment --token-types``), the exporter writes it into the manifest, and a
+# manifest without the key is served with segment ids (what every service did before the key).
+TOKEN_TYPES = ("segments", "zeros")
 # Every pair runs alone. The int8 graph quantises activations dynamically with one scale per
 # tensor, i.e. per batch, so a pair's probabilities depended on what it was batched with: over
 # 200 IPC pairs, batched vs alone differed by up to 0.28 (mean 0.02; 7 argmax flips), so one
@@ -105,6 +110,8 @@ class ModelManifest:
     calibration: dict[str, Any] = field(default_factory=dict)
     # How the model reads an evidence chunk (``services.common.evidence.passage_text``).
     passage_format: str = "text"
+    # Its token type ids (``TOKEN_TYPES``): what it was trained with.
+    token_types: str = "segments"
 
     @classmethod
     def read(cls, directory: Path) -> ModelManifest:
@@ -118,6 +125,7 @@ class ModelManifest:
                 max_tokens=int(raw["max_tokens"]),
                 calibration=dict(raw.get("calibration", {})),
                 passage_format=str(raw.get("passage_format", "text")),
+                token_types=str(raw.get("token_types", "segments")),
             )
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ModelUnavailableError(
@@ -129,6 +137,11 @@ class ModelManifest:
             raise ModelUnavailableError(
                 f"model manifest of {self.name}: unknown passage_format {self.passage_format!r} "
                 f"(expected one of {', '.join(PASSAGE_FORMATS)})"
+            )
+        if self.token_types not in TOKEN_TYPES:
+            raise ModelUnavailableError(
+                f"model manifest of {self.name}: unknown token_types {self.token_types!r} "
+                f"(expected one of {', '.join(TOKEN_TYPES)})"
             )
 
     @property
@@ -303,12 +316,14 @@ class OnnxCrossEncoder:
             )
         ids = np.zeros((len(encodings), width), dtype=np.int64)
         mask = np.zeros_like(ids)
-        types = np.zeros_like(ids)
+        types = np.zeros_like(ids)  # stays zero for a model trained without token types
+        segments = self.manifest.token_types == "segments"
         for row, e in enumerate(encodings):
             n = len(e.ids)
             ids[row, :n] = e.ids
             mask[row, :n] = 1
-            types[row, :n] = e.type_ids
+            if segments:
+                types[row, :n] = e.type_ids
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
         (logits,) = self._session.run(
             ["logits"], {k: v for k, v in feeds.items() if k in self._inputs}

@@ -183,6 +183,49 @@ class TestPassageFormat:
             OnnxNliModel(target)
 
 
+class TestTokenTypes:
+    """A model is fed the token type ids it was trained with (manifest ``token_types``)."""
+
+    PAIR = ("Whoever commits theft shall be punished with imprisonment.", "Theft is punished.")
+
+    def _copy(self, tmp_path: Path, value: str | None) -> Path:
+        target = tmp_path / f"model-{value}"
+        shutil.copytree(DEFAULT_MODEL_DIR, target)
+        manifest = json.loads((target / "manifest.json").read_text())
+        if value is None:
+            manifest.pop("token_types", None)
+        else:
+            manifest["token_types"] = value
+        (target / "manifest.json").write_text(json.dumps(manifest))
+        return target
+
+    def test_a_manifest_without_the_key_is_served_segment_ids(self, tmp_path: Path) -> None:
+        bare = OnnxCrossEncoder(self._copy(tmp_path, None))
+        segments = OnnxCrossEncoder(self._copy(tmp_path, "segments"))
+        assert bare.manifest.token_types == "segments"
+        assert (bare.probabilities([self.PAIR]) == segments.probabilities([self.PAIR])).all()
+
+    def test_zeros_feeds_the_graph_all_zero_token_types(self, tmp_path: Path) -> None:
+        model = OnnxCrossEncoder(self._copy(tmp_path, "zeros"))
+        fed: list[dict[str, object]] = []
+        run = model._session.run
+
+        def spy(names: object, feeds: dict[str, object]) -> object:
+            fed.append(feeds)
+            return run(names, feeds)  # type: ignore[arg-type]
+
+        model._session.run = spy  # type: ignore[method-assign]
+        zeros = model.probabilities([self.PAIR])
+        (types,) = [f["token_type_ids"] for f in fed]
+        assert not types.any()  # type: ignore[attr-defined]
+        segments = OnnxCrossEncoder(self._copy(tmp_path, "segments")).probabilities([self.PAIR])
+        assert not (zeros == segments).all()  # the graph reads token types: the key matters
+
+    def test_an_unknown_value_stops_the_model_loading(self, tmp_path: Path) -> None:
+        with pytest.raises(ModelUnavailableError, match="token_types"):
+            OnnxCrossEncoder(self._copy(tmp_path, "ones"))
+
+
 class TestPassageText:
     def test_statute_heading_prefixes_a_statute_sentence_only(self) -> None:
         from services.common.evidence import Chunk, passage_text

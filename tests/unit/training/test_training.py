@@ -176,9 +176,29 @@ class TestDistillation:
         assert summary["teacher"] == str(teacher) and summary["kd_alpha"] == 0.5
 
     def test_segment_ids_switch_after_the_first_separator(self) -> None:
-        from training.teacher_logits import token_types
+        from training.train_entailment import token_types
 
         assert token_types([101, 7, 8, 102, 9, 102], 102) == [0, 0, 0, 0, 1, 1]
+
+    def test_a_batch_carries_segment_ids_only_when_asked(self) -> None:
+        from training.train_entailment import collate
+
+        ids = [[101, 7, 102, 9, 102], [101, 7, 8, 102, 9, 10, 102]]
+        plain = collate(ids, 0)
+        assert "token_type_ids" not in plain  # the model reads zeros: how v4 trained
+        typed = collate(ids, 0, sep_id=102)
+        assert typed["token_type_ids"].tolist() == [[0, 0, 0, 1, 1, 0, 0], [0, 0, 0, 0, 1, 1, 1]]
+        assert (typed["input_ids"] == plain["input_ids"]).all()
+
+    def test_the_exporter_reads_the_token_types_a_run_trained_with(self, tmp_path: Path) -> None:
+        from training.export_onnx import trained_token_types
+
+        assert trained_token_types(None) == "zeros"  # a checkpoint: no summary
+        assert trained_token_types(tmp_path) == "zeros"
+        (tmp_path / "training.json").write_text(json.dumps({"seed": 1}))
+        assert trained_token_types(tmp_path) == "zeros"  # a run older than the option
+        (tmp_path / "training.json").write_text(json.dumps({"token_types": "segments"}))
+        assert trained_token_types(tmp_path) == "segments"
 
 
 class TestAnswerabilityData:
