@@ -15,7 +15,13 @@ from typing import Final
 
 from services.common.evidence import ScoredChunk
 from services.common.intent import Intent
-from services.common.language.key_terms import STOP_WORDS, extract_key_terms, text_stems
+from services.common.language.key_terms import (
+    STOP_WORDS,
+    KeyTerms,
+    chunk_section,
+    extract_key_terms,
+    text_stems,
+)
 from services.common.language.text import stem
 from services.synthesis.sufficiency import (
     SufficiencyDecision,
@@ -77,6 +83,19 @@ class Comparison:
         """The terms alone ("theft and extortion"): what the evidence must be about, without the
         comparison words ("difference", "differ", "compare") that no provision contains."""
         return " and ".join(self.terms)
+
+    @property
+    def answer_terms(self) -> KeyTerms:
+        """What the answer must address: each compared term's key terms, as sufficiency reads
+        each term, in the question's order. Not the question's: its comparison word
+        ("differ", "compar") is in no provision, and for "section 299 and section 300" it was
+        the only term, so no sentence of either section held one."""
+        each = [extract_key_terms(term) for term in self.terms]
+        return KeyTerms(
+            terms=tuple(dict.fromkeys(t for k in each for t in k.terms)),
+            generic=tuple(dict.fromkeys(t for k in each for t in k.generic)),
+            sections=tuple(dict.fromkeys(t for k in each for t in k.sections)),
+        )
 
 
 def find_comparison(question: str, intent: Intent) -> Comparison | None:
@@ -156,6 +175,12 @@ def term_stems(term: str) -> frozenset[str]:
     return text_stems(term) - STOP_WORDS
 
 
+def term_sections(term: str) -> frozenset[str]:
+    """The sections a compared term names ("section 302", "s.323", "325 IPC"), as
+    ``chunk_section`` writes them; empty for a term that names none ("theft")."""
+    return frozenset(extract_key_terms(term).sections)
+
+
 def titled_with(title_stems: frozenset[str], term: frozenset[str]) -> bool:
     """Whether a section's title is the term itself ("Theft", "Punishment for theft"): that
     section defines or punishes it, where others ("Robbery") only mention it in passing."""
@@ -174,10 +199,14 @@ def interleave(
     "What is theft?" leads with s.378 (Theft), not s.390 (Robbery), which retrieval ranks first
     because it names theft three times. Among those, a "Punishment for …" title comes first for
     a punishment question and last otherwise (s.383 Extortion before s.384 Punishment for
-    extortion when the question asks what extortion is).
+    extortion when the question asks what extortion is). A term that names a section ("section
+    302") puts that section's passages first instead, in retrieval's order: by title, s.302
+    ("Punishment for murder") fell behind s.50 ("Section") and out of the evidence.
     """
     rankings = [
-        _titled_first(ranking, term_stems(term), intent)
+        _named_first(ranking, named)
+        if (named := term_sections(term))
+        else _titled_first(ranking, term_stems(term), intent)
         for ranking, term in zip(term_rankings, terms, strict=True)
     ]
     rankings.append(list(question_ranking))
@@ -191,6 +220,10 @@ def take_turns(rankings: Sequence[Sequence[ScoredChunk]]) -> list[ScoredChunk]:
     for rank in range(max((len(r) for r in rankings), default=0)):
         merged.extend(ranking[rank] for ranking in rankings if rank < len(ranking))
     return merged
+
+
+def _named_first(ranking: Sequence[ScoredChunk], sections: frozenset[str]) -> list[ScoredChunk]:
+    return sorted(ranking, key=lambda scored: chunk_section(scored.chunk) not in sections)
 
 
 def _titled_first(

@@ -21,7 +21,7 @@ from services.common.language.provisions import list_spans, operative_positions
 from services.common.language.sentences import sentences
 from services.common.language.text import SOURCE_NOTES, source_heading, stem
 from services.common.refusal import REFUSAL
-from services.synthesis.comparison import term_stems, titled_with
+from services.synthesis.comparison import term_sections, term_stems, titled_with
 from services.synthesis.generation import GenerationRequest, GenerationResult
 from services.synthesis.sources import RelationKind, SourceRelation, relate
 from services.synthesis.sufficiency import has_intent_language
@@ -121,6 +121,7 @@ class _Unit:
     aspects: frozenset[Intent] = frozenset()  # the asked intents whose language it carries
     title: frozenset[str] = frozenset()  # stems of its section's title
     statute: bool = False  # from a statute section (act and section known)
+    section: str = ""  # its section, as ``chunk_section`` writes it
     lone: bool = False  # a list's lead-in whose items the evidence lacks (``whole_lists``)
     # Every sentence it quotes, with its passage's id, in order: the sentence itself, or a
     # list's lead-in and items (``whole_lists``).
@@ -235,7 +236,7 @@ class ExtractiveGenerator:
         units = self._units(request, aspects, key_terms)
         if not units:
             return REFUSAL
-        seed = _one_per_compared_term(units, request.compared)
+        seed = _one_per_compared_term(units, request.compared, request.evidence)
         if self._options.operative_first and key_terms.sections:
             seed = _operative(units, request.evidence, seed)
         if request.synthesis_mode and self._options.synthesis_one_per_source:
@@ -346,6 +347,7 @@ class ExtractiveGenerator:
                     aspects=carried,
                     title=title,
                     statute=statute,
+                    section=chunk_section(chunk),
                     lone=lone,
                 )
                 if in_list is not None:
@@ -502,18 +504,32 @@ def _operative(
     return [*seed, *(unit for unit in found if unit not in seed)]
 
 
-def _one_per_compared_term(units: list[_Unit], compared: tuple[str, ...]) -> list[_Unit]:
+def _one_per_compared_term(
+    units: list[_Unit], compared: tuple[str, ...], evidence: tuple[ScoredChunk, ...]
+) -> list[_Unit]:
     """For a comparison, the best sentence about each compared term, in the question's order.
 
     A sentence is about a term when the term's content words are all in it or in its section
     title. One from a section titled with the term ("Assault", "Punishment for theft") comes
     first; then one about this term alone over one that also names the other terms (s.390
     names theft and extortion but defines neither); then one in the asked aspect's language;
-    then the score.
+    then the score. For a term that names a section ("section 302"), whose words its text never
+    holds, it is that section's first operative sentence the evidence holds (``_operative``),
+    else the section's best-scoring one.
     """
     wanted = [term_stems(term) for term in compared]
+    named = [term_sections(term) for term in compared]
+    operative = _operative(units, evidence, []) if any(named) else []
     chosen: list[_Unit] = []
     for index, stems in enumerate(wanted):
+        if named[index]:
+            own = [u for u in units if u not in chosen and u.section in named[index]]
+            first = next((u for u in operative if u in own), None)
+            if first is None and own:
+                first = max(own, key=lambda u: (u.score, -u.position, -u.piece))
+            if first is not None:
+                chosen.append(first)
+            continue
         if not stems:
             continue
         # What the other terms add to this one: "grievous hurt" adds "grievous" to "hurt".

@@ -83,7 +83,10 @@ class QuestionAnalysis:
     @property
     def answer_terms(self) -> KeyTerms:
         """The terms an answer must address: the question's, or the focus's when the question
-        names nothing a passage could match ("and the punishment?")."""
+        names nothing a passage could match ("and the punishment?"); for a comparison, the
+        compared terms' (``Comparison.answer_terms``: "differ" is in no provision)."""
+        if self.comparison is not None:
+            return self.comparison.answer_terms
         if self.key_terms.effective or self.key_terms.sections:
             return self.key_terms
         return self.focus_terms

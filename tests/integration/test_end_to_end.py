@@ -103,6 +103,34 @@ class TestSynthesizeAnswer:
         assert len(response.sufficiency.compared_terms) == 2
 
     @pytest.mark.parametrize(
+        ("question", "cited"),
+        [
+            ("difference between section 379 and section 380", ["IPC_379_0", "IPC_380_0"]),
+            ("compare sections 323 and 325 IPC", ["IPC_323_0", "IPC_325_0"]),
+            ("how does section 302 differ from section 304", ["IPC_302_0", "IPC_304_0"]),
+        ],
+    )
+    async def test_synthesize_a_comparison_of_sections_quotes_each_operative_text(
+        self, stack: Stack, question: str, cited: list[str]
+    ) -> None:
+        # Refused before ("Then O", docs/EVALUATION.md): the generator declined, or s.302 and
+        # s.304 ("Punishment for ...") were ranked out of the evidence.
+        response = await _ask(stack, question)
+
+        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
+        assert response.validation.verdict == validation_pb2.VALIDATION_VERDICT_GROUNDED
+        assert list(dict.fromkeys(response.validation.cited_ids)) == cited, response.answer
+
+    async def test_synthesize_a_comparison_with_an_absent_section_names_it(
+        self, stack: Stack
+    ) -> None:
+        response = await _ask(stack, "What is the difference between section 379 and section 999?")
+
+        assert response.answer == REFUSAL
+        assert "section 999" in response.refusal_reason
+        assert "section 379" not in response.refusal_reason
+
+    @pytest.mark.parametrize(
         ("request_kwargs", "field"),
         [
             ({"question": ""}, "question"),

@@ -110,3 +110,34 @@ class TestInterleave:
         merged = interleave([extortion], ["extortion"], (), Intent.PUNISHMENT)
 
         assert [s.chunk.semantic_id for s in merged][:2] == ["IPC_384_0", "IPC_383_0"]
+
+    def test_a_term_naming_a_section_leads_with_that_section(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        # By title, "Punishment for murder" went last for a question that asks no punishment,
+        # behind s.50 ("Section"), and out of the evidence ("Then O", docs/EVALUATION.md).
+        s302 = scored(ipc, "IPC_50_0", "IPC_376C_1", "IPC_302_0")
+        s304 = scored(ipc, "IPC_304_0", "IPC_50_0")
+
+        merged = interleave([s302, s304], ["section 302", "section 304"], (), Intent.GENERAL)
+
+        assert [s.chunk.semantic_id for s in merged][:2] == ["IPC_302_0", "IPC_304_0"]
+
+
+class TestAnswerTerms:
+    @pytest.mark.parametrize(
+        ("question", "terms", "sections"),
+        [
+            ("What is the difference between section 299 and section 300?", (), ("299", "300")),
+            ("compare sections 323 and 325 IPC", (), ("323", "325")),
+            ("How does section 302 differ from section 304?", (), ("302", "304")),
+            ("What is the difference between theft and extortion?", ("theft", "extort"), ()),
+        ],
+    )
+    def test_the_comparison_word_is_no_answer_term(
+        self, question: str, terms: tuple[str, ...], sections: tuple[str, ...]
+    ) -> None:
+        found = find_comparison(question, classify_intent(question))
+
+        assert found is not None
+        assert (found.answer_terms.terms, found.answer_terms.sections) == (terms, sections)

@@ -901,3 +901,72 @@ class TestQuoteMarks:
             join_quotes(quotes)
             == "To defend: His own body; [A_0]\nThe property [A_1]. Nothing [B_0]."
         )
+
+
+class TestThenO:
+    """Comparing sections by number (docs/EVALUATION.md, "Then O"; audit finding M1): each named
+    section's operative text is quoted, in the question's order, each cited to its passage."""
+
+    @staticmethod
+    async def answer(question: str, *ids: str) -> tuple[str, list[str]]:
+        from services.synthesis.question import analyse_question
+
+        analysis = analyse_question(question)
+        assert analysis.comparison is not None
+        evidence = scored(ipc_passages(), *ids)
+        generation = dataclasses.replace(
+            request(question, evidence),
+            compared=analysis.comparison.terms,
+            key_terms=analysis.answer_terms,  # as the pipeline passes them
+        )
+        result = await ExtractiveGenerator().generate(generation, timeout_s=1.0)
+        report = await EngineValidator().validate(
+            result.text, [e.chunk for e in evidence], timeout_s=1.0
+        )
+        assert result.text == REFUSAL or report.verdict is Verdict.GROUNDED, report
+        return result.text, [sid for _, sid in cited_quotes(result.text)]
+
+    @pytest.mark.parametrize(
+        ("question", "ids", "cited"),
+        [
+            (
+                "What is the difference between section 379 and section 380?",
+                ("IPC_50_0", "IPC_380_0", "IPC_379_0", "IPC_376C_1"),
+                ["IPC_379_0", "IPC_380_0"],
+            ),
+            (
+                "compare sections 323 and 325 IPC",
+                ("IPC_325_0", "IPC_50_0", "IPC_323_0", "IPC_254_0"),
+                ["IPC_323_0", "IPC_325_0"],
+            ),
+            (
+                "How does section 302 differ from section 304?",
+                ("IPC_50_0", "IPC_304_0", "IPC_302_0", "IPC_300_0"),
+                ["IPC_302_0", "IPC_304_0"],
+            ),
+            (
+                "What is the difference between section 299 and section 300?",
+                ("IPC_300_0", "IPC_299_0", "IPC_50_0"),
+                ["IPC_299_0", "IPC_300_0"],
+            ),
+        ],
+    )
+    async def test_generate_quotes_each_named_sections_operative_text(
+        self, question: str, ids: tuple[str, ...], cited: list[str]
+    ) -> None:
+        # Before: the comparison word ("differ", "compar") was the only key term, no sentence
+        # of either section held it, and the generator declined.
+        text, quoted = await self.answer(question, *ids)
+
+        assert quoted == cited, text
+
+    async def test_generate_quotes_a_named_sections_operative_text_before_its_provisos(
+        self,
+    ) -> None:
+        # s.376's proviso ranked first; its operative text opens s.376's quotes (the proviso
+        # may follow it, chosen as any further sentence is).
+        ids = ("IPC_376_4", "IPC_376_0", "IPC_379_0")
+
+        text, quoted = await self.answer("Compare section 376 and section 379", *ids)
+
+        assert quoted[0] == "IPC_376_0" and "IPC_379_0" in quoted, text
