@@ -134,5 +134,10 @@ def load_scorer(
         counter_at=counter_at,
         cache_size=cache_size,
     )
+    # The pair a failed request's self-check scores (``OnnxCrossEncoder.self_check``), so that
+    # check asks what start-up asked; then the scoring path itself (windows, passage format).
+    failure = scorer.encoder.self_check()
+    if failure is not None:
+        raise ModelUnavailableError(f"the model {scorer.name} failed its start-up check: {failure}")
     scorer.score("What is theft?", ["Theft is punished with imprisonment."])
     return scorer

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,7 +87,6 @@ class TestManifest:
 
     def test_services_refuse_an_uncalibrated_model(self, tmp_path: Path) -> None:
         from types import SimpleNamespace
-        from typing import Any
 
         from services.synthesis.answerability_onnx import options_from_manifest
         from services.validator.nli_onnx import load_tier
@@ -181,6 +181,38 @@ class TestPassageFormat:
         (target / "manifest.json").write_text(json.dumps(manifest))
         with pytest.raises(ModelUnavailableError, match="passage_format"):
             OnnxNliModel(target)
+
+
+class TestStartUpCheck:
+    def test_the_answerability_model_starts_with_the_pair_its_self_check_scores(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # A failed request's self-check (OnnxCrossEncoder.self_check) asks the model what
+        # start-up asked, so "still runs" means what it meant at start-up.
+        from services.common.answerability_model import load_scorer
+        from services.common.cross_encoder import SELF_CHECK_PAIR
+        from services.synthesis.config import DEFAULT_ANSWERABILITY_DIR
+
+        scored: list[tuple[str, str]] = []
+        real = OnnxCrossEncoder.probabilities
+
+        def spy(self: OnnxCrossEncoder, pairs: Any) -> Any:
+            scored.extend(pairs)
+            return real(self, pairs)
+
+        monkeypatch.setattr(OnnxCrossEncoder, "probabilities", spy)
+        load_scorer(DEFAULT_ANSWERABILITY_DIR)
+        assert scored[0] == SELF_CHECK_PAIR
+
+    def test_a_model_failing_its_start_up_check_does_not_load(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from services.common.answerability_model import load_scorer
+        from services.synthesis.config import DEFAULT_ANSWERABILITY_DIR
+
+        monkeypatch.setattr(OnnxCrossEncoder, "self_check", lambda self: "out of memory")
+        with pytest.raises(ModelUnavailableError, match="start-up check: out of memory"):
+            load_scorer(DEFAULT_ANSWERABILITY_DIR)
 
 
 class TestTokenTypes:
