@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import grpc
-from google.protobuf import descriptor_pb2
+from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.message import DecodeError
 from grounded.type.v1 import error_reason_pb2
 from grpc import aio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
+from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
 
 from services.common.config import (
     InvalidSettingError,
@@ -102,17 +102,17 @@ class GrpcService:
         self.server = aio.server(interceptors=[*server_interceptors(), gate], options=options)
         self.health = _HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
-        reflection_pb2_grpc.add_ServerReflectionServicer_to_server(
-            _CommentedReflectionServicer(
-                (
-                    *self.service_names,
-                    health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-                    reflection.SERVICE_NAME,
-                ),
-                contract_comments(),
+        reflector = _CommentedReflectionServicer(
+            (
+                *self.service_names,
+                health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+                REFLECTION_V1,
+                reflection.SERVICE_NAME,
             ),
-            self.server,
+            contract_comments(),
         )
+        reflection_pb2_grpc.add_ServerReflectionServicer_to_server(reflector, self.server)
+        self.server.add_generic_rpc_handlers((reflection_v1_handler(reflector),))
         self.port = 0
 
     async def start(self, register: Callable[[aio.Server], None]) -> int:
@@ -239,6 +239,57 @@ def contract_comments() -> Mapping[str, descriptor_pb2.SourceCodeInfo]:
     """The shipped descriptor set's comments, read once per process (every server serves the
     same contracts)."""
     return read_comments(DESCRIPTOR_SET)
+
+
+# Server reflection's stable name. grpcio-reflection ships only v1alpha; tools that ask v1 first
+# and do not fall back (newer GUIs) found nothing. The two protocols are the same messages, field
+# for field, under another package, so one servicer answers both (``reflection_v1_handler``).
+REFLECTION_V1 = "grpc.reflection.v1.ServerReflection"
+_REFLECTION_V1_FILE = "grpc/reflection/v1/reflection.proto"
+
+
+def _register_reflection_v1() -> None:
+    """Put grpc/reflection/v1/reflection.proto in the default descriptor pool (idempotent):
+    v1alpha's file under v1's name, package and options, so reflection can describe v1 too."""
+    pool = descriptor_pool.Default()
+    try:
+        pool.FindFileByName(_REFLECTION_V1_FILE)
+        return
+    except KeyError:
+        pass
+    proto = descriptor_pb2.FileDescriptorProto()
+    reflection_pb2.DESCRIPTOR.CopyToProto(proto)
+    alpha, stable = f".{proto.package}.", ".grpc.reflection.v1."
+    proto.name, proto.package = _REFLECTION_V1_FILE, "grpc.reflection.v1"
+    proto.options.Clear()
+    proto.options.java_package = "io.grpc.reflection.v1"
+    proto.options.java_outer_classname = "ServerReflectionProto"
+    proto.options.java_multiple_files = True
+    proto.options.go_package = "google.golang.org/grpc/reflection/grpc_reflection_v1"
+    for message in proto.message_type:
+        for field in message.field:
+            if field.type_name.startswith(alpha):
+                field.type_name = stable + field.type_name[len(alpha) :]
+    for method in proto.service[0].method:
+        method.input_type = stable + method.input_type[len(alpha) :]
+        method.output_type = stable + method.output_type[len(alpha) :]
+    pool.Add(proto)
+
+
+def reflection_v1_handler(servicer: Any) -> grpc.GenericRpcHandler:
+    """``grpc.reflection.v1.ServerReflection/ServerReflectionInfo``, answered by ``servicer``
+    (the v1alpha one): the bytes on the wire are the same for both versions."""
+    _register_reflection_v1()
+    return grpc.method_handlers_generic_handler(
+        REFLECTION_V1,
+        {
+            "ServerReflectionInfo": grpc.stream_stream_rpc_method_handler(
+                servicer.ServerReflectionInfo,
+                request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
+                response_serializer=reflection_pb2.ServerReflectionResponse.SerializeToString,
+            )
+        },
+    )
 
 
 class _CommentedReflectionServicer(reflection.aio.ReflectionServicer):  # type: ignore[misc]

@@ -60,6 +60,7 @@ class TestGrpcurl:
             SERVICES[name],
             "grpc.health.v1.Health",
             "grpc.reflection.v1alpha.ServerReflection",
+            "grpc.reflection.v1.ServerReflection",
         } <= listed
 
     @pytest.mark.parametrize("name", sorted(SERVICES))

@@ -293,3 +293,43 @@ async def test_an_unexpected_exception_is_counted_as_internal() -> None:
     before = counted._value.get()
     await _call_through_our_interceptor(_Broken())
     assert counted._value.get() == before + 1
+
+
+@pytest.mark.parametrize("version", ["v1", "v1alpha"])
+async def test_reflection_answers_both_protocol_versions(stack: Stack, version: str) -> None:
+    """grpcio-reflection ships only v1alpha, and tools that ask v1 first and do not fall back
+    found nothing (UNIMPLEMENTED); both now list the services and describe v1's own file."""
+    from grpc_reflection.v1alpha import reflection_pb2 as rpb
+
+    async with grpc.aio.insecure_channel(stack.synthesis) as channel:
+        info = channel.stream_stream(
+            f"/grpc.reflection.{version}.ServerReflection/ServerReflectionInfo",
+            request_serializer=rpb.ServerReflectionRequest.SerializeToString,
+            response_deserializer=rpb.ServerReflectionResponse.FromString,
+        )
+        listed, described = [
+            reply
+            async for reply in info(
+                iter(
+                    [
+                        rpb.ServerReflectionRequest(list_services=""),
+                        rpb.ServerReflectionRequest(
+                            file_containing_symbol="grpc.reflection.v1.ServerReflection"
+                        ),
+                    ]
+                ),
+                timeout=10,
+            )
+        ]
+    names = {s.name for s in listed.list_services_response.service}
+    assert {SYNTHESIS, "grpc.reflection.v1.ServerReflection"} <= names
+    assert "grpc.reflection.v1alpha.ServerReflection" in names
+    from google.protobuf import descriptor_pb2
+
+    (raw,) = described.file_descriptor_response.file_descriptor_proto
+    file = descriptor_pb2.FileDescriptorProto.FromString(raw)
+    assert (file.name, file.package) == (
+        "grpc/reflection/v1/reflection.proto",
+        "grpc.reflection.v1",
+    )
+    assert file.service[0].method[0].input_type == ".grpc.reflection.v1.ServerReflectionRequest"
