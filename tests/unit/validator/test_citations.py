@@ -34,6 +34,17 @@ class TestScan:
         assert report.invalid_citations == ("B",)
         assert report.sentences[0].invalid_ids == ("B",)
 
+    def test_cited_ids_hold_only_ids_among_the_evidence(self) -> None:
+        # What the contract says of cited_ids (answer and sentence): an id the evidence lacks
+        # is reported in invalid_citations / invalid_ids, not among the cited ids.
+        evidence = [chunk("A_1", "Theft is punishable with three years.")]
+
+        report = validate("Theft is punishable with three years [A_1][Z_9].", evidence)
+
+        assert report.cited_ids == ("A_1",) and report.invalid_citations == ("Z_9",)
+        assert report.sentences[0].cited_ids == ("A_1",)
+        assert report.sentences[0].invalid_ids == ("Z_9",)
+
     def test_scan_leaves_words_written_unlike_the_evidence_ids_as_text(self) -> None:
         index = EvidenceIndex.build([chunk("A", "Theft is punishable.")])
 
