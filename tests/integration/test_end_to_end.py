@@ -108,6 +108,8 @@ class TestSynthesizeAnswer:
             ("difference between section 379 and section 380", ["IPC_379_0", "IPC_380_0"]),
             ("compare sections 323 and 325 IPC", ["IPC_323_0", "IPC_325_0"]),
             ("how does section 302 differ from section 304", ["IPC_302_0", "IPC_304_0"]),
+            # Rule Q: numbers before the act, as lawyers write them (refused for "379" before).
+            ("What is the difference between 379 and 380 IPC?", ["IPC_379_0", "IPC_380_0"]),
         ],
     )
     async def test_synthesize_a_comparison_of_sections_quotes_each_operative_text(
@@ -120,6 +122,18 @@ class TestSynthesizeAnswer:
         assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
         assert response.validation.verdict == validation_pb2.VALIDATION_VERDICT_GROUNDED
         assert list(dict.fromkeys(response.validation.cited_ids)) == cited, response.answer
+
+    @pytest.mark.parametrize("question", ["What do sections 378 to 382 IPC say?", "ss. 378-382"])
+    async def test_synthesize_a_short_range_quotes_every_section_in_it(
+        self, stack: Stack, question: str
+    ) -> None:
+        # Rule Q ("Then Q", docs/EVALUATION.md): 378 alone was read, 382 became a key term.
+        response = await _ask(stack, question)
+
+        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
+        assert response.validation.verdict == validation_pb2.VALIDATION_VERDICT_GROUNDED
+        cited = list(dict.fromkeys(response.validation.cited_ids))
+        assert cited == [f"IPC_{n}_0" for n in range(378, 383)], response.answer
 
     async def test_synthesize_a_comparison_with_an_absent_section_names_it(
         self, stack: Stack

@@ -33,6 +33,9 @@ _REGISTERED_CODES: Final = frozenset(_ACT_CODES)
 _BARE_CODE: Final = {act.code: act.bare_code for act in ACTS}
 
 _NUMBER = r"\d+(?:-?[A-Za-z]{1,2})?\b"
+# A number written without a section word, next to an act ("302 IPC", "IPC 420"): at most three
+# digits. No registered act has a thousand sections, and "Indian Penal Code 1860" names its year.
+_BARE_NUMBER = r"\d{1,3}(?:-?[A-Za-z]{1,2})?\b"
 # "section 420", "sec. 498A", "s. 302", "ss. 299 and 300", "u/s 379", "Article 21A", "art 14",
 # "law 420", "§ 302".
 _KIND = r"\bsections?|\bsecs?\.?|\bss?\.|\bu/ss?\.?|\barticles?|\barts?\.?|\blaws?|§+"
@@ -41,12 +44,20 @@ _KIND = r"\bsections?|\bsecs?\.?|\bss?\.|\bu/ss?\.?|\barticles?|\barts?\.?|\blaw
 _SUB = r"(?:\s?\((?:\d{1,3}|[ivx]{1,5}|[a-z])\))*"
 # "read with" / "r/w": how a lawyer joins provisions charged together ("302 r/w 34").
 _READ_WITH = r"(?:r\s?/\s?w\b\.?|read\s+with\b)"
+# What joins the numbers of a list: "and" ("ss. 299 and 300"), "r/w", ... or a range's "to", "-",
+# "–", "—" ("sections 378 to 382", rule Q of docs/EVALUATION.md).
+_RANGE = r"(?:to|-|\u2013|\u2014)"
+_JOIN = rf"(?:,|and|or|&|{_READ_WITH}|/|{_RANGE})"
+# A quantity is no list member: "section 304 and 10 years", "section 326 to 7 years".
+_NOT_QUANTITY = r"(?!\s*(?:years?|yrs?|months?|weeks?|days?|hours?|rupees?|rs\b|lakhs?|crores?))"
 _PREFIXED = re.compile(
     rf"(?P<kind>{_KIND})"
     rf"\s*(?P<num>{_NUMBER}){_SUB}"
-    rf"(?P<more>(?:\s*(?:,|and|or|&|{_READ_WITH}|/)\s*(?:(?:{_KIND})\s*)?{_NUMBER}{_SUB})*)",
+    rf"(?P<more>(?:\s*{_JOIN}\s*(?:(?:{_KIND})\s*)?{_NUMBER}{_SUB}{_NOT_QUANTITY})*)",
     re.I,
 )
+# Between two numbers of a list, the joiner of a range.
+_RANGE_JOINER = re.compile(rf"\s*{_RANGE}\s*(?:(?:{_KIND})\s*)?", re.I)
 # A bare number right before "r/w" / "read with" and another number is a section ("302 r/w 34
 # IPC"); the span takes the connector in, so it is no key term.
 _NUMBER_READ_WITH = re.compile(
@@ -54,11 +65,20 @@ _NUMBER_READ_WITH = re.compile(
 )
 # A sub-division's number is not a section: the list's numbers are read outside parentheses.
 _PARENTHESISED = re.compile(r"\([^()]*\)")
-# A bare number counts right next to an act name: "302 IPC", "420 of the IPC", "IPC 420" ...
-_NUMBER_THEN_ACT = re.compile(
-    rf"\b(?P<num>{_NUMBER})\s+(?:of\s+(?:the\s+)?)?(?=\b{_ANY_ACT}(?!\w))", re.I
+# Bare numbers count right before an act name: "302 IPC", "420 of the IPC", and a list of them,
+# "379 and 380 IPC", "379, 380 and 381 I.P.C.", "378-382 IPC" (rule Q); not a sum of money
+# ("Rs 500 IPC"). The list is read whole, the act being optional, so that a list no act follows
+# is passed over once, not tried again from each of its numbers (quadratic).
+_NUMBERS_THEN_ACT = re.compile(
+    r"(?<![\u20b9$])(?<!\brs)(?<!\brs\.)(?<!\brs\s)(?<!\brs\.\s)(?<!\u20b9\s)"
+    rf"\b(?P<num>{_BARE_NUMBER}){_SUB}"
+    rf"(?P<more>(?:\s*{_JOIN}\s*{_BARE_NUMBER}{_SUB}{_NOT_QUANTITY})*)"
+    rf"(?P<act>\s+(?:of\s+(?:the\s+)?)?(?=\b{_ANY_ACT}(?!\w)))?",
+    re.I,
 )
-_ACT_THEN_NUMBER = re.compile(rf"\b{_ANY_ACT}\s+(?P<num>{_NUMBER})", re.I)
+# ... and right after one: "IPC 420", "IPC s 420" (an "s" without its dot only here: "it's 5
+# years" names no section 5).
+_ACT_THEN_NUMBER = re.compile(rf"\b{_ANY_ACT}\s+(?:s\s+)?(?P<num>{_BARE_NUMBER})", re.I)
 # ... or as the whole query: "420", "498A", "498-A", "379?" (what someone types to look a
 # provision up; GetDocument resolves the same). Not inside a sentence: "3 years" never counts,
 # and not an ordinal: "1st" or "10th" alone is not section 1ST.
@@ -68,13 +88,18 @@ _WHOLE_NUMBER = re.compile(
     rf"^\s*(?!\d+(?:st|nd|rd|th)\b)(?P<num>{_NUMBER})\s*(?:[?.!]+\s*)?$", re.I
 )
 _NUM_IN_LIST = re.compile(_NUMBER)
+# A range names the sections in it when it is short (rule Q): at most ten, end to end.
+_MAX_RANGE: Final = 10
+_NUMBER_AND_LETTERS = re.compile(r"(\d+)([A-Z]?)")
 
 # One provision reference in any form the parser reads ("section 420", "§ 302", "s. 379",
-# "IPC 420", "302 IPC"), for patterns built on it elsewhere (the intent classifier's "What is
-# section 420?" cue), so that no other module keeps its own list of the ways to write one.
+# "IPC 420", "IPC s 420", "302 IPC", "379 and 380 IPC"), for patterns built on it elsewhere (the
+# intent classifier's "What is section 420?" cue), so that no other module keeps its own list of
+# the ways to write one.
 REFERENCE_PATTERN: Final = (
-    rf"(?:(?:{_KIND})\s*{_NUMBER}|\b{_ANY_ACT}\s+{_NUMBER}"
-    rf"|\b{_NUMBER}\s+(?:of\s+(?:the\s+)?)?{_ANY_ACT}(?!\w))"
+    rf"(?:(?:{_KIND})\s*{_NUMBER}|\b{_ANY_ACT}\s+(?:s\s+)?{_BARE_NUMBER}"
+    rf"|\b{_BARE_NUMBER}(?:\s*{_JOIN}\s*{_BARE_NUMBER})*\s+(?:of\s+(?:the\s+)?)?{_ANY_ACT}"
+    r"(?!\w))"
 )
 
 
@@ -99,13 +124,14 @@ def _groups(query: str) -> list[_Group]:
     """(start, end, numbers, is_article) per reference; a list "ss. 299 and 300" is one group."""
     groups: list[_Group] = []
     for match in _PREFIXED.finditer(query):
-        numbers = [(match.start("num"), match.group("num"))]
-        more_start = match.start("more")
-        more = _PARENTHESISED.sub(lambda m: " " * len(m.group()), match.group("more"))
-        numbers += [(more_start + m.start(), m.group()) for m in _NUM_IN_LIST.finditer(more)]
         is_article = match.group("kind").lower().startswith("art")
-        groups.append((match.start(), match.end(), numbers, is_article))
-    for pattern in (_NUMBER_THEN_ACT, _ACT_THEN_NUMBER, _NUMBER_READ_WITH, _WHOLE_NUMBER):
+        groups.append((match.start(), match.end(), _list_numbers(match), is_article))
+    inside = _Spans([(a, b) for a, b, _, _ in groups])
+    for match in _NUMBERS_THEN_ACT.finditer(query):
+        start = match.start("num")
+        if match.group("act") is not None and not inside.cover(start):
+            groups.append((start, match.end("more"), _list_numbers(match), False))
+    for pattern in (_ACT_THEN_NUMBER, _NUMBER_READ_WITH, _WHOLE_NUMBER):
         # A number already inside a reference is not read again. A pattern's own matches never
         # overlap, so each is tested against the groups found before the pattern ran.
         inside = _Spans([(a, b) for a, b, _, _ in groups])
@@ -116,6 +142,44 @@ def _groups(query: str) -> list[_Group]:
                 end = match.end() if pattern is _NUMBER_READ_WITH else match.end("num")
                 groups.append((start, end, [(start, match.group("num"))], False))
     return groups
+
+
+def _list_numbers(match: re.Match[str]) -> list[tuple[int, str]]:
+    """(position, number) of each section a list names ("ss. 299 and 300", "379, 380 and 381
+    IPC"), a short range's sections in between included ("378 to 382": 379, 380, 381 at the
+    position of 382)."""
+    numbers = [(match.start("num"), match.group("num"))]
+    more_start = match.start("more")
+    more = _PARENTHESISED.sub(lambda m: " " * len(m.group()), match.group("more"))
+    joiner_start = 0
+    for number in _NUM_IN_LIST.finditer(more):
+        position = more_start + number.start()
+        if _RANGE_JOINER.fullmatch(more, joiner_start, number.start()):
+            between = _in_range(numbers[-1][1], number.group())
+            numbers += [(position, section) for section in between]
+        numbers.append((position, number.group()))
+        joiner_start = number.end()
+    return numbers
+
+
+def _in_range(first: str, last: str) -> list[str]:
+    """The sections strictly between a range's ends when it is short: plain numbers ("378",
+    "382": 379, 380, 381) or one number's letters ("376A", "376E": 376B, 376C, 376D). None for a
+    long, reversed or mixed range (its ends are read, nothing is guessed between them: the
+    parser does not know which lettered sections a corpus holds)."""
+    a = _NUMBER_AND_LETTERS.fullmatch(normalise_section(first))
+    b = _NUMBER_AND_LETTERS.fullmatch(normalise_section(last))
+    if a is None or b is None:
+        return []
+    (number_a, letter_a), (number_b, letter_b) = a.groups(), b.groups()
+    if not letter_a and not letter_b:
+        low, high = int(number_a), int(number_b)
+        return [str(n) for n in range(low + 1, high)] if 0 < high - low < _MAX_RANGE else []
+    if number_a == number_b and letter_a and letter_b:
+        low, high = ord(letter_a), ord(letter_b)
+        if 0 < high - low < _MAX_RANGE:
+            return [f"{number_a}{chr(c)}" for c in range(low + 1, high)]
+    return []
 
 
 class _Spans:

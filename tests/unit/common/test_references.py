@@ -138,6 +138,88 @@ class TestHowLawyersWriteReferences:
         assert "theft" in extract_key_terms("Section 379 (theft) punishment").terms
 
 
+class TestBareNumbersIpcSAndRanges:
+    """Rule Q (docs/EVALUATION.md, "Then Q"): numbers listed right before an act, "IPC s 420",
+    and short ranges; and what must stay no section. (The last were no sections before Q either:
+    each fails once its guard is taken out of the parser: the act after the list, the unit, the
+    sum of money, the three digits.)"""
+
+    @pytest.mark.parametrize(
+        ("query", "refs"),
+        [
+            ("What is the difference between 379 and 380 IPC?", ("379", "380")),
+            ("379, 380 and 381 IPC", ("379", "380", "381")),
+            ("379 or 380 I.P.C.", ("379", "380")),
+            ("379 & 380 of the Indian Penal Code", ("379", "380")),
+            ("302, 307 r/w 34 IPC", ("302", "307", "34")),
+            ("376(2) and 377 IPC", ("376", "377")),
+            ("498A/34 IPC", ("498A", "34")),
+            ("IPC s 420", ("420",)),
+            ("What is the punishment under IPC s 420?", ("420",)),
+        ],
+    )
+    def test_numbers_before_an_act_and_an_s_without_its_dot_after_one(
+        self, query: str, refs: tuple[str, ...]
+    ) -> None:
+        from services.common.language.key_terms import extract_key_terms
+
+        assert parse_section_refs(query) == tuple(SectionRef(n, "IPC") for n in refs)
+        # No number stays behind as a key term no passage holds.
+        assert not any(t[0].isdigit() for t in extract_key_terms(query).terms)
+
+    @pytest.mark.parametrize(
+        ("query", "sections", "act"),
+        [
+            ("sections 378 to 382", ("378", "379", "380", "381", "382"), None),
+            ("ss. 378-382", ("378", "379", "380", "381", "382"), None),
+            ("sections 378\u2013382 IPC", ("378", "379", "380", "381", "382"), "IPC"),
+            ("378 to 380 IPC", ("378", "379", "380"), "IPC"),
+            ("sections 376A to 376D IPC", ("376A", "376B", "376C", "376D"), "IPC"),
+            ("ss. 1-10 IPC", tuple(str(n) for n in range(1, 11)), "IPC"),
+            # Longer than ten, reversed or mixed: the ends only, nothing guessed between.
+            ("ss. 1-11 IPC", ("1", "11"), "IPC"),
+            ("sections 299 to 377", ("299", "377"), None),
+            ("ss. 382-378", ("382", "378"), None),
+            ("sections 375 to 376D", ("375", "376D"), None),
+            ("sections 376 to 377 and 379 IPC", ("376", "377", "379"), "IPC"),
+        ],
+    )
+    def test_a_short_range_names_the_sections_in_it(
+        self, query: str, sections: tuple[str, ...], act: str | None
+    ) -> None:
+        assert parse_section_refs(query) == tuple(SectionRef(n, act) for n in sections)
+
+    @pytest.mark.parametrize(
+        ("query", "refs"),
+        [
+            ("between 10 and 20 years", ()),
+            ("fine of 500 rupees", ()),
+            ("Rs 500 IPC", ()),
+            ("Rs. 500, 379 IPC", (SectionRef("379", "IPC"),)),
+            ("\u20b9500 IPC", ()),
+            ("Rs 1000 and IPC", ()),
+            ("Rs 100 and 379 IPC", (SectionRef("379", "IPC"),)),
+            ("IPC 1860", ()),
+            ("Indian Penal Code 1860 section 302", (SectionRef("302", "IPC"),)),
+            ("sections 3 to 5 of the Act", tuple(SectionRef(n) for n in ("3", "4", "5"))),
+            ("section 304 and 10 years", (SectionRef("304"),)),
+            ("section 326 to 7 years", (SectionRef("326"),)),
+            ("it's 5 years under the IPC", ()),
+            ("punishment is 7 years and fine IPC", ()),
+        ],
+    )
+    def test_quantities_years_and_another_act_are_no_ipc_sections(
+        self, query: str, refs: tuple[SectionRef, ...]
+    ) -> None:
+        assert parse_section_refs(query) == refs
+
+    @pytest.mark.parametrize("question", ["What is 379 and 380 IPC?", "What is IPC s 420?"])
+    def test_the_intent_cue_reads_the_same_forms(self, question: str) -> None:
+        from services.common.intent import Intent, classify_intent
+
+        assert classify_intent(question) is Intent.GENERAL
+
+
 class TestNamedActs:
     @pytest.mark.parametrize(
         ("text", "codes"),
