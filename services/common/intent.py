@@ -194,14 +194,21 @@ _QUESTION_START = re.compile(
     r"|tell|give|name|outline|summari[sz]e|compare|distinguish|in|under|to|for|if)\b",
     re.I,
 )
-_STATEMENT_MIN_WORDS = 6
 # A sentence has a finite verb or ends with a full stop; "punishment for cheating under
-# section 420 IPC" is a keyword query, not a statement.
-_SENTENCE_MARK = re.compile(
-    r"\.\s*$|\b(is|are|was|were|has|have|had|be|been|can|cannot|may|might|will|would|does"
-    r"|do|did)\b",
+# section 420 IPC" is a keyword query, not a statement. Six words came with SciFact's claims
+# (3bc380c), no measurement chose it; a shorter text is a statement only with both marks
+# ("Theft is punishable with death."), which keyword queries ("theft punishment", "punishment
+# for theft") never have: they end without a full stop (docs/EVALUATION.md, "Then S").
+_STATEMENT_MIN_WORDS = 6
+_SHORT_STATEMENT_MIN_WORDS = 3
+_FINITE_VERB = re.compile(
+    r"\b(is|are|was|were|has|have|had|be|been|can|cannot|may|might|will|would|does|do|did)\b",
     re.I,
 )
+_FULL_STOP = re.compile(r"\.\s*$")
+# A short text about "it", "he" or "that" claims nothing the evidence could state without what
+# it points to ("He is guilty.", "That is wrong."): it stays a question, as before "Then S".
+_POINTS_AWAY = re.compile(r"^\s*(it|this|that|these|those|he|she|they|i|we|you|there|here)\b", re.I)
 
 
 # A request is not a claim: "I would like to know more about this." and "Please summarise the
@@ -218,16 +225,22 @@ _REQUEST = re.compile(
 
 
 def is_statement(text: str) -> bool:
-    """True for a declarative sentence of six or more words: no "?", no question opener, not
-    a request ("I would like to know ...", "Please ..."), and a finite verb or a closing full
-    stop."""
-    return (
-        "?" not in text
-        and len(text.split()) >= _STATEMENT_MIN_WORDS
-        and not _QUESTION_START.search(text)
-        and not _REQUEST.search(text)
-        and bool(_SENTENCE_MARK.search(text))
-    )
+    """True for a declarative sentence, a claim to check: no "?", no question opener, not a
+    request ("I would like to know ...", "Please ..."), and of six or more words with a finite
+    verb or a closing full stop, or of three to five words with both and a subject of its own
+    ("Theft is punishable with death.", not "He is guilty.")."""
+    words = len(text.split())
+    if (
+        "?" in text
+        or words < _SHORT_STATEMENT_MIN_WORDS
+        or _QUESTION_START.search(text)
+        or _REQUEST.search(text)
+    ):
+        return False
+    verb, stop = bool(_FINITE_VERB.search(text)), bool(_FULL_STOP.search(text))
+    if words >= _STATEMENT_MIN_WORDS:
+        return verb or stop
+    return verb and stop and not _POINTS_AWAY.search(text)
 
 
 def classify_intent(question: str) -> Intent:

@@ -22,7 +22,6 @@ from grounded.synthesis.v1 import synthesis_service_pb2_grpc as pb_grpc
 from grounded.type.v1 import validation_pb2
 
 from services.common.cli_errors import print_json, report_rpc_error, run_cli, utf8_argument
-from services.common.intent import is_statement
 from services.common.language.text import counted
 
 # What a statement's verdict says (SufficiencyReport.statement_verdict): an ANSWERED statement
@@ -39,6 +38,12 @@ _STATEMENT_VERDICTS = {
     ),
 }
 _NOT_JUDGED = "not judged: the quote is what bears on the claim, not a confirmation"
+# How the server read the input (SynthesizeAnswerResponse.input_kind): a claim to check is
+# answered with the evidence that decides it, a question with the evidence that answers it.
+_INPUT_KINDS = {
+    pb.INPUT_KIND_QUESTION: "question",
+    pb.INPUT_KIND_STATEMENT: "statement (a claim to check against the evidence)",
+}
 
 _GENERATORS = {
     "default": pb.GENERATOR_KIND_UNSPECIFIED,
@@ -181,7 +186,7 @@ def document(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_human(response: pb.SynthesizeAnswerResponse, question: str, verbose: bool) -> None:
+def _print_human(response: pb.SynthesizeAnswerResponse, verbose: bool) -> None:
     print("Answer:")
     # A synthesis-mode answer is one group per source, each opened by a heading line.
     for line in response.answer.splitlines():
@@ -225,9 +230,10 @@ def _print_human(response: pb.SynthesizeAnswerResponse, question: str, verbose: 
     )
     detail = checked if s.sufficient else f"{failed}: {s.failure}"
     print(f"  sufficient: {'yes' if s.sufficient else 'no'} ({detail})")
+    print(f"  read as:    {_INPUT_KINDS.get(response.input_kind, 'not reported by the server')}")
     if s.statement_verdict in _STATEMENT_VERDICTS:
         print(f"  statement:  {_STATEMENT_VERDICTS[s.statement_verdict]}")
-    elif is_statement(question):
+    elif response.input_kind == pb.INPUT_KIND_STATEMENT:
         print(f"  statement:  {_NOT_JUDGED}")
     if s.compared_terms:
         print(f"  compared:   {'; '.join(s.compared_terms)} (each must be supported on its own)")
@@ -318,7 +324,7 @@ def _stream(
                         print(f"\n[retracted: the {event.finished.sentences_sent} sentence(s) "
                               "above did not survive the whole-answer check]")  # fmt: skip
                     print()
-                    _print_human(final, args.question, args.verbose)
+                    _print_human(final, args.verbose)
             elif kind == "sentence" and not args.json:
                 s = event.sentence
                 where = ", ".join(c.locator for c in s.citations)
@@ -367,7 +373,7 @@ def ask(args: argparse.Namespace) -> int:
         _print_json(response)
     else:
         print(f"Question: {args.question}\n")
-        _print_human(response, args.question, args.verbose)
+        _print_human(response, args.verbose)
     answered = response.status == pb.ANSWER_STATUS_ANSWERED
     grounded = response.validation.verdict == validation_pb2.VALIDATION_VERDICT_GROUNDED
     return 0 if answered and grounded and response.sufficiency.sufficient else 1

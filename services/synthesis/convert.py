@@ -218,6 +218,7 @@ def result_to_proto(result: SynthesisResult) -> pb.SynthesizeAnswerResponse:
         retrieval_query=result.retrieval_query,
         history_turns_used=result.history_turns_used,
         index_version=result.index_version,
+        input_kind=input_kind(result.statement),
         source_relations=[
             pb.SourceRelation(
                 first_semantic_id=r.first_id,
@@ -324,6 +325,11 @@ def sufficiency_to_proto(decision: SufficiencyDecision) -> pb.SufficiencyReport:
     )
 
 
+def input_kind(statement: bool) -> pb.InputKind:
+    """How the input was read, as the response's input_kind."""
+    return pb.INPUT_KIND_STATEMENT if statement else pb.INPUT_KIND_QUESTION
+
+
 def event_to_proto(event: StreamEvent) -> pb.StreamAnswerResponse:
     """One StreamAnswer event as its proto."""
     if isinstance(event, EvidenceEvent):
@@ -333,6 +339,7 @@ def event_to_proto(event: StreamEvent) -> pb.StreamAnswerResponse:
                 doc_ids=list(dict.fromkeys(s.chunk.doc_id for s in event.evidence)),
                 timings=_timings(event.timings_ms, event.skipped_stages),
                 sufficiency=sufficiency_to_proto(event.sufficiency),
+                input_kind=input_kind(event.statement),
             )
         )
     if isinstance(event, SentenceEvent):

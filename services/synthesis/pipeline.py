@@ -32,7 +32,7 @@ from services.common.errors import (
     Violations,
 )
 from services.common.evidence import MAX_ANSWER_BYTES, Chunk, ScoredChunk, StageSkip
-from services.common.intent import Intent, is_statement
+from services.common.intent import Intent
 from services.common.judge import Task
 from services.common.language.citations import resolve_positions
 from services.common.language.key_terms import KeyTerms
@@ -315,6 +315,8 @@ class SynthesisResult:
     # In synthesis mode, how the cited passages of different documents relate (sources.py):
     # the same statement, or a number or negation on which they differ; () otherwise.
     source_relations: tuple[SourceRelation, ...] = ()
+    # Whether the input was read as a statement (a claim to check), not a question.
+    statement: bool = False
 
     @property
     def answered(self) -> bool:
@@ -477,6 +479,7 @@ class SynthesisPipeline:
             timings=timings,
             started=started,
             skipped=skipped,
+            statement=analysis.statement,
         )
         if not decision.sufficient:
             refusal = base.refuse(
@@ -717,7 +720,7 @@ class SynthesisPipeline:
         if not needs_scores(decision, check.options):
             return decision
         scorer, options = check.scorer, check.options
-        statement = is_statement(analysis.focus)
+        statement = analysis.statement
         if statement and options.statements is StatementCheck.KEYWORDS:
             return decision  # a claim to verify, left to the keyword rules by configuration
         by_entailment = statement and options.statements is StatementCheck.ENTAILMENT
@@ -900,18 +903,20 @@ class SynthesisPipeline:
         naming the count and the limit), never answered for some of its parts."""
         settings = self._settings
         parts = len(analysis.parts)
-        if parts <= 1:
+        if analysis.asked <= 1:
             return
         # A follow-up that names nothing itself is split with the question it follows up.
         follow_up = analysis.focus != analysis.question
         asked = "with the earlier question it follows up, asks" if follow_up else "asks"
         violations = Violations()
-        if parts > settings.max_question_parts:
+        if analysis.asked > settings.max_question_parts:
+            # Question sentences answered together count too: each asks a question.
             violations.add(
                 "question",
-                f"{asked} {parts} questions in one, more than the {settings.max_question_parts} "
-                "one request may ask (each is retrieved and checked on its own): ask them "
-                f"separately, at most {settings.max_question_parts} per request",
+                f"{asked} {analysis.asked} questions in one, more than the "
+                f"{settings.max_question_parts} one request may ask (each is retrieved and "
+                f"checked on its own): ask them separately, at most "
+                f"{settings.max_question_parts} per request",
             )
         elif parts * top_k > settings.max_part_passages:
             most = settings.max_part_passages // parts
@@ -1289,6 +1294,8 @@ class ResultBuilder:
     compact_answer: str = ""
     # Requested stages skipped, by timings name (retrieval's, as "retrieval.<stage>").
     skipped: dict[str, StageSkip] = field(default_factory=dict)
+    # Whether the input was read as a statement (QuestionAnalysis.statement).
+    statement: bool = False
 
     def refuse(
         self,
@@ -1357,4 +1364,5 @@ class ResultBuilder:
             cache_hit=self.cache_hit,
             index_version=self.index_version,
             compact_answer=self.compact_answer if status is SynthesisStatus.ANSWERED else "",
+            statement=self.statement,
         )

@@ -20,10 +20,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from services.common.intent import Intent, classify_intent
+from services.common.intent import Intent, classify_intent, is_statement
 from services.common.language.conversation import is_pleasantry
 from services.common.language.key_terms import KeyTerms, extract_key_terms
 from services.common.language.references import asked_acts
+from services.common.language.sentences import sentences
 from services.common.language.text import as_read, normalise_query
 from services.synthesis.comparison import Comparison, find_comparison
 from services.synthesis.generation import Turn
@@ -46,6 +47,11 @@ _OPENS_QUESTION = re.compile(rf"^{_QUESTION_WORD}", re.IGNORECASE)
 _ANAPHORA = re.compile(
     r"\b(it|its|this|these|those|they|them|their|such|the same|the above|said)\b", re.IGNORECASE
 )
+# Separate question sentences are parts only when each opens with one of these: a yes/no
+# sentence after a question mostly applies it ("What counts as sedition? Is stirring up hatred
+# against the government enough?": every such input of the tuned sets, docs/EVALUATION.md,
+# "Then S"), and asks nothing on its own.
+_WH_QUESTION = re.compile(r"^(?:what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +79,12 @@ class QuestionAnalysis:
     # else those of the focus (a follow-up's folded-in question: "and under the BNS?" names its
     # own).
     acts: tuple[str, ...] = ()
+    # How many questions the focus asks, for the limit on them (``questions_asked``): at least
+    # its parts, and every question sentence whether or not it is a part of its own.
+    asked: int = 1
+    # Whether the focus is a statement, a claim to check (``intent.is_statement``), not a
+    # question: judged by the entailment model, and reported as the response's input_kind.
+    statement: bool = False
 
     @property
     def queries(self) -> tuple[str, ...]:
@@ -94,6 +106,46 @@ class QuestionAnalysis:
 
 def question_parts(question: str) -> tuple[str, ...]:
     """The questions a multi-part question asks, each on its own, in order; else ``(question,)``.
+
+    Separate question sentences ("What is theft? What is robbery?") are parts when every
+    sentence (``sentences.sentences``) is a question ending in "?" that opens with a wh-word,
+    names something itself and, after the first, does not point back; each is then split as
+    below. Otherwise the text is read as one, as below: "What counts as sedition? Is stirring
+    up hatred against the government enough?" (a yes/no sentence applying the one before) and
+    "Our maid stole gold. Is it treated more seriously?" (context) stay whole.
+    """
+    asked = sentences(question.strip())
+    if len(asked) > 1 and _separate_questions(asked):
+        return tuple(part for sentence in asked for part in _sentence_parts(sentence))
+    return _sentence_parts(question)
+
+
+def questions_asked(question: str) -> int:
+    """How many questions ``question`` asks, for the limit on them: its parts
+    (``question_parts``), or, when more, its question sentences (those ending in "?") each
+    counted with its own ", and" parts, whether or not they are answered as parts."""
+    in_sentences = sum(
+        len(_sentence_parts(s)) for s in sentences(question.strip()) if s.endswith("?")
+    )
+    return max(len(question_parts(question)), in_sentences, 1)
+
+
+def _separate_questions(asked: Sequence[str]) -> bool:
+    """Whether these sentences are questions of their own (see ``question_parts``)."""
+    for index, sentence in enumerate(asked):
+        terms = extract_key_terms(sentence)
+        if not (
+            sentence.endswith("?")
+            and _WH_QUESTION.match(sentence)
+            and (terms.effective or terms.sections)
+            and not (index and _ANAPHORA.search(sentence))
+        ):
+            return False
+    return True
+
+
+def _sentence_parts(question: str) -> tuple[str, ...]:
+    """The questions one sentence asks, split where ", and" or ";" opens a new one.
 
     "How is trafficking of persons punished, and how is sexual harassment punished?" asks two:
     each needs its own answering sentence (issue 13). A piece of fewer than three words is not a
@@ -199,5 +251,7 @@ def analyse_question(
         follow_up=follow_up,
         comparison=None if follow_up else find_comparison(question, intent),
         parts=question_parts(focus),
+        asked=questions_asked(focus),
         acts=asked_acts(question) or asked_acts(focus),
+        statement=is_statement(focus),
     )

@@ -55,6 +55,8 @@ class EvidenceEvent:
     intent: Intent
     timings_ms: dict[str, float]
     skipped_stages: dict[str, StageSkip] = field(default_factory=dict)
+    # Whether the input was read as a statement (a claim to check), not a question.
+    statement: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +87,12 @@ async def stream_answer(
     prepared = await pipeline.prepare(request, deadline)
     base = prepared.base
     yield EvidenceEvent(
-        base.evidence, base.sufficiency, base.intent, dict(base.timings), dict(base.skipped)
+        base.evidence,
+        base.sufficiency,
+        base.intent,
+        dict(base.timings),
+        dict(base.skipped),
+        statement=base.statement,
     )
     if prepared.refusal is not None:
         yield FinishedEvent(prepared.refusal, False, 0)

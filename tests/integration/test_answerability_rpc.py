@@ -72,7 +72,9 @@ class TestAnswerabilityOverGrpc:
         # ~1,000 characters (within the 2,000 limit) but ~330 tokens: more than the model's
         # 256-token window holds beside any evidence. Found by a new user with grpcurl: it used
         # to fail the call as MODEL_UNAVAILABLE and take synthesis out of rotation for good.
-        question = ("What is theft? " * 70)[:1000]
+        # One sentence: 66 separate question sentences would ask more than 8 questions in one
+        # (INVALID_ARGUMENT since "Then S").
+        question = ("What is theft, " * 70)[:999] + "?"
         response = await synthesize(both_stack.synthesis, question)
 
         report = response.sufficiency

@@ -216,7 +216,7 @@ class TestCliOutput:
             ),
         )
 
-        cli._print_human(response, "", verbose=False)
+        cli._print_human(response, verbose=False)
 
         assert (
             "tokens:     150 (120 prompt + 30 completion, model m-2026)" in capsys.readouterr().out
@@ -237,7 +237,7 @@ class TestCliOutput:
             ],
         )
 
-        cli._print_human(response, "", verbose=False)
+        cli._print_human(response, verbose=False)
 
         out = capsys.readouterr().out
         assert out.count("Note on the Indian Penal Code, 1860:") == 1
@@ -254,14 +254,14 @@ class TestCliOutput:
             citations=[pb.DocumentCitations(doc_id="IPC_497", section="497")],
         )
 
-        cli._print_human(response, "", verbose=False)
+        cli._print_human(response, verbose=False)
 
         assert "evidence from 3 documents, the answer cites 1 document" in capsys.readouterr().out
 
     def test_print_human_has_no_token_line_without_an_llm(
         self, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        cli._print_human(pb.SynthesizeAnswerResponse(answer=REFUSAL), "", verbose=False)
+        cli._print_human(pb.SynthesizeAnswerResponse(answer=REFUSAL), verbose=False)
 
         assert "tokens:" not in capsys.readouterr().out
 
@@ -283,7 +283,7 @@ class TestCliOutput:
             ],
         )
 
-        cli._print_human(response, "", verbose=False)
+        cli._print_human(response, verbose=False)
 
         out = capsys.readouterr().out
         assert "  IPC section 379:\n  Whoever commits theft" in out
@@ -322,31 +322,37 @@ class TestCliStatementVerdict:
             sufficiency=pb.SufficiencyReport(sufficient=True, statement_verdict=verdict),
         )
 
-        cli._print_human(response, self.CLAIM, verbose=False)
+        cli._print_human(response, verbose=False)
 
         assert line in capsys.readouterr().out.splitlines()
 
     def test_print_human_says_a_statement_no_model_judged_is_not_confirmed(
         self, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        response = pb.SynthesizeAnswerResponse(
-            status=pb.ANSWER_STATUS_ANSWERED, sufficiency=pb.SufficiencyReport(sufficient=True)
-        )
+        def read_as(kind: int) -> pb.SynthesizeAnswerResponse:
+            return pb.SynthesizeAnswerResponse(
+                status=pb.ANSWER_STATUS_ANSWERED,
+                sufficiency=pb.SufficiencyReport(sufficient=True),
+                input_kind=kind,
+            )
 
-        cli._print_human(response, self.CLAIM, verbose=False)
+        cli._print_human(read_as(pb.INPUT_KIND_STATEMENT), verbose=False)
         claim = capsys.readouterr().out
-        cli._print_human(response, ANSWERABLE, verbose=False)
+        cli._print_human(read_as(pb.INPUT_KIND_QUESTION), verbose=False)
         question = capsys.readouterr().out
 
         line = "  statement:  not judged: the quote is what bears on the claim, not a confirmation"
         assert line in claim.splitlines()
+        assert "  read as:    statement (a claim to check against the evidence)" in claim
         assert "statement:" not in question
+        assert "  read as:    question" in question.splitlines()
 
     async def test_ask_prints_the_audited_statement_s_verdict(self, stack: Stack) -> None:
         run = await run_cli(self.CLAIM, "--address", stack.synthesis)
 
         validation = run.out[run.out.index("VALIDATION") :]
         assert "  statement:  UNDECIDED: " in validation, run.out
+        assert "  read as:    statement (a claim" in validation, run.out
 
 
 async def run_module(module: str, *args: str, stdin: bytes | None = None) -> Run:

@@ -41,6 +41,71 @@ def _parts(count: int) -> str:
     return ", and ".join(f"what is {o}" for o in offences[:count]).capitalize() + "?"
 
 
+def _sentences(count: int) -> str:
+    """``count`` separate questions ("What is theft? What is robbery? ...")."""
+    offences = ("theft", "robbery", "extortion", "cheating", "dacoity", "murder", "forgery")
+    offences += ("bribery", "kidnapping", "defamation")
+    return " ".join(f"What is {o}?" for o in offences[:count])
+
+
+class TestHowTheInputIsRead:
+    """Then S (docs/EVALUATION.md): the response says how the input was read, a five-word claim
+    is a statement, and separate question sentences count against the limit of 8."""
+
+    @pytest.mark.parametrize(
+        ("question", "kind"),
+        [
+            ("What is the punishment for theft?", spb.INPUT_KIND_QUESTION),
+            ("punishment for theft", spb.INPUT_KIND_QUESTION),
+            # The audit's claim of five words, read as a question and never judged before.
+            ("Theft is punishable with death.", spb.INPUT_KIND_STATEMENT),
+            ("The punishment for theft is life imprisonment.", spb.INPUT_KIND_STATEMENT),
+        ],
+    )
+    async def test_synthesize_and_stream_say_how_the_input_was_read(
+        self, stack: Stack, question: str, kind: int
+    ) -> None:
+        response = await _ask(stack, question)
+        async with grpc.aio.insecure_channel(stack.synthesis) as channel:
+            stream = spb_grpc.SynthesisServiceStub(channel).StreamAnswer(
+                spb.SynthesizeAnswerRequest(question=question), timeout=30
+            )
+            events = [event async for event in stream]
+
+        assert response.input_kind == kind
+        assert events[0].evidence.input_kind == kind
+        assert events[-1].finished.response.input_kind == kind
+        if kind == spb.INPUT_KIND_STATEMENT:
+            # Judged by the entailment model: a verdict, which a question never has.
+            assert response.sufficiency.statement_verdict != spb.STATEMENT_VERDICT_UNSPECIFIED
+        else:
+            assert response.sufficiency.statement_verdict == spb.STATEMENT_VERDICT_UNSPECIFIED
+
+    async def test_synthesize_separate_questions_are_each_answered(self, stack: Stack) -> None:
+        # One retrieval for both quoted s.390 alone ("When theft is robbery"): no definition
+        # of theft.
+        response = await _ask(stack, "What is theft? What is robbery?")
+
+        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
+        assert response.validation.verdict == validation_pb2.VALIDATION_VERDICT_GROUNDED
+        assert {"IPC_378", "IPC_390"} <= {d.doc_id for d in response.citations}, response.answer
+
+    @pytest.mark.parametrize(
+        "question",
+        [_sentences(9), " ".join(f"Is {o} a crime?" for o in ("theft", "robbery", "murder") * 3)],
+        ids=["parts", "answered-together"],
+    )
+    async def test_synthesize_nine_separate_questions_are_invalid_on_question(
+        self, stack: Stack, question: str
+    ) -> None:
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await _ask(stack, question)
+
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert error_reason(info.value) == "INVALID_INPUT"
+        assert "asks 9 questions in one" in field_violations(info.value)["question"]
+
+
 class TestSynthesizeAnswer:
     async def test_synthesize_section_420_cites_ipc_420(self, stack: Stack) -> None:
         response = await _ask(

@@ -151,6 +151,32 @@ class TestResultToProto:
         assert skipped.stage == "retrieval.rerank"
         assert skipped.skip_reason == evidence_pb2.STAGE_SKIP_REASON_QUERY_TOO_LONG
 
+    @pytest.mark.parametrize(
+        ("question", "kind"),
+        [
+            (CHEATING, pb.INPUT_KIND_QUESTION),
+            ("Whoever cheats shall be punished under section 420.", pb.INPUT_KIND_STATEMENT),
+            ("Cheating is punishable with imprisonment.", pb.INPUT_KIND_STATEMENT),
+        ],
+    )
+    async def test_every_response_and_the_evidence_event_say_how_the_input_was_read(
+        self, ipc: Mapping[str, Chunk], question: str, kind: int
+    ) -> None:
+        evidence = scored(ipc, "IPC_420_0")
+        answered = await answer(evidence, quote(ipc, "IPC_420_0"), question)
+        refused = await answer(evidence, REFUSAL, question)
+        synth = SynthesisPipeline(
+            FakeRetriever(evidence),
+            EngineValidator(),
+            ScriptedGenerator(quote(ipc, "IPC_420_0")),
+            PipelineSettings(),
+        )
+        first = await anext(stream_answer(synth, SynthesisRequest(question, top_k=5)))
+
+        assert convert.result_to_proto(answered).input_kind == kind
+        assert convert.result_to_proto(refused).input_kind == kind
+        assert convert.event_to_proto(first).evidence.input_kind == kind
+
     async def test_result_to_proto_snippets_are_at_most_200_characters(
         self, ipc: Mapping[str, Chunk]
     ) -> None:

@@ -1183,6 +1183,25 @@ class TestPartLimits:
         assert len(retriever.calls) == 1 + MAX_QUESTION_PARTS  # nothing more retrieved
 
     @pytest.mark.parametrize(
+        "sentence", ["What is {}?", "Is {} a crime?"], ids=["parts", "answered together"]
+    )
+    async def test_separate_question_sentences_count_against_the_limit(
+        self, ipc: Mapping[str, Chunk], sentence: str
+    ) -> None:
+        offences = "theft robbery extortion cheating murder rape dacoity forgery kidnapping"
+        asked = [sentence.format(o) for o in offences.split()]
+        retriever = FakeRetriever(scored(ipc, "IPC_378_0", "IPC_390_0"))
+        synth = pipeline(retriever, ExtractiveGenerator())
+
+        await synth.answer(SynthesisRequest(" ".join(asked[:MAX_QUESTION_PARTS])))
+        with pytest.raises(InvalidInputError) as caught:
+            await synth.answer(SynthesisRequest(" ".join(asked)))
+
+        (violation,) = caught.value.violations
+        assert violation.field == "question"
+        assert violation.description.startswith(f"asks {MAX_QUESTION_PARTS + 1} questions")
+
+    @pytest.mark.parametrize(
         ("parts", "top_k", "valid"),
         [
             (2, MAX_TOP_K, True),  # any top_k for two parts

@@ -15,7 +15,7 @@ from services.synthesis.extractive import ExtractiveGenerator
 from services.synthesis.generation import Turn
 from services.synthesis.limits import MAX_RETRIEVAL_QUERY_CHARS
 from services.synthesis.pipeline import SynthesisPipeline, SynthesisRequest, SynthesisStatus
-from services.synthesis.question import analyse_question, question_parts
+from services.synthesis.question import analyse_question, question_parts, questions_asked
 from tests.unit.synthesis.fakes import FakeRetriever, RuleValidator, scored
 
 HISTORY = (
@@ -215,6 +215,81 @@ class TestAnalysedOnce:
 )
 def test_question_parts(question: str, parts: tuple[str, ...]) -> None:
     assert question_parts(question) == parts
+
+
+NINE = " ".join(
+    f"What is {o}?"
+    for o in [
+        "theft",
+        "robbery",
+        "extortion",
+        "cheating",
+        "murder",
+        "rape",
+        "dacoity",
+        "forgery",
+        "kidnapping",
+    ]
+)
+
+
+class TestQuestionSentences:
+    """Separate question sentences (Then S, S3): parts when each is a wh-question of its own,
+    else one question; every question sentence counts against the limit either way."""
+
+    @pytest.mark.parametrize(
+        ("question", "parts"),
+        [
+            ("What is theft? What is robbery?", ("What is theft?", "What is robbery?")),
+            (
+                "What is section 378? How is section 379 punished?",
+                ("What is section 378?", "How is section 379 punished?"),
+            ),
+            (
+                "What is theft, and what is robbery? Who is a public servant?",
+                ("What is theft?", "What is robbery?", "Who is a public servant?"),
+            ),
+            # Pointing back, naming nothing, a yes/no application, context: one question.
+            ("What is theft? How is it punished?", ("What is theft? How is it punished?",)),
+            ("What is theft? What is the punishment?", ("What is theft? What is the punishment?",)),
+            (
+                "What counts as house trespass? Does going into a temple count?",
+                ("What counts as house trespass? Does going into a temple count?",),
+            ),
+            (
+                "Our maid stole gold from the cupboard. What is the punishment?",
+                ("Our maid stole gold from the cupboard. What is the punishment?",),
+            ),
+            ("Thanks. What is extortion?", ("Thanks. What is extortion?",)),
+            ("What is s. 302?", ("What is s. 302?",)),
+        ],
+    )
+    def test_question_parts_of_separate_sentences(
+        self, question: str, parts: tuple[str, ...]
+    ) -> None:
+        assert question_parts(question) == parts
+
+    @pytest.mark.parametrize(
+        ("question", "asked"),
+        [
+            ("What is theft?", 1),
+            ("Thanks. What is extortion?", 1),
+            ("What is theft? How is it punished?", 2),
+            ("What is theft, and how is robbery punished? Is extortion a crime?", 3),
+            (NINE, 9),
+            (NINE.replace("What is", "Is").replace("?", " a crime?"), 9),
+            ("punishment for theft", 1),
+        ],
+    )
+    def test_questions_asked_counts_every_question_sentence(
+        self, question: str, asked: int
+    ) -> None:
+        assert questions_asked(question) == asked
+
+    def test_analysis_reads_a_statement_and_counts_the_questions(self) -> None:
+        assert analyse_question("Theft is punishable with death.").statement
+        assert not analyse_question("What is theft? What is robbery?").statement
+        assert analyse_question(NINE).asked == 9
 
 
 def test_analysis_carries_the_focus_parts() -> None:

@@ -522,6 +522,34 @@ class TestClassifyIntent:
     def test_is_statement_is_a_claim_not_a_request(self, text: str, statement: bool) -> None:
         assert is_statement(text) is statement
 
+    @pytest.mark.parametrize(
+        ("text", "statement"),
+        [
+            # The audit's claims of five words: a finite verb and a full stop (Then S, S2).
+            ("Theft is punishable with death.", True),
+            ("Murder is punished with death.", True),
+            ("Theft is a crime.", True),
+            # Keyword queries have no full stop; a question opener is a question.
+            ("theft punishment", False),
+            ("punishment for theft", False),
+            ("theft is punishable", False),
+            ("What is theft", False),
+            ("What is theft.", False),
+            # A full stop without a finite verb, or too short.
+            ("Thank you for your help.", False),
+            ("Good morning.", False),
+            ("Theft punishable.", False),
+            # A short text about what a pronoun points to claims nothing of its own.
+            ("He is guilty.", False),
+            ("That is wrong.", False),
+            ("I was robbed yesterday.", False),
+        ],
+    )
+    def test_is_statement_reads_a_short_sentence_with_both_marks(
+        self, text: str, statement: bool
+    ) -> None:
+        assert is_statement(text) is statement
+
 
 class TestAnswerType:
     @pytest.mark.parametrize(
