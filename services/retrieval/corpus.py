@@ -20,7 +20,6 @@ from services.common.evidence import MAX_DOC_ID_CHARS
 from services.common.language.acts import ACT_CODE, REGISTRY_PATH, Act
 from services.common.language.acts import ACTS as REGISTERED_ACTS
 from services.common.language.citations import uncitable
-from services.common.language.footnotes import without_footnote_markers
 from services.common.language.references import normalise_section
 
 logger = logging.getLogger(__name__)
@@ -29,8 +28,7 @@ FORMATS: Final = ("statutes", "jsonl", "dir", "pdf")
 
 # What the readers make of the same files; part of the index checksum (store.corpus_checksum),
 # so an index built by an older reader is rebuilt. 2: IPC chapter titles restored (below).
-# 3: footnote reference digits removed from statute text ("trafficking1", footnotes.py).
-READER_VERSION: Final = 3
+READER_VERSION: Final = 2
 
 # The IPC file's chapter titles lost their "of" and "to" upstream ("criminal breach  trust"):
 # every one that did, as the file writes it -> the title as enacted (lower case, like the rest
@@ -193,9 +191,7 @@ def _statute_document(record: object, spec: Act, path: Path, index: int) -> Docu
             f"{path}: record {index} has section number {raw_section!r}, "
             "expected digits optionally followed by letters"
         )
-    # The source's footnote references are glued to the words ("trafficking1"): removed here,
-    # the file stays as fetched (data/corpora/indian_law/SOURCE.md).
-    text = without_footnote_markers(normalise_whitespace(str(record[keys["text"]] or "")))
+    text = normalise_whitespace(str(record[keys["text"]] or ""))
     if not text:
         logger.warning("%s: %s section %s has no text; skipped", path, spec.code, section)
         return None
