@@ -910,13 +910,14 @@ class SynthesisPipeline:
         asked = "with the earlier question it follows up, asks" if follow_up else "asks"
         violations = Violations()
         if analysis.asked > settings.max_question_parts:
-            # Question sentences answered together count too: each asks a question.
+            # Question sentences answered together count too: each asks a question. Only parts
+            # are retrieved and checked one by one, so only then does the message say so.
+            why = " (each is retrieved and checked on its own)" if parts >= analysis.asked else ""
             violations.add(
                 "question",
                 f"{asked} {analysis.asked} questions in one, more than the "
-                f"{settings.max_question_parts} one request may ask (each is retrieved and "
-                f"checked on its own): ask them separately, at most "
-                f"{settings.max_question_parts} per request",
+                f"{settings.max_question_parts} one request may ask{why}: ask them separately, "
+                f"at most {settings.max_question_parts} per request",
             )
         elif parts * top_k > settings.max_part_passages:
             most = settings.max_part_passages // parts

@@ -1200,6 +1200,10 @@ class TestPartLimits:
         (violation,) = caught.value.violations
         assert violation.field == "question"
         assert violation.description.startswith(f"asks {MAX_QUESTION_PARTS + 1} questions")
+        # Sentences answered together are not retrieved one by one: the message says so only
+        # of parts.
+        one_by_one = "(each is retrieved and checked on its own)" in violation.description
+        assert one_by_one == sentence.startswith("What")
 
     @pytest.mark.parametrize(
         ("parts", "top_k", "valid"),
