@@ -120,14 +120,16 @@ def question_parts(question: str) -> tuple[str, ...]:
     return _sentence_parts(question)
 
 
-def questions_asked(question: str) -> int:
+def questions_asked(question: str, parts: Sequence[str] | None = None) -> int:
     """How many questions ``question`` asks, for the limit on them: its parts
-    (``question_parts``), or, when more, its question sentences (those ending in "?") each
-    counted with its own ", and" parts, whether or not they are answered as parts."""
+    (``question_parts``, or ``parts`` when the caller has them already), or, when more, its
+    question sentences (those ending in "?") each counted with its own ", and" parts, whether
+    or not they are answered as parts."""
     in_sentences = sum(
         len(_sentence_parts(s)) for s in sentences(question.strip()) if s.endswith("?")
     )
-    return max(len(question_parts(question)), in_sentences, 1)
+    split = question_parts(question) if parts is None else parts
+    return max(len(split), in_sentences, 1)
 
 
 def _separate_questions(asked: Sequence[str]) -> bool:
@@ -241,6 +243,7 @@ def analyse_question(
     else:
         focus = retrieval_query
         focus_terms = terms if focus == question else extract_key_terms(focus)
+    parts = question_parts(focus)
     return QuestionAnalysis(
         question=question,
         retrieval_query=retrieval_query,
@@ -250,8 +253,8 @@ def analyse_question(
         focus_terms=focus_terms,
         follow_up=follow_up,
         comparison=None if follow_up else find_comparison(question, intent),
-        parts=question_parts(focus),
-        asked=questions_asked(focus),
+        parts=parts,
+        asked=questions_asked(focus, parts),
         acts=asked_acts(question) or asked_acts(focus),
         statement=is_statement(focus),
     )
