@@ -202,6 +202,9 @@ class AnswerabilityScores:
     # For a multi-part question, each part's best score (``by_id`` then holds each chunk's
     # best over the parts); empty for a question of one part.
     part_best: tuple[float, ...] = ()
+    # For a multi-part question, each part's own scores (semantic id → P(answers) for that
+    # part), in the parts' order; empty for a question of one part.
+    by_part: tuple[Mapping[str, float], ...] = ()
 
     @property
     def best(self) -> float:
@@ -215,6 +218,18 @@ class AnswerabilityScores:
         """Ids scoring at least ``threshold``, best first."""
         ranked = sorted(self.by_id.items(), key=lambda item: (-item[1], item[0]))
         return tuple(i for i, s in ranked if s >= threshold)
+
+    def part_answering(self, threshold: float) -> tuple[tuple[tuple[str, float], ...], ...]:
+        """For a multi-part question, each part's (id, score) scoring at least ``threshold``
+        for that part, best first; empty for a question of one part."""
+        return tuple(
+            tuple(
+                (i, s)
+                for i, s in sorted(part.items(), key=lambda item: (-item[1], item[0]))
+                if s >= threshold
+            )
+            for part in self.by_part
+        )
 
 
 def needs_scores(decision: SufficiencyDecision, options: AnswerabilityOptions) -> bool:
@@ -277,12 +292,18 @@ def score_evidence(
     asked = list(parts) if len(parts) > 1 else [question]
     by_id: dict[str, float] = {}
     part_best: list[float] = []
+    by_part: list[dict[str, float]] = []
     for part in asked:
         values = _sliced(scorer.score, part, texts, stop)
         part_best.append(max(values, default=0.0))
+        own: dict[str, float] = {}
         for semantic_id, value in zip(ids, values, strict=True):
             by_id[semantic_id] = max(value, by_id.get(semantic_id, 0.0))
-    return AnswerabilityScores(scorer.name, by_id, tuple(part_best) if len(asked) > 1 else ())
+            own[semantic_id] = max(value, own.get(semantic_id, 0.0))
+        by_part.append(own)
+    if len(asked) == 1:
+        return AnswerabilityScores(scorer.name, by_id)
+    return AnswerabilityScores(scorer.name, by_id, tuple(part_best), tuple(by_part))
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,6 +362,7 @@ def combine(
         answerability=scores.best,
         answerability_model=scores.model,
         answerability_by_id=tuple(scores.by_id.items()),
+        answerability_by_part=scores.part_answering(options.veto_below),
     )
     if mode in (AnswerabilityMode.OFF, AnswerabilityMode.SHADOW):
         return noted

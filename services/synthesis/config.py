@@ -180,6 +180,9 @@ class SynthesisConfig:
     # The complement appends another statute section only for a missing term its title
     # names (ExtractiveOptions.complement_by_title; off: rule L(iv) was rejected).
     extractive_complement_by_title: bool = False
+    # Each part of a multi-part question gets the sentence the model finds answering it
+    # (ExtractiveOptions.part_answers_first; on: rule T).
+    extractive_part_answers: bool = True
 
     @property
     def openai_offered(self) -> bool:
@@ -256,6 +259,7 @@ class SynthesisConfig:
             whole_lists=env.bool("WHOLE_LISTS", True),
             extractive_keep_clause_marks=env.bool("EXTRACTIVE_KEEP_CLAUSE_MARKS", True),
             extractive_complement_by_title=env.bool("EXTRACTIVE_COMPLEMENT_BY_TITLE", False),
+            extractive_part_answers=env.bool("EXTRACTIVE_PART_ANSWERS", True),
             openai=OpenAISettings(
                 base_url=env.base_url(
                     "OPENAI_BASE_URL",

@@ -106,6 +106,11 @@ class ExtractiveOptions:
     # SYNTHESIS_EXTRACTIVE_COMPLEMENT_BY_TITLE. Off: on the plain tune set the complement
     # brought a gold section to four answers it now left out (docs/EVALUATION.md, "Then L").
     complement_by_title: bool = False
+    # A multi-part question first gets, for each part, the sentence the answerability model
+    # finds answering that part (``part_answers``), before selection by score: a part's answer
+    # is chosen by meaning, not by the words the parts share (SYNTHESIS_EXTRACTIVE_PART_ANSWERS;
+    # docs/EVALUATION.md, "Then T").
+    part_answers_first: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +244,8 @@ class ExtractiveGenerator:
         seed = _one_per_compared_term(units, request.compared, request.evidence)
         if self._options.operative_first and key_terms.sections:
             seed = _operative(units, request.evidence, seed)
+        if self._options.part_answers_first and request.part_answers:
+            seed = _part_answers(units, request.part_answers, seed)
         if request.synthesis_mode and self._options.synthesis_one_per_source:
             seed = self._one_per_source(units, request.evidence, seed)
         chosen = self._select(units, request.synthesis_mode, aspects, seed)
@@ -278,7 +285,10 @@ class ExtractiveGenerator:
     ) -> list[_Unit]:
         opts = self._options
         evidence = request.evidence
-        answering = frozenset(request.answering)
+        # Sentences the model found answering the question (or one of its parts) may be quoted
+        # even when they share no key term with it.
+        parts = request.part_answers if opts.part_answers_first else ()
+        answering = frozenset(request.answering).union(*parts)
         answers = request.answer_scores
         scores = [scored.score for scored in evidence]
         low, high = min(scores, default=0.0), max(scores, default=0.0)
@@ -502,6 +512,34 @@ def _operative(
     ]
     found.sort(key=lambda u: (first[u.doc_id], u.sentence_index, u.piece))
     return [*seed, *(unit for unit in found if unit not in seed)]
+
+
+def _part_answers(
+    units: list[_Unit], part_answers: tuple[Mapping[str, float], ...], seed: list[_Unit]
+) -> list[_Unit]:
+    """``seed`` and, for each part of a multi-part question in order, the sentence that answers
+    it: among the sentences answering the part (``part_answers``: the model's P(answers) for
+    that part, already at least its threshold) that score it at least as high as any other part
+    (the part is their own), the best; when none has it as its own, the best answering it that
+    is not chosen yet. A part nothing answers adds nothing ("Then T", docs/EVALUATION.md)."""
+    chosen = list(seed)
+    for answers in part_answers:
+        answering = [unit for unit in units if unit.semantic_id in answers]
+        own = [
+            unit
+            for unit in answering
+            if all(
+                answers[unit.semantic_id] >= other.get(unit.semantic_id, 0.0)
+                for other in part_answers
+            )
+        ]
+        pool = own or [unit for unit in answering if unit not in chosen]
+        if not pool:
+            continue
+        best = max(pool, key=lambda u: (answers[u.semantic_id], u.score, -u.position, -u.piece))
+        if best not in chosen:
+            chosen.append(best)
+    return chosen
 
 
 def _one_per_compared_term(

@@ -44,6 +44,9 @@ class GenerationRequest:
     # Each evidence chunk's P(answers) from the answerability model, when it scored the request
     # (semantic id -> score); empty when it did not run.
     answer_scores: Mapping[str, float] = field(default_factory=dict)
+    # For a multi-part question, each part's answering chunks (semantic id -> P(answers) for
+    # that part, at least the model's threshold), in the parts' order; empty otherwise.
+    part_answers: tuple[Mapping[str, float], ...] = ()
     # What the answer must address, as the request's QuestionAnalysis found it (its
     # ``answer_terms``); None: a generator that needs them extracts them itself.
     key_terms: KeyTerms | None = None

@@ -846,6 +846,7 @@ class SynthesisPipeline:
             ),
             key_terms=analysis.answer_terms,
             answer_scores=dict(decision.answerability_by_id),
+            part_answers=tuple(dict(part) for part in decision.answerability_by_part),
         )
 
     async def validate(

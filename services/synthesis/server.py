@@ -154,6 +154,7 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
                 whole_lists=config.whole_lists,
                 keep_clause_marks=config.extractive_keep_clause_marks,
                 complement_by_title=config.extractive_complement_by_title,
+                part_answers_first=config.extractive_part_answers,
             )
         ),
         openai=lambda model: OpenAIGenerator(_openai_settings(config, model)),

@@ -209,6 +209,9 @@ class SufficiencyDecision:
     answerability_effect: str = ""
     # Each evidence chunk's P(answers) when the model scored the request (semantic id, score).
     answerability_by_id: tuple[tuple[str, float], ...] = ()
+    # For a multi-part question the model scored per part: each part's answering chunks
+    # (P(answers) for that part at least the veto threshold), (semantic id, score), best first.
+    answerability_by_part: tuple[tuple[tuple[str, float], ...], ...] = ()
     # The judge (issue 17), when the model left the question uncertain: its model and P(yes).
     judge_model: str = ""
     judge_score: float | None = None

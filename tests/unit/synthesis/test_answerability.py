@@ -43,6 +43,7 @@ from services.synthesis.answerability import (
     score_statement,
 )
 from services.synthesis.extractive import ExtractiveGenerator
+from services.synthesis.generation import GenerationRequest
 from services.synthesis.pipeline import (
     PipelineSettings,
     SynthesisPipeline,
@@ -314,9 +315,22 @@ class TestCombine:
         assert [q for q, _ in scorer.calls] == list(parts)
         assert scores.part_best == (0.9, 0.9) and scores.best == 0.9
         assert set(scores.at_least(0.5)) == {"IPC_378_0", "IPC_390_0"}
+        # Each part's own scores, and those answering it, for the generator (rule T).
+        # (s.390_0, "In all robbery there is either theft or extortion", names both.)
+        assert scores.by_part == (
+            {"IPC_378_0": 0.9, "IPC_390_0": 0.9},
+            {"IPC_378_0": 0.1, "IPC_390_0": 0.9},
+        )
+        assert scores.part_answering(0.5) == (
+            (("IPC_378_0", 0.9), ("IPC_390_0", 0.9)),
+            (("IPC_390_0", 0.9),),
+        )
+        noted = combine(decision(None), scores, AnswerabilityOptions(mode=AnswerabilityMode.BOTH))
+        assert noted.answerability_by_part == scores.part_answering(0.5)  # at veto_below
         # one part: the question itself, as before
         single = score_evidence(scorer, "What is theft?", evidence, ("What is theft?",))
         assert single.part_best == () and single.best == 0.9
+        assert single.by_part == () and single.part_answering(0.5) == ()
 
     @pytest.mark.parametrize(
         ("passage_format", "expected"),
@@ -367,7 +381,45 @@ def _pipeline(
     )
 
 
+class RecordingGenerator(ExtractiveGenerator):
+    """The extractive generator, keeping each request it was given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: list[GenerationRequest] = []
+
+    def compose(self, request: GenerationRequest) -> str:
+        self.requests.append(request)
+        return super().compose(request)
+
+
 class TestPipeline:
+    async def test_each_part_s_answering_chunks_reach_the_generator(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        # Rule T: the generator is told which chunks answer which part, at the veto threshold.
+        class PartScorer(TableScorer):
+            def score(self, question: str, passages: Sequence[str]) -> list[float]:
+                self.calls.append((question, tuple(passages)))
+                topic = "movable" if "theft" in question else "extortion"
+                return [0.9 if topic in p else 0.1 for p in passages]
+
+        retriever = FakeRetriever(scored(ipc, "IPC_378_0", "IPC_383_0"))
+        generator = RecordingGenerator()
+        synth = _pipeline(retriever, PartScorer({}), "both", generator=generator, veto_below=0.5)
+
+        result = await synth.answer(
+            SynthesisRequest("What is theft, and what is extortion?", top_k=2)
+        )
+
+        assert result.status is SynthesisStatus.ANSWERED, result.refusal_reason
+        (seen,) = generator.requests
+        assert [dict(part) for part in seen.part_answers] == [
+            {"IPC_378_0": 0.9},
+            {"IPC_383_0": 0.9},
+        ]
+        assert {"IPC_378_0", "IPC_383_0"} <= set(result.validation.cited_ids)
+
     async def test_veto_refuses_a_keyword_pass_no_sentence_answers(
         self, ipc: Mapping[str, Chunk]
     ) -> None:
