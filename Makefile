@@ -65,7 +65,8 @@ lock: ## Recompile requirements.lock from pyproject.toml (needs network to PyPI)
 # times alone would call an index of other files up to date.
 CORPUS       ?= data/corpora/indian_law/ipc.json
 INDEX_INPUTS := $(CORPUS) data/corpora/acts.json services/retrieval/corpus.py \
-	services/retrieval/chunking.py services/common/language/sentences.py
+	services/retrieval/chunking.py services/common/language/sentences.py \
+	services/common/language/footnotes.py
 $(INDEX_DIR).corpus: always
 	@mkdir -p $(dir $@)
 	@echo '$(CORPUS)' | cmp -s - $@ || echo '$(CORPUS)' > $@

@@ -12,6 +12,7 @@ from typing import Any
 from evaluation.matching import normalize_ws
 from services.common.errors import CorpusFormatError
 from services.common.intent import Intent
+from services.common.language.footnotes import without_footnote_markers
 
 # ipc-NNN: the team's golden set; plain-NNN: the plain-language set (report-only, never tuned on).
 _ID = re.compile(r"^(?:ipc|plain)-\d{3}$")
@@ -82,7 +83,8 @@ def load_ipc_sections(path: Path) -> dict[str, IpcSection]:
                 doc_id=ipc_doc_id(record["Section"]),
                 section=str(record["Section"]),
                 title=str(record["section_title"]),
-                text=str(record["section_desc"]),
+                # As the statutes reader serves it: without the footnote markers.
+                text=without_footnote_markers(str(record["section_desc"])),
                 chapter=int(record["chapter"]),
                 chapter_title=str(record["chapter_title"]),
             )
@@ -131,8 +133,16 @@ def _parse(path: Path, line: int, record: Any) -> GoldenItem:
     bad_ids = [d for d in doc_ids if not _DOC_ID.match(d)]
     if bad_ids:
         raise _fail(path, line, f"gold doc id(s) {bad_ids} do not match IPC_<section>")
-    key_sentences = _strings(path, line, "key_sentences", record["key_sentences"])
-    answer_contains = _strings(path, line, "answer_contains", record.get("answer_contains", []))
+    # The gold text is read as the corpus is served: a footnote marker copied from the file
+    # ("trafficking1") is no part of the gold (footnotes.py).
+    key_sentences = tuple(
+        without_footnote_markers(s)
+        for s in _strings(path, line, "key_sentences", record["key_sentences"])
+    )
+    answer_contains = tuple(
+        without_footnote_markers(s)
+        for s in _strings(path, line, "answer_contains", record.get("answer_contains", []))
+    )
     absent_terms = _strings(path, line, "absent_terms", record.get("absent_terms", []))
     if record["answerable"]:
         if not doc_ids or not key_sentences:

@@ -20,6 +20,7 @@ from services.common.evidence import MAX_DOC_ID_CHARS
 from services.common.language.acts import ACT_CODE, REGISTRY_PATH, Act
 from services.common.language.acts import ACTS as REGISTERED_ACTS
 from services.common.language.citations import uncitable
+from services.common.language.footnotes import without_footnote_markers
 from services.common.language.references import normalise_section
 
 logger = logging.getLogger(__name__)
@@ -28,7 +29,9 @@ FORMATS: Final = ("statutes", "jsonl", "dir", "pdf")
 
 # What the readers make of the same files; part of the index checksum (store.corpus_checksum),
 # so an index built by an older reader is rebuilt. 2: IPC chapter titles restored (below).
-READER_VERSION: Final = 2
+# 3: footnote reference digits removed from statute text ("trafficking1", footnotes.py);
+# 4: the same, re-landed after Then T (a cache built by 3, since reverted, may hold either).
+READER_VERSION: Final = 4
 
 # The IPC file's chapter titles lost their "of" and "to" upstream ("criminal breach  trust"):
 # every one that did, as the file writes it -> the title as enacted (lower case, like the rest
@@ -191,7 +194,9 @@ def _statute_document(record: object, spec: Act, path: Path, index: int) -> Docu
             f"{path}: record {index} has section number {raw_section!r}, "
             "expected digits optionally followed by letters"
         )
-    text = normalise_whitespace(str(record[keys["text"]] or ""))
+    # The source's footnote references are glued to the words ("trafficking1"): removed here,
+    # the file stays as fetched (data/corpora/indian_law/SOURCE.md).
+    text = without_footnote_markers(normalise_whitespace(str(record[keys["text"]] or "")))
     if not text:
         logger.warning("%s: %s section %s has no text; skipped", path, spec.code, section)
         return None

@@ -68,7 +68,7 @@ class TestStatuteLayout:
         assert response.status == spb.ANSWER_STATUS_ANSWERED, response.answer
         assert cited[:8] == [f"IPC_375_{n}" for n in range(8)], response.answer
         # The lead-in keeps its colon: the reader sees the descriptions follow.
-        assert "seven descriptions1: [IPC_375_0]\nAgainst her will [IPC_375_1]." in response.answer
+        assert "seven descriptions: [IPC_375_0]\nAgainst her will [IPC_375_1]." in response.answer
 
     async def test_rpc_a_list_is_quoted_whole(self, stack: Stack) -> None:
         response, cited = await _cited(stack, "What is grievous hurt?")

@@ -17,12 +17,16 @@ pytestmark = pytest.mark.integration
 
 # Definition (s.120A) and punishment (s.120B): two sections with two passages each.
 CONSPIRACY = "What is criminal conspiracy and how is it punished?"
-# Two parts, two trafficking sections with two passages each: s.370 (seven to ten years) and
-# s.370A, exploitation (employing) of a trafficked person (three to five years), differ on the term.
+# Two parts, two trafficking sections with two passages each: s.370 (seven to ten years, or ten
+# to life for more than one person) and s.370A, exploitation (employing) of a trafficked person
+# (three to five years), differ on the term. Six passages: since the source's footnote digits are
+# removed ("trafficking1", Then P), s.370's sentences read "trafficking" and the default five
+# hold four of s.370 and one of s.370A, not synthesis mode (both parts are answered either way).
 TRAFFICKING = (
     "How is trafficking of persons punished, and how is a person who employs a trafficked "
     "person punished?"
 )
+TRAFFICKING_TOP_K = 6
 # Two parts. One retrieval for the whole question brings trafficking sections only; with
 # answerability v3 this was answered with trafficking alone, and with v6 alone it is refused
 # (the second part has no answering sentence). Retrieved per part (SYNTHESIS_PART_RETRIEVAL,
@@ -31,11 +35,11 @@ TWO_PARTS = "How is trafficking of persons punished, and how is sexual harassmen
 _CITED_DOC = re.compile(r"\[(IPC_\w+?)_\d+\]")
 
 
-async def _ask(stack: Stack, question: str) -> spb.SynthesizeAnswerResponse:
+async def _ask(stack: Stack, question: str, top_k: int = 0) -> spb.SynthesizeAnswerResponse:
     async with grpc.aio.insecure_channel(stack.synthesis) as channel:
         stub = spb_grpc.SynthesisServiceStub(channel)
         return await stub.SynthesizeAnswer(
-            spb.SynthesizeAnswerRequest(question=question),
+            spb.SynthesizeAnswerRequest(question=question, top_k=top_k),
             timeout=30,  # type: ignore[arg-type]
         )
 
@@ -82,7 +86,7 @@ class TestSynthesisMode:
     async def test_numeric_difference_between_sections_is_reported_and_flagged(
         self, stack: Stack
     ) -> None:
-        response = await _ask(stack, TRAFFICKING)
+        response = await _ask(stack, TRAFFICKING, TRAFFICKING_TOP_K)
 
         assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
         assert response.synthesis_mode
@@ -100,6 +104,18 @@ class TestSynthesisMode:
         assert "IPC section 370A (differs from IPC section 370 on a number):" in (
             response.answer.split("\n")
         )
+
+    async def test_each_trafficking_part_is_quoted_at_the_default_top_k(self, stack: Stack) -> None:
+        # A guard, not a test of one change: with the footnote digits first removed (Then P, at
+        # 7e3de6c) this question quoted three s.370 sentences and no s.370A, answering its first
+        # part only, and Then P was reverted. Re-landed on 2026-11-27 beside rule T, both parts
+        # are quoted whether or not T is on (s.370A_0 is quoted for the second part).
+        response = await _ask(stack, TRAFFICKING)
+
+        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
+        cited = {c.rsplit("_", 1)[0] for c in response.validation.cited_ids}
+        assert cited == {"IPC_370", "IPC_370A"}, cited
+        assert response.validation.verdict == validation_pb2.VALIDATION_VERDICT_GROUNDED
 
     async def test_each_part_of_a_two_part_question_finds_its_own_answer(
         self, stack: Stack
@@ -120,11 +136,11 @@ class TestSynthesisMode:
             events = [
                 event
                 async for event in stub.StreamAnswer(
-                    spb.SynthesizeAnswerRequest(question=TRAFFICKING),
+                    spb.SynthesizeAnswerRequest(question=TRAFFICKING, top_k=TRAFFICKING_TOP_K),
                     timeout=30,  # type: ignore[arg-type]
                 )
             ]
-        unary = await _ask(stack, TRAFFICKING)
+        unary = await _ask(stack, TRAFFICKING, TRAFFICKING_TOP_K)
 
         finished = events[-1].finished
         assert not finished.retract

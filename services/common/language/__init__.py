@@ -8,6 +8,8 @@ sufficiency, and the canonical section number the corpus loader uses.
 their scopes; the validator checks answers with them, synthesis finds disagreeing passages.
 ``names``: how a text names a document by its title (a bridge between documents), for
 synthesis's evidence and the extractive generator.
+``footnotes``: the footnote digits the statute files glue to words ("trafficking1"), removed by
+the statutes reader and the evaluation's IPC reader.
 ``text.stem`` is the one stemmer: BM25's tokens, sufficiency's key terms and the validator's
 content terms.
 """

@@ -52,7 +52,7 @@ S376 = dict(
 # s.375, shortened: the definition ends with its lead-in; two descriptions; an Explanation.
 S375 = {
     0: "A man is said to commit “rape” if he, penetrates ... under the circumstances falling "
-    "under any of the following seven descriptions1:",
+    "under any of the following seven descriptions:",
     1: "Against her will.",
     2: "Without her consent.",
     3: "Explanations\nFor the purposes of this section, “vagina” shall also include labia majora.",
@@ -66,7 +66,7 @@ class TestOpensList:
             # a colon at the end (s.21, s.375)
             "The words “public servant” denote a person falling under any of the descriptions "
             "hereinafter following, namely:",
-            "... under the circumstances falling under any of the following seven descriptions1:",
+            "... under the circumstances falling under any of the following seven descriptions:",
             # the cue word at the end, without its colon
             "The following persons are designated, namely",
             "shall be punished in the manner following, that is to say",

@@ -194,6 +194,20 @@ class TestCheckAgainstCorpus:
         problems = check_against_corpus(load_golden(_write(tmp_path, record)), _sections())
         assert any(problem in p for p in problems), problems
 
+    def test_check_against_corpus_gold_copied_with_a_footnote_marker_matches(
+        self, tmp_path: Path
+    ) -> None:
+        # Audit L2: gold copied from the file ("trafficking1") is read as the corpus is served.
+        record = _answerable(
+            gold_doc_ids=["IPC_370"],
+            key_sentences=["commits the offence of trafficking1."],
+            answer_contains=["trafficking1"],
+        )
+        items = load_golden(_write(tmp_path, record))
+        assert items[0].key_sentences == ("commits the offence of trafficking.",)
+        assert items[0].answer_contains == ("trafficking",)
+        assert check_against_corpus(items, load_ipc_sections(IPC)) == []
+
     def test_check_against_corpus_absent_term_respects_word_bounds(self, tmp_path: Path) -> None:
         items = load_golden(_write(tmp_path, _unanswerable(absent_terms=["prop"])))
         assert check_against_corpus(items, _sections()) == []
@@ -205,6 +219,11 @@ class TestLoadIpcSections:
         assert len(sections) == 575
         assert sections["IPC_498A"].title.startswith("Husband or relative")
         assert sections["IPC_304B"].text == ""
+
+    def test_load_ipc_sections_text_is_served_without_footnote_markers(self) -> None:
+        sections = load_ipc_sections(IPC)
+        assert sections["IPC_509"].text.endswith("and also with fine.")
+        assert "trafficking1" not in sections["IPC_370"].text
 
     def test_load_ipc_sections_bad_record_is_named(self, tmp_path: Path) -> None:
         path = tmp_path / "ipc.json"

@@ -149,7 +149,7 @@ class TestLegalSentenceSplitter:
         rape = sentences(ipc["IPC_375"].text)
         # The four clauses ending "; or" on their own lines are one sentence with its opening.
         assert rape[0].startswith("A man is said to commit “rape” if he, penetrates")
-        assert rape[0].endswith("any of the following seven descriptions1:")
+        assert rape[0].endswith("any of the following seven descriptions:")
         assert rape[1:3] == ["Against her will.", "Without her consent."]
         assert "Explanations\nFor the purposes of this section" in rape[8]
         assert all(len(s.split()) >= 2 for s in rape)

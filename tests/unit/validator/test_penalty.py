@@ -44,7 +44,7 @@ S308 = (
 )
 S509 = (
     "Whoever, intending to insult the modesty of any woman, utters any word, shall be punished "
-    "with simple imprisonment for a term which may extend to three years, and also with fine1."
+    "with simple imprisonment for a term which may extend to three years, and also with fine."
 )
 
 
