@@ -44,6 +44,10 @@ _PART_BREAK = re.compile(
     re.IGNORECASE,
 )
 _OPENS_QUESTION = re.compile(rf"^{_QUESTION_WORD}", re.IGNORECASE)
+# In a sentence that splits at ", and" or ";" (above), a list's earlier questions are joined by
+# bare commas: "What is theft, what is extortion, and what is robbery?" (rule U). Only before a
+# wh-word, and only in such a list: "What if someone steals, what is the punishment?" stays one.
+_LIST_COMMA = re.compile(r"\s*,\s*(?=(?:what|which|who|whom|whose|when|where|why|how)\b)", re.I)
 _ANAPHORA = re.compile(
     r"\b(it|its|this|these|those|they|them|their|such|the same|the above|said)\b", re.IGNORECASE
 )
@@ -150,13 +154,17 @@ def _sentence_parts(question: str) -> tuple[str, ...]:
     """The questions one sentence asks, split where ", and" or ";" opens a new one.
 
     "How is trafficking of persons punished, and how is sexual harassment punished?" asks two:
-    each needs its own answering sentence (issue 13). A piece of fewer than three words is not a
+    each needs its own answering sentence (issue 13). In such a sentence a comma before a
+    wh-word splits too when the first piece opens with one ("What is theft, what is extortion,
+    and what is robbery?" asks three; rule U). A piece of fewer than three words is not a
     question of its own and stays with the one before it. The question stays whole when its
     first part does not open with a question word, when a later part points back ("What is
     criminal conspiracy and how is it punished?": "How is it punished?" alone asks about
     nothing), or when a part names nothing a passage could match.
     """
     pieces = [p.strip(" ,;?") for p in _PART_BREAK.split(question.strip())]
+    if len(pieces) > 1 and _WH_QUESTION.match(pieces[0]):
+        pieces = [item for piece in pieces for item in _LIST_COMMA.split(piece)]
     parts: list[str] = []
     for piece in pieces:
         if parts and len(piece.split()) < 3:

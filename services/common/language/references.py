@@ -77,8 +77,13 @@ _NUMBERS_THEN_ACT = re.compile(
     re.I,
 )
 # ... and right after one: "IPC 420", "IPC s 420" (an "s" without its dot only here: "it's 5
-# years" names no section 5).
-_ACT_THEN_NUMBER = re.compile(rf"\b{_ANY_ACT}\s+(?:s\s+)?(?P<num>{_BARE_NUMBER})", re.I)
+# years" names no section 5), and a list of them read whole, as before an act: "IPC 379 and
+# 380", "IPC 379, 380 and 381", "IPC 378 to 380" (rule U), not a quantity ("IPC 420 and 7 years").
+_ACT_THEN_NUMBER = re.compile(
+    rf"\b{_ANY_ACT}\s+(?:s\s+)?(?P<num>{_BARE_NUMBER}){_SUB}"
+    rf"(?P<more>(?:\s*{_JOIN}\s*{_BARE_NUMBER}{_SUB}{_NOT_QUANTITY})*)",
+    re.I,
+)
 # ... or as the whole query: "420", "498A", "498-A", "379?" (what someone types to look a
 # provision up; GetDocument resolves the same). Not inside a sentence: "3 years" never counts,
 # and not an ordinal: "1st" or "10th" alone is not section 1ST.
@@ -137,7 +142,9 @@ def _groups(query: str) -> list[_Group]:
         inside = _Spans([(a, b) for a, b, _, _ in groups])
         for match in pattern.finditer(query):
             start = match.start("num")
-            if not inside.cover(start):
+            if pattern is _ACT_THEN_NUMBER and not inside.cover(start):
+                groups.append((start, match.end("more"), _list_numbers(match), False))
+            elif not inside.cover(start):
                 # "302 r/w": the connector is part of the reference (no key term).
                 end = match.end() if pattern is _NUMBER_READ_WITH else match.end("num")
                 groups.append((start, end, [(start, match.group("num"))], False))

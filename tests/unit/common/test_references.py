@@ -168,6 +168,24 @@ class TestBareNumbersIpcSAndRanges:
         assert not any(t[0].isdigit() for t in extract_key_terms(query).terms)
 
     @pytest.mark.parametrize(
+        ("query", "refs"),
+        [
+            # Rule U (docs/EVALUATION.md, "Then U"): a list after the act is read whole too.
+            ("What do IPC 379 and 380 say?", ("379", "380")),
+            ("IPC 379, 380 and 381", ("379", "380", "381")),
+            ("IPC 378 to 380", ("378", "379", "380")),
+            ("IPC 420 & 406", ("420", "406")),
+            ("IPC 304(2) and 302", ("304", "302")),
+            ("IPC 420 and 7 years", ("420",)),
+            ("IPC 420, 3 years", ("420",)),
+        ],
+    )
+    def test_a_list_after_the_act_names_each_section(
+        self, query: str, refs: tuple[str, ...]
+    ) -> None:
+        assert parse_section_refs(query) == tuple(SectionRef(n, "IPC") for n in refs)
+
+    @pytest.mark.parametrize(
         ("query", "sections", "act"),
         [
             ("sections 378 to 382", ("378", "379", "380", "381", "382"), None),

@@ -211,6 +211,30 @@ class TestAnalysedOnce:
             ("What is criminal conspiracy and how is it punished?",),
         ),
         ("What is theft?", ("What is theft?",)),
+        # Rule U: a list of questions joined by commas, closed by ", and" or ";"
+        (
+            "What is theft, what is extortion, and what is robbery?",
+            ("What is theft?", "What is extortion?", "What is robbery?"),
+        ),
+        (
+            "How is theft punished, how is robbery punished; what is extortion?",
+            ("How is theft punished?", "How is robbery punished?", "What is extortion?"),
+        ),
+        # ... but a comma alone never splits, nor one in a list whose first piece is no
+        # wh-question, and a piece that points back keeps the sentence whole
+        (
+            "What if someone steals, what is the punishment?",
+            ("What if someone steals, what is the punishment?",),
+        ),
+        ("What is theft, what is extortion?", ("What is theft, what is extortion?",)),
+        (
+            "Is theft bailable, what is robbery, and what is extortion?",
+            ("Is theft bailable, what is robbery?", "What is extortion?"),
+        ),
+        (
+            "What is theft, how is it punished, and what is robbery?",
+            ("What is theft, how is it punished, and what is robbery?",),
+        ),
     ],
 )
 def test_question_parts(question: str, parts: tuple[str, ...]) -> None:
