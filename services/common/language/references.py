@@ -142,12 +142,14 @@ def _groups(query: str) -> list[_Group]:
         inside = _Spans([(a, b) for a, b, _, _ in groups])
         for match in pattern.finditer(query):
             start = match.start("num")
-            if pattern is _ACT_THEN_NUMBER and not inside.cover(start):
+            if inside.cover(start):
+                continue
+            if pattern is _ACT_THEN_NUMBER:  # "IPC 379 and 380": a list, read whole
                 groups.append((start, match.end("more"), _list_numbers(match), False))
-            elif not inside.cover(start):
-                # "302 r/w": the connector is part of the reference (no key term).
-                end = match.end() if pattern is _NUMBER_READ_WITH else match.end("num")
-                groups.append((start, end, [(start, match.group("num"))], False))
+                continue
+            # "302 r/w": the connector is part of the reference (no key term).
+            end = match.end() if pattern is _NUMBER_READ_WITH else match.end("num")
+            groups.append((start, end, [(start, match.group("num"))], False))
     return groups
 
 
