@@ -183,6 +183,9 @@ class SynthesisConfig:
     # Each part of a multi-part question gets the sentence the model finds answering it
     # (ExtractiveOptions.part_answers_first; on: rule T).
     extractive_part_answers: bool = True
+    # No quote whose chunk the answerability model scores below this, once one reaches it
+    # (ExtractiveOptions.answering_floor; None: off).
+    extractive_answering_floor: float | None = None
 
     @property
     def openai_offered(self) -> bool:
@@ -260,6 +263,7 @@ class SynthesisConfig:
             extractive_keep_clause_marks=env.bool("EXTRACTIVE_KEEP_CLAUSE_MARKS", True),
             extractive_complement_by_title=env.bool("EXTRACTIVE_COMPLEMENT_BY_TITLE", False),
             extractive_part_answers=env.bool("EXTRACTIVE_PART_ANSWERS", True),
+            extractive_answering_floor=env.probability("EXTRACTIVE_ANSWERING_FLOOR"),
             openai=OpenAISettings(
                 base_url=env.base_url(
                     "OPENAI_BASE_URL",

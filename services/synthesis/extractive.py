@@ -111,6 +111,11 @@ class ExtractiveOptions:
     # is chosen by meaning, not by the words the parts share (SYNTHESIS_EXTRACTIVE_PART_ANSWERS;
     # docs/EVALUATION.md, "Then T").
     part_answers_first: bool = True
+    # When set and the answerability model scored the request (and the question names no
+    # section, which the model cannot read): once some candidate's chunk scores at least this
+    # P(answers), the sentences whose chunk scores below it are not quoted
+    # (SYNTHESIS_EXTRACTIVE_ANSWERING_FLOOR; docs/EVALUATION.md, "Then V"). None: off.
+    answering_floor: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +244,8 @@ class ExtractiveGenerator:
                 key_terms = extract_key_terms(request.focus_question)
         aspects = question_aspects(request.question, request.intent)
         units = self._units(request, aspects, key_terms)
+        if not key_terms.sections:
+            units = _answering(units, request.answer_scores, self._options.answering_floor)
         if not units:
             return REFUSAL
         seed = _one_per_compared_term(units, request.compared, request.evidence)
@@ -512,6 +519,18 @@ def _operative(
     ]
     found.sort(key=lambda u: (first[u.doc_id], u.sentence_index, u.piece))
     return [*seed, *(unit for unit in found if unit not in seed)]
+
+
+def _answering(
+    units: list[_Unit], answer_scores: Mapping[str, float], floor: float | None
+) -> list[_Unit]:
+    """``units`` less those whose chunk the answerability model scores below ``floor``, when
+    some unit's chunk reaches it; all of them when it is off, the model did not score the
+    request, or none reaches it ("Then V", docs/EVALUATION.md)."""
+    if floor is None or not answer_scores:
+        return units
+    kept = [unit for unit in units if answer_scores.get(unit.semantic_id, 0.0) >= floor]
+    return kept or units
 
 
 def _part_answers(

@@ -155,6 +155,7 @@ def create_app(config: SynthesisConfig) -> ServiceApp:
                 keep_clause_marks=config.extractive_keep_clause_marks,
                 complement_by_title=config.extractive_complement_by_title,
                 part_answers_first=config.extractive_part_answers,
+                answering_floor=config.extractive_answering_floor,
             )
         ),
         openai=lambda model: OpenAIGenerator(_openai_settings(config, model)),

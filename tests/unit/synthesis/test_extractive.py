@@ -7,6 +7,7 @@ import functools
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -1048,3 +1049,62 @@ def test_the_part_answers_setting_defaults_on_and_switches_off() -> None:
     assert not SynthesisConfig.from_env(
         {"SYNTHESIS_EXTRACTIVE_PART_ANSWERS": "false"}
     ).extractive_part_answers
+
+
+class TestAnsweringFloor:
+    """SYNTHESIS_EXTRACTIVE_ANSWERING_FLOOR (rule V): once a sentence's chunk reaches the floor,
+    sentences whose chunk the model scores below it are not quoted."""
+
+    QUESTION = "What is the punishment for theft?"
+    IDS = ("IPC_378_0", "IPC_379_0", "IPC_380_0", "IPC_381_0")
+    # s.379 punishes theft; s.380 (theft in a dwelling house) shares its words, not its answer.
+    SCORES: ClassVar[Mapping[str, float]] = {
+        "IPC_378_0": 0.2,
+        "IPC_379_0": 0.99,
+        "IPC_380_0": 0.1,
+        "IPC_381_0": 0.1,
+    }
+
+    async def answer(
+        self,
+        ipc: Mapping[str, Chunk],
+        floor: float | None,
+        scores: Mapping[str, float],
+        question: str = QUESTION,
+    ) -> list[str]:
+        generator = ExtractiveGenerator(ExtractiveOptions(answering_floor=floor))
+        base = request(question, scored(ipc, *self.IDS))
+        result = await generator.generate(
+            dataclasses.replace(base, answer_scores=scores), timeout_s=1.0
+        )
+        return [semantic_id for _, semantic_id in cited_quotes(result.text)]
+
+    async def test_sentences_the_model_finds_answering_nothing_are_left_out(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        assert await self.answer(ipc, None, self.SCORES) == ["IPC_379_0", "IPC_380_0"]
+        assert await self.answer(ipc, 0.48, self.SCORES) == ["IPC_379_0"]
+
+    async def test_no_floor_without_scores_a_named_section_or_a_chunk_reaching_it(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        off = await self.answer(ipc, None, self.SCORES)
+        assert await self.answer(ipc, 0.48, {}) == await self.answer(ipc, None, {})
+        low = {i: 0.1 for i in self.IDS}  # none reaches it: nothing is left out
+        assert await self.answer(ipc, 0.48, low) == await self.answer(ipc, None, low)
+        # The model cannot read section numbers: a question naming sections keeps them all.
+        named = "What is the punishment for theft under sections 379 and 380?"
+        kept = await self.answer(ipc, 0.48, self.SCORES, named)
+        assert "IPC_380_0" in kept and kept == await self.answer(ipc, None, self.SCORES, named)
+        assert off == ["IPC_379_0", "IPC_380_0"]
+
+
+def test_the_answering_floor_setting_defaults_off_and_reads_a_probability() -> None:
+    from services.common.config import InvalidSettingError
+    from services.synthesis.config import SynthesisConfig
+
+    assert SynthesisConfig.from_env({}).extractive_answering_floor is None
+    on = {"SYNTHESIS_EXTRACTIVE_ANSWERING_FLOOR": "0.48"}
+    assert SynthesisConfig.from_env(on).extractive_answering_floor == 0.48
+    with pytest.raises(InvalidSettingError):
+        SynthesisConfig.from_env({"SYNTHESIS_EXTRACTIVE_ANSWERING_FLOOR": "2"})
