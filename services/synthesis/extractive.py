@@ -146,13 +146,13 @@ class _Unit:
 def question_aspects(question: str, intent: Intent) -> tuple[Intent, ...]:
     """The intents a question asks about, in the order it asks: one, or several when compound.
 
-    Each clause is classified on its own, so "What is criminal conspiracy and how is it
-    punished?" asks for a definition, then a punishment, while "What is the punishment for
-    cheating and dishonestly inducing delivery?" asks only for a punishment. The whole
-    question's ``intent`` is always among them.
+    Each clause of each sentence is classified on its own, so "What is criminal conspiracy and
+    how is it punished?" and "What is theft? How is it punished?" ask for a definition, then a
+    punishment, while "What is the punishment for cheating and dishonestly inducing delivery?"
+    asks only for a punishment. The whole question's ``intent`` is always among them.
     """
     aspects: list[Intent] = []
-    for clause in _CLAUSE.split(question):
+    for clause in (c for sentence in sentences(question) for c in _CLAUSE.split(sentence)):
         found = classify_intent(clause) if len(clause.split()) >= 2 else Intent.GENERAL
         if found is not Intent.GENERAL and found not in aspects:
             aspects.append(found)

@@ -392,6 +392,17 @@ class TestCompoundQuestions:
         report = await EngineValidator().validate(answer, [s.chunk for s in evidence], timeout_s=1)
         assert report.verdict is Verdict.GROUNDED
 
+    async def test_a_definition_and_a_punishment_asked_in_two_sentences_are_both_quoted(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        # Rule W: as "What is theft and how is it punished?" is answered.
+        evidence = scored(ipc, "IPC_379_0", "IPC_382_0", "IPC_378_0", "IPC_390_0")
+        two = await compose("What is theft? How is it punished?", evidence)
+        one = await compose("What is theft and how is it punished?", evidence)
+
+        assert "[IPC_378_0]" in two and "[IPC_379_0]" in two
+        assert two == one
+
     async def test_generate_single_part_question_keeps_the_focused_answer(
         self, ipc: Mapping[str, Chunk]
     ) -> None:
@@ -411,6 +422,10 @@ class TestCompoundQuestions:
             ("What is the extent and applicability of the Code?", ("SCOPE",)),
             ("What is theft, and how do I file a complaint?", ("DEFINITION", "PROCEDURE")),
             ("What is section 420 about?", ("GENERAL",)),
+            # Rule W: a sentence's end splits as a clause does.
+            ("What is theft? How is it punished?", ("DEFINITION", "PUNISHMENT")),
+            ("What is criminal conspiracy? How is it punished?", ("DEFINITION", "PUNISHMENT")),
+            ("Our maid stole gold. Is it treated more seriously?", ("GENERAL",)),
         ],
     )
     def test_question_aspects_splits_compound_questions(
