@@ -49,6 +49,9 @@ class Analysis:
     _clauses: tuple[Clause, ...] | None = field(default=None, repr=False, compare=False)
     dates: tuple[Date, ...] = ()
     _implicit: frozenset[str] | None = field(default=None, repr=False, compare=False)
+    _numbers: tuple[tuple[Quantity, frozenset[str]], ...] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     @property
     def clauses(self) -> tuple[Clause, ...]:
@@ -64,6 +67,25 @@ class Analysis:
         if self._implicit is None:
             self._implicit = negation.implicit_terms(self.tokens)
         return self._implicit
+
+    @property
+    def numbers(self) -> tuple[tuple[Quantity, frozenset[str]], ...]:
+        """Each quantity with its context terms, once per distinct (value, unit, reference,
+        context), in text order, the first of each kept; built on first use and kept. What the
+        number rule reads of a quantity is those four (``quantities.unsupported``,
+        ``displaced_references``), so it judges the same against these as against every
+        quantity, and a passage repeating "IPC 1" 3,000 times costs it one comparison, not
+        3,000 per claim number."""
+        if self._numbers is None:
+            seen: set[tuple[float, str, bool, frozenset[str]]] = set()
+            kept: list[tuple[Quantity, frozenset[str]]] = []
+            for quantity, context in zip(self.quantities, self.contexts, strict=True):
+                key = (quantity.value, quantity.unit, quantity.reference, context)
+                if key not in seen:
+                    seen.add(key)
+                    kept.append((quantity, context))
+            self._numbers = tuple(kept)
+        return self._numbers
 
     @property
     def norms(self) -> frozenset[str]:

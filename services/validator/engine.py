@@ -823,7 +823,8 @@ def _number_problems(
     claim_text: str, claim: Analysis, ids: Sequence[str], analyses: Sequence[Analysis]
 ) -> list[str]:
     """Rule 5: claim numbers, pairs, ranges and dates that the cited evidence does not back."""
-    evidence = [pair for a in analyses for pair in zip(a.quantities, a.contexts, strict=True)]
+    # Each passage's distinct quantities (``Analysis.numbers``): the same judgement as over all.
+    evidence = [pair for a in analyses for pair in a.numbers]
     stated = list(zip(claim.quantities, claim.contexts, strict=True))
     wrong_dates, dated = compare_dates(claim.dates, [d for a in analyses for d in a.dates])
     named = _id_named_quantities(claim, ids, evidence)
