@@ -21,7 +21,7 @@ from services.common.interceptors import ServiceInterceptor
 from services.common.metrics import RPC_REQUESTS, SERVING_STATE
 from services.common.server import GrpcService
 from tests.integration.conftest import Stack
-from tests.support.grpc_helpers import error_reason, retry_delay_s
+from tests.support.grpc_helpers import counter_reaches, error_reason, retry_delay_s
 
 pytestmark = pytest.mark.integration
 
@@ -207,17 +207,6 @@ async def test_a_service_answers_only_once_warm() -> None:
     assert serving._value.get() == 0  # drained
 
 
-async def _reaches(counter: object, value: float, timeout_s: float = 2.0) -> float:
-    """``counter``'s value once it reaches ``value``, or after ``timeout_s``: the interceptor
-    counts a call as its handler unwinds, which on a loaded machine can end after the caller
-    has its status (and ``server.stop`` has returned)."""
-    for _ in range(int(timeout_s / 0.01)):
-        if counter._value.get() >= value:  # type: ignore[attr-defined]
-            break
-        await asyncio.sleep(0.01)
-    return float(counter._value.get())  # type: ignore[attr-defined]
-
-
 class _Failing(spb_grpc.SynthesisServiceServicer):
     def __init__(self, error: errors.GroundedError) -> None:
         self.error = error
@@ -275,7 +264,7 @@ async def test_a_failed_call_is_counted_with_its_reason(
     before = counted._value.get()
     caught = await _call_through_our_interceptor(_Failing(error))
     assert caught.code().name == code and error_reason(caught) == error.reason
-    assert await _reaches(counted, before + 1) == before + 1
+    assert await counter_reaches(counted, before + 1) == before + 1
 
 
 class _Slow(spb_grpc.SynthesisServiceServicer):
@@ -292,14 +281,16 @@ async def test_a_deadline_grpc_cancels_the_call_at_is_counted_without_a_reason()
     before = counted._value.get()
     caught = await _call_through_our_interceptor(_Slow(), deadline_s=0.3)
     assert caught.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-    assert await _reaches(counted, before + 1) == before + 1  # counted as the handler unwinds
+    assert (
+        await counter_reaches(counted, before + 1) == before + 1
+    )  # counted as the handler unwinds
 
 
 async def test_an_unexpected_exception_is_counted_as_internal() -> None:
     counted = RPC_REQUESTS.labels("test", "SynthesizeAnswer", "INTERNAL", "INTERNAL")
     before = counted._value.get()
     await _call_through_our_interceptor(_Broken())
-    assert await _reaches(counted, before + 1) == before + 1
+    assert await counter_reaches(counted, before + 1) == before + 1
 
 
 @pytest.mark.parametrize("version", ["v1", "v1alpha"])

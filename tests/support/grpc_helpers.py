@@ -1,6 +1,9 @@
-"""Helpers for tests over gRPC: rich errors unpacked, health, a question asked."""
+"""Helpers for tests over gRPC: rich errors unpacked, health, a question asked, a call counted."""
 
 from __future__ import annotations
+
+import asyncio
+from typing import Any
 
 import grpc
 from google.rpc import error_details_pb2
@@ -60,3 +63,14 @@ async def synthesize(address: str, question: str) -> spb.SynthesizeAnswerRespons
             channel
         ).SynthesizeAnswer(spb.SynthesizeAnswerRequest(question=question), timeout=30)
     return response
+
+
+async def counter_reaches(counter: Any, value: float, timeout_s: float = 2.0) -> float:
+    """A Prometheus ``counter``'s value once it reaches ``value``, or after ``timeout_s``. Our
+    interceptor counts a call as its handler unwinds, which on a loaded machine can end after
+    the caller has its status (and after the test server's ``stop`` has returned)."""
+    for _ in range(int(timeout_s / 0.01)):
+        if counter._value.get() >= value:
+            break
+        await asyncio.sleep(0.01)
+    return float(counter._value.get())
