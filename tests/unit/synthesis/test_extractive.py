@@ -1017,9 +1017,10 @@ class TestPartAnswers:
         *,
         on: bool = True,
         ids: tuple[str, ...] = IDS,
+        question: str = QUESTION,
     ) -> list[str]:
         generator = ExtractiveGenerator(ExtractiveOptions(part_answers_first=on))
-        base = request(self.QUESTION, scored(served_chunks(), *ids))
+        base = request(question, scored(served_chunks(), *ids))
         result = await generator.generate(
             dataclasses.replace(base, part_answers=parts), timeout_s=1.0
         )
@@ -1045,7 +1046,14 @@ class TestPartAnswers:
             {"IPC_370_3": 1.0, "IPC_370_7": 1.0, "IPC_370_8": 1.0, "IPC_370A_1": 0.99},
             {"IPC_370_3": 0.6, "IPC_370A_1": 0.9},
         )
-        assert await self.answer(parts, ids=ids) == ["IPC_370_3", "IPC_370A_1"]
+        question = (
+            "How is trafficking of persons punished, and how is a person who employs a "
+            "trafficked person punished?"
+        )
+        off = await self.answer(parts, ids=ids, question=question, on=False)
+        assert "IPC_370A_1" not in off  # by shared words, s.370's sentences only
+        cited = await self.answer(parts, ids=ids, question=question)
+        assert {"IPC_370_3", "IPC_370A_1"} <= set(cited)
 
     async def test_without_part_scores_or_switched_off_nothing_changes(
         self,
