@@ -205,6 +205,8 @@ class AnswerabilityScores:
     # For a multi-part question, each part's own scores (semantic id → P(answers) for that
     # part), in the parts' order; empty for a question of one part.
     by_part: tuple[Mapping[str, float], ...] = ()
+    # For a multi-part question, the parts as scored, in order (``part_best``'s); empty else.
+    parts: tuple[str, ...] = ()
 
     @property
     def best(self) -> float:
@@ -218,6 +220,16 @@ class AnswerabilityScores:
         """Ids scoring at least ``threshold``, best first."""
         ranked = sorted(self.by_id.items(), key=lambda item: (-item[1], item[0]))
         return tuple(i for i, s in ranked if s >= threshold)
+
+    def part_report(self, threshold: float) -> tuple[tuple[str, float, bool], ...]:
+        """For a multi-part question, each part with its best score and whether that reaches
+        ``threshold``; empty for a question of one part (or scores that do not name parts)."""
+        if not self.parts:
+            return ()
+        return tuple(
+            (part, best, best >= threshold)
+            for part, best in zip(self.parts, self.part_best, strict=True)
+        )
 
     def part_answering(self, threshold: float) -> tuple[tuple[tuple[str, float], ...], ...]:
         """For a multi-part question, each part's (id, score) scoring at least ``threshold``
@@ -303,7 +315,7 @@ def score_evidence(
         by_part.append(own)
     if len(asked) == 1:
         return AnswerabilityScores(scorer.name, by_id)
-    return AnswerabilityScores(scorer.name, by_id, tuple(part_best), tuple(by_part))
+    return AnswerabilityScores(scorer.name, by_id, tuple(part_best), tuple(by_part), tuple(asked))
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,6 +375,7 @@ def combine(
         answerability_model=scores.model,
         answerability_by_id=tuple(scores.by_id.items()),
         answerability_by_part=scores.part_answering(options.veto_below),
+        answerability_parts=scores.part_report(options.veto_below),
     )
     if mode in (AnswerabilityMode.OFF, AnswerabilityMode.SHADOW):
         return noted

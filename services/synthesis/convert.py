@@ -322,6 +322,10 @@ def sufficiency_to_proto(decision: SufficiencyDecision) -> pb.SufficiencyReport:
         answerability_judge_model=decision.judge_model,
         answerability_judge_score=decision.judge_score,
         statement_verdict=_STATEMENT_VERDICT[decision.statement_verdict],
+        parts=[
+            pb.QuestionPart(question=part, score=score, answered=answered)
+            for part, score, answered in decision.answerability_parts
+        ],
     )
 
 

@@ -7,6 +7,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import Final
 
 from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import PROFILES, Intent
@@ -155,6 +156,12 @@ _DESCRIPTIONS: dict[Requirement, str] = {
 }
 
 
+# The requirements a part of a multi-part question can fail on its own (the model's).
+_PART_REQUIREMENTS: Final = frozenset(
+    {Requirement.ANSWERING_SENTENCE, Requirement.STATING_SENTENCE}
+)
+
+
 @dataclass(frozen=True, slots=True)
 class SufficiencyOptions:
     """Thresholds. ``min_score`` is on retrieval's final score scale (set it to match)."""
@@ -212,6 +219,9 @@ class SufficiencyDecision:
     # For a multi-part question the model scored per part: each part's answering chunks
     # (P(answers) for that part at least the veto threshold), (semantic id, score), best first.
     answerability_by_part: tuple[tuple[tuple[str, float], ...], ...] = ()
+    # For a multi-part question the model scored: each part, its best score, and whether that
+    # reached the threshold the decision used (``AnswerabilityScores.part_report``).
+    answerability_parts: tuple[tuple[str, float, bool], ...] = ()
     # The judge (issue 17), when the model left the question uncertain: its model and P(yes).
     judge_model: str = ""
     judge_score: float | None = None
@@ -252,6 +262,11 @@ class SufficiencyDecision:
         ):
             named = ", ".join(self.unknown_words or effective)
             said += f", and no passage of the corpus holds any of them ({named})"
+        unanswered = [part for part, _, answered in self.answerability_parts if not answered]
+        if unanswered and self.failed in _PART_REQUIREMENTS:
+            # Which part to rephrase or ask elsewhere (docs/EVALUATION.md, "Then X").
+            verb = "answers" if self.failed is Requirement.ANSWERING_SENTENCE else "states"
+            said += f": none {verb} " + " or ".join(repr(part) for part in unanswered)
         return said
 
 

@@ -113,6 +113,38 @@ class TestFrontDoor:
         assert response.sufficiency.answerability_effect == spb.ANSWERABILITY_EFFECT_UNSPECIFIED
 
 
+class TestTheUnansweredPart:
+    """Rule X (docs/EVALUATION.md, "Then X"): a multi-part question refused for one part says
+    which, and the report gives each part its best score."""
+
+    async def test_rpc_a_refusal_names_the_part_no_sentence_answers(
+        self, front_door: Stack
+    ) -> None:
+        # The corpus holds s.304B's title, Dowry death, and no text of it.
+        response = await synthesize(
+            front_door.synthesis, "How is theft punished, and how is dowry death punished?"
+        )
+
+        assert response.answer == REFUSAL
+        parts = response.sufficiency.parts
+        assert [(p.question, p.answered) for p in parts] == [
+            ("How is theft punished?", True),
+            ("How is dowry death punished?", False),
+        ]
+        assert parts[1].score < parts[0].score
+        assert response.sufficiency.answerability_score == pytest.approx(parts[1].score)
+        assert response.refusal_reason == (
+            "no evidence sentence answers the question: none answers 'How is dowry death "
+            "punished?' (ANSWERING_SENTENCE)"
+        )
+
+    async def test_rpc_a_question_of_one_part_reports_no_parts(self, front_door: Stack) -> None:
+        response = await synthesize(front_door.synthesis, "How is theft punished?")
+
+        assert response.status == spb.ANSWER_STATUS_ANSWERED
+        assert not response.sufficiency.parts
+
+
 class TestWhatTheIndexHolds:
     """Questions about an act the index does not hold, or a section it holds no text of, are
     refused saying so (docs/EVALUATION.md, "Then K"). Found by a legal professional's audit:

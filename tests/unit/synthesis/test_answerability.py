@@ -299,6 +299,35 @@ class TestCombine:
         assert combined.sufficient and combined.answerability_effect == ""
         assert combined.answerability == LOW.best
 
+    def test_a_refusal_names_the_part_no_sentence_answers(self) -> None:
+        # Rule X: each part with its best score; the failure names the part below the veto.
+        scores = AnswerabilityScores(
+            "m",
+            {"A": 0.95, "B": 0.2},
+            part_best=(0.95, 0.2),
+            parts=("How is theft punished?", "How is dowry death punished?"),
+        )
+        options = AnswerabilityOptions(AnswerabilityMode.BOTH, veto_below=0.5, rescue_at=0.9)
+
+        refused = combine(decision(None), scores, options)
+
+        assert not refused.sufficient
+        assert refused.answerability_parts == (
+            ("How is theft punished?", 0.95, True),
+            ("How is dowry death punished?", 0.2, False),
+        )
+        assert refused.reason == (
+            "no evidence sentence answers the question: none answers 'How is dowry death punished?'"
+        )
+        # A statement's parts are "stated", and a question of one part names none.
+        stated = combine(
+            decision(None), scores, replace(options, requirement=Requirement.STATING_SENTENCE)
+        )
+        assert stated.reason.endswith(": none states 'How is dowry death punished?'")
+        assert combine(decision(None), LOW, options).reason == (
+            "no evidence sentence answers the question"
+        )
+
     def test_each_part_of_a_question_is_scored_on_its_own(self, ipc: Mapping[str, Chunk]) -> None:
         class PartScorer(TableScorer):
             def score(self, question: str, passages: Sequence[str]) -> list[float]:
@@ -324,6 +353,11 @@ class TestCombine:
         assert scores.part_answering(0.5) == (
             (("IPC_378_0", 0.9), ("IPC_390_0", 0.9)),
             (("IPC_390_0", 0.9),),
+        )
+        assert scores.parts == parts
+        assert scores.part_report(0.5) == (
+            ("What is theft?", 0.9, True),
+            ("What is robbery?", 0.9, True),
         )
         noted = combine(decision(None), scores, AnswerabilityOptions(mode=AnswerabilityMode.BOTH))
         assert noted.answerability_by_part == scores.part_answering(0.5)  # at veto_below
