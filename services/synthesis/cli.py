@@ -237,6 +237,12 @@ def _print_human(response: pb.SynthesizeAnswerResponse, verbose: bool) -> None:
         print(f"  statement:  {_NOT_JUDGED}")
     if s.compared_terms:
         print(f"  compared:   {'; '.join(s.compared_terms)} (each must be supported on its own)")
+    if s.parts:
+        # Each part needs its own answering sentence (SufficiencyReport.parts; rule X).
+        print("  parts:      each needs its own answering sentence")
+        for part in s.parts:
+            answered = "answered" if part.answered else "NOT answered"
+            print(f"    {answered} ({part.score:.2f}): {part.question}")
     verdict = validation_pb2.ValidationVerdict.Name(v.verdict).removeprefix("VALIDATION_VERDICT_")
     print(f"  grounded:   {verdict} (support {v.support_score:.2f})")
     print(

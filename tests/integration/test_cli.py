@@ -347,6 +347,26 @@ class TestCliStatementVerdict:
         assert "statement:" not in question
         assert "  read as:    question" in question.splitlines()
 
+    def test_print_human_says_which_part_of_a_question_went_unanswered(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        parts = [
+            pb.QuestionPart(question="How is theft punished?", score=0.99, answered=True),
+            pb.QuestionPart(question="How is dowry death punished?", score=0.02, answered=False),
+        ]
+        response = pb.SynthesizeAnswerResponse(
+            status=pb.ANSWER_STATUS_REFUSED_INSUFFICIENT_EVIDENCE,
+            sufficiency=pb.SufficiencyReport(sufficient=False, parts=parts),
+        )
+
+        cli._print_human(response, verbose=False)
+        lines = capsys.readouterr().out.splitlines()
+
+        assert "    answered (0.99): How is theft punished?" in lines
+        assert "    NOT answered (0.02): How is dowry death punished?" in lines
+        cli._print_human(pb.SynthesizeAnswerResponse(), verbose=False)
+        assert "parts:" not in capsys.readouterr().out
+
     async def test_ask_prints_the_audited_statement_s_verdict(self, stack: Stack) -> None:
         run = await run_cli(self.CLAIM, "--address", stack.synthesis)
 
