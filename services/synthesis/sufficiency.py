@@ -262,6 +262,11 @@ class SufficiencyDecision:
         ):
             named = ", ".join(self.unknown_words or effective)
             said += f", and no passage of the corpus holds any of them ({named})"
+        elif self.failed is Requirement.KEY_TERM_MATCH:
+            # Some key terms the corpus holds, some it does not: name those (rule Y).
+            missing = [w for w in self.unknown_words if stem(w) in set(effective)]
+            if missing:
+                said += "; no passage of the corpus holds " + ", ".join(map(repr, missing))
         unanswered = [part for part, _, answered in self.answerability_parts if not answered]
         if unanswered and self.failed in _PART_REQUIREMENTS:
             # Which part to rephrase or ask elsewhere (docs/EVALUATION.md, "Then X").

@@ -262,6 +262,22 @@ class TestCombine:
             "no passage of the corpus holds any of them (sending, rude, messages, whatsapp)"
         )
 
+    def test_the_refusal_names_the_words_the_corpus_lacks_when_only_some_are_missing(
+        self,
+    ) -> None:
+        # Rule Y: "theft" is in the corpus, "bigamy" is not; that is the word to change.
+        terms = extract_key_terms("How is theft punished, and how is bigamy punished?")
+        base = replace(decision(Requirement.KEY_TERM_MATCH, shared=()), key_terms=terms)
+        refused = replace(base, unknown_words=("bigamy",))
+
+        assert refused.reason == (
+            "no evidence contains the question's key terms; no passage of the corpus holds 'bigamy'"
+        )
+        assert base.reason == "no evidence contains the question's key terms"
+        # Only for a keyword refusal: another requirement's sentence is left as it is.
+        other = replace(refused, failed=Requirement.PENALTY_LANGUAGE)
+        assert "corpus" not in other.reason
+
     def test_needs_scores_skips_a_rescue_that_cannot_happen(self) -> None:
         options = AnswerabilityOptions(AnswerabilityMode.RESCUE, veto_below=0.5, rescue_at=0.9)
 
