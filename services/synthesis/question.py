@@ -44,10 +44,12 @@ _PART_BREAK = re.compile(
     re.IGNORECASE,
 )
 _OPENS_QUESTION = re.compile(rf"^{_QUESTION_WORD}", re.IGNORECASE)
+# The wh-words: a separate question sentence opens with one, and so does a list's next question.
+_WH_WORD = r"(?:what|which|who|whom|whose|when|where|why|how)\b"
 # In a sentence that splits at ", and" or ";" (above), a list's earlier questions are joined by
 # bare commas: "What is theft, what is extortion, and what is robbery?" (rule U). Only before a
 # wh-word, and only in such a list: "What if someone steals, what is the punishment?" stays one.
-_LIST_COMMA = re.compile(r"\s*,\s*(?=(?:what|which|who|whom|whose|when|where|why|how)\b)", re.I)
+_LIST_COMMA = re.compile(rf"\s*,\s*(?={_WH_WORD})", re.I)
 _ANAPHORA = re.compile(
     r"\b(it|its|this|these|those|they|them|their|such|the same|the above|said)\b", re.IGNORECASE
 )
@@ -55,7 +57,7 @@ _ANAPHORA = re.compile(
 # sentence after a question mostly applies it ("What counts as sedition? Is stirring up hatred
 # against the government enough?": every such input of the tuned sets, docs/EVALUATION.md,
 # "Then S"), and asks nothing on its own.
-_WH_QUESTION = re.compile(r"^(?:what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)
+_WH_QUESTION = re.compile(rf"^{_WH_WORD}", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)

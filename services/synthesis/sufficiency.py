@@ -264,7 +264,8 @@ class SufficiencyDecision:
             said += f", and no passage of the corpus holds any of them ({named})"
         elif self.failed is Requirement.KEY_TERM_MATCH:
             # Some key terms the corpus holds, some it does not: name those (rule Y).
-            missing = [w for w in self.unknown_words if stem(w) in set(effective)]
+            held = set(effective)
+            missing = [w for w in self.unknown_words if stem(w) in held]
             if missing:
                 said += "; no passage of the corpus holds " + ", ".join(map(repr, missing))
         unanswered = [part for part, _, answered in self.answerability_parts if not answered]
