@@ -3,8 +3,8 @@
 Every module that ignores words ignores them from here (issue 14), so the lists cannot drift
 apart unnoticed; each use names the extensions it adds and why:
 
-- ``FUNCTION_WORDS``: articles, pronouns, auxiliaries, prepositions, conjunctions (they carry
-  no checkable fact and no topic).
+- ``FUNCTION_WORDS``: articles, pronouns, auxiliaries, prepositions, conjunctions, and their
+  contractions ("didn't", "he'll": they carry no checkable fact and no topic).
 - ``STATUTE_CONNECTIVES``: modal verbs and the reference and connective vocabulary of statutes
   and model answers ("shall", "thereof", "aforesaid", "section"); with the base, the
   validator's list. Negation words are in it because the negation module checks them apart.
@@ -36,20 +36,24 @@ FUNCTION_WORDS: Final = _words(
     she should so some such than that the their theirs them themselves then there these they
     this those through thus to too under until up upon very was we were what whatever when
     where whether which while who whom why will with within without would yet you your yours
-    yourself
+    yourself yourselves
+    """
+) | _words(
+    # Contractions of the words above ("didn't" is "did not"): function words, as their parts are.
+    """
+    aren't can't couldn't didn't doesn't don't hadn't hasn't haven't he'd he'll he's here's
+    how's i'd i'll i'm i've isn't it's let's mustn't shan't she'd she'll she's shouldn't
+    that's there's they'd they'll they're they've wasn't we'd we'll we're we've weren't
+    what's when's where's who's why's won't wouldn't you'd you'll you're you've
     """
 )
 STATUTE_CONNECTIVES: Final = _words(
     """
-    additionally aforesaid aren't art article articles can't cannot cent clause clauses
-    couldn't didn't doesn't don't e e.g eg etc even furthermore g hadn't hasn't haven't he'd
-    he'll he's hence here's hereby herein hereinafter hereof hereunder how's i'd i'll i'm
-    i've i.e ie isn't it's let's may moreover mustn't namely neither never nobody none
-    nothing percent said sec secs section sections shan't she'd she'll she's shouldn't sub
-    subsection that's there's thereby therefor therefore therein thereof thereto they'd
-    they'll they're they've unless viz wasn't we'd we'll we're we've weren't what's when's
-    where's whichever who's whoever whosoever why's won't wouldn't you'd you'll you're
-    you've yourselves
+    additionally aforesaid art article articles cannot cent clause clauses e e.g eg etc even
+    furthermore g hence hereby herein hereinafter hereof hereunder i.e ie may moreover
+    namely neither never nobody none nothing percent said sec secs section sections sub
+    subsection thereby therefor therefore therein thereof thereto unless viz whichever
+    whoever whosoever
     """
 )
 NUMBER_WORDS: Final = _words(

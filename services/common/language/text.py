@@ -60,7 +60,9 @@ def word_list(text: str) -> list[str]:
 # services/common/language/stopwords.py.
 STOP_WORDS: frozenset[str] = FUNCTION_WORDS | STATUTE_CONNECTIVES | NUMBER_WORDS
 
-# Currency and unit spellings mapped to one term, so "Rs." and "rupees" count as the same word.
+# Currency and unit spellings read as one word, so "Rs." and "rupees" count as the same term.
+# ``stem`` folds them before it strips suffixes, so every reader of terms (BM25, key terms,
+# title cues, the validator) folds them alike: "rs", "rupees" and "rupee" all become "rupe".
 _SYNONYMS: dict[str, str] = {
     "rs": "rupee",
     "inr": "rupee",
@@ -161,7 +163,9 @@ def stem(word: str) -> str:
     linguistic accuracy: "punished", "punishment" and "punishable" all become "punish". Expects
     a lower-cased word; numbers and words with digits ("498a") are returned as they are.
     Changing what it returns changes BM25: bump ``services.retrieval.lexical.TOKENIZER_VERSION``.
+    A currency or unit spelling is first read as its word ("Rs" as "rupee", "yrs" as "year").
     """
+    word = _SYNONYMS.get(word, word)
     if len(word) <= 3 or not word.isalpha():
         return word
     # A plural first becomes its singular, so both take the same path: "sentences" and
@@ -207,8 +211,8 @@ def words(text: str) -> list[str]:
 @lru_cache(maxsize=65536)
 def term_of(norm: str) -> str:
     """Content term of a normalised word, or "" for stop words and bare numbers."""
-    if norm in _SYNONYMS:
-        return _SYNONYMS[norm]
+    if norm in _SYNONYMS:  # before the stop words: "percent" and "%" are terms here
+        return stem(norm)
     if norm in STOP_WORDS or norm.endswith("n't") or norm.isdigit():
         return ""
     if len(norm) < 2 and not norm.isalnum():

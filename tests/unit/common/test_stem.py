@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from services.common.language.key_terms import text_stems
-from services.common.language.text import stem, words
+from services.common.language.key_terms import extract_key_terms, text_stems
+from services.common.language.text import stem, term_of, words
 from services.common.language.text import tokenize as text_tokens
 from services.retrieval.lexical import tokenize
 
@@ -87,6 +87,22 @@ class TestOneStemmer:
 
         assert set(tokenize(text)) <= text_stems(text)
         assert {stem("cheats"), stem("dishonestly"), stem("deceived")} <= set(tokenize(text))
+
+    @pytest.mark.parametrize(
+        "family", [("rs", "inr", "rupees", "rupee"), ("yr", "yrs", "year", "years")]
+    )
+    def test_currency_and_unit_spellings_are_one_term_to_every_reader(
+        self, family: tuple[str, ...]
+    ) -> None:
+        # The validator read "Rs" as "rupee" and BM25 and key terms did not ("rs"): a refusal
+        # could say the corpus lacks 'rs' while its passages say "rupees" (Then Z).
+        assert len({stem(word) for word in family}) == 1
+        assert len({term_of(word) for word in family}) == 1
+
+    def test_a_question_in_rs_shares_its_key_term_with_a_passage_in_rupees(self) -> None:
+        passage = "shall be punished with fine which may extend to five hundred rupees"
+        assert tokenize("fine of Rs 500") == tokenize("fine of rupees 500")
+        assert set(extract_key_terms("Is the fine in Rs?").effective) <= text_stems(passage)
 
     def test_no_module_but_the_language_layer_defines_a_stemmer(self) -> None:
         offenders = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from services.common.language import stopwords
 from services.common.language.key_terms import STOP_WORDS as SUFFICIENCY
+from services.common.language.key_terms import extract_key_terms
 from services.common.language.text import STOP_WORDS as VALIDATOR
 from services.retrieval.lexical import STOPWORDS as BM25_STOPWORDS
 
@@ -30,3 +31,15 @@ def test_bm25s_english_list_is_within_the_base() -> None:
     # Retrieval keeps the library's list (changing it changes the index); it drops nothing the
     # base would keep.
     assert BM25_STOPWORDS <= stopwords.FUNCTION_WORDS
+
+
+def test_contractions_of_function_words_are_function_words() -> None:
+    # "didn't" is "did not": not a key term a passage must hold (Then Z), as "did" and "not"
+    # are not; the validator ignored them already.
+    assert {"didn't", "he'll", "i'm", "you're", "can't"} <= stopwords.FUNCTION_WORDS
+    assert extract_key_terms("I didn't know he'll sell stolen goods").effective == (
+        "know",
+        "sell",
+        "stolen",
+        "good",
+    )
