@@ -49,7 +49,11 @@ PROFILES: Mapping[Intent, IntentProfile] = {
         re.compile(
             # "punishing" is left out: "laws punishing mutiny" names laws, not a penalty.
             r"\b(punish(?:ment|ments|able|ed|es)?|penalt\w*|sentence[ds]?|imprison\w*|fine[ds]?"
-            r"|jail|prison|consequences?)\b",
+            r"|jail|prison|consequences?"
+            # "What happens to someone who ...?", "what can happen to me?": the consequences
+            # (Then AA); "what happened" asks what took place, not what follows.
+            r"|what\s+(?:(?:can|could|will|would|may|might|should|shall)\s+)?happens?"
+            r"\s+(?:to|if|when))\b",
             re.I,
         ),
         expansions=("punished with imprisonment fine",),

@@ -43,3 +43,13 @@ def test_contractions_of_function_words_are_function_words() -> None:
         "stolen",
         "good",
     )
+
+
+def test_happen_asks_for_an_outcome_and_names_no_topic() -> None:
+    # "What happens to a bank manager who ...": the evidence need not say "happens" (Then AA).
+    assert extract_key_terms("What happens to a bank manager who steals money?").effective == (
+        "bank",
+        "manager",
+        "steal",
+        "money",
+    )

@@ -500,6 +500,12 @@ class TestClassifyIntent:
             ("What is the law on theft?", Intent.DEFINITION),
             # A request is not a claim, though it ends in a full stop.
             ("I would like to know more about this.", Intent.GENERAL),
+            # "What happens to ...?" asks for the consequences (Then AA); "what happened" asks
+            # what took place.
+            ("What happens to a bank manager who uses customers' money?", Intent.PUNISHMENT),
+            ("If I lie in court under oath, what can happen to me?", Intent.PUNISHMENT),
+            ("What happens if you run away from police custody?", Intent.PUNISHMENT),
+            ("What happened to the accused after the riot?", Intent.GENERAL),
         ],
     )
     def test_classify_intent_reads_question_cues(self, question: str, intent: Intent) -> None:
