@@ -175,6 +175,11 @@ def stem(word: str) -> str:
         base = _strip_suffix(base, _SUFFIXES[:-1])
     # A second pass catches stacked suffixes ("fraudulently" -> "fraudulent" -> "fraudul").
     base = _strip_suffix(base, _SUFFIXES[:-1])
+    if len(base) == 3 and word[3] in "ei" and _short_syllable(base):
+        # "-ed" or "-ing" took a silent "e" with it: "fined", "raped", "taking" read as "fine",
+        # "rape", "take" (left as "fin", "rap", "tak", they matched nothing the word's other
+        # forms give; "noted" became "not").
+        return base + "e"
     if len(base) >= 4 and base[-1] == base[-2] and base[-1] not in "lsz" and base[-1].isalpha():
         base = base[:-1]  # committ -> commit
     if len(base) > 4 and base.endswith("e"):
@@ -182,6 +187,19 @@ def stem(word: str) -> str:
     if len(base) > 5 and base.endswith("at"):
         base = base[:-2]  # associat(e|ed) and associ(ation) agree
     return base
+
+
+def _short_syllable(root: str) -> bool:
+    """Consonant, vowel, consonant (not w, x or y): "fin", "rap", "tak"; not "fix", "pay",
+    "see" or "add"."""
+    first, vowel, last = root
+    return (
+        first not in _VOWELS
+        and vowel in _VOWELS
+        and vowel != "y"
+        and last not in _VOWELS
+        and last not in "wxy"
+    )
 
 
 def _strip_suffix(word: str, rules: Sequence[tuple[str, str, int]]) -> str:

@@ -72,6 +72,31 @@ class TestStem:
         assert len(singulars) >= 200
         assert split == []
 
+    @pytest.mark.parametrize(
+        "family",
+        [
+            ("fine", "fined", "fines", "fining"),
+            ("rape", "raped", "rapes"),
+            ("take", "taking", "takes"),
+            ("hire", "hired", "hiring"),
+            ("file", "filed", "filing", "filings"),
+        ],
+    )
+    def test_ed_and_ing_keep_the_silent_e_of_a_short_syllable(
+        self, family: tuple[str, ...]
+    ) -> None:
+        # "fined" was "fin" and "fine" "fine": "Can I be fined?" shared no term with a penalty
+        # clause's "fine" (Then AB).
+        assert len({stem(word) for word in family}) == 1
+
+    @pytest.mark.parametrize(
+        ("word", "expected"),
+        [("noted", "note"), ("hopping", "hop"), ("fitted", "fit"), ("boxing", "box")],
+    )
+    def test_a_doubled_or_final_w_x_y_consonant_takes_no_e(self, word: str, expected: str) -> None:
+        assert stem(word) == expected
+        assert stem("noted") != stem("not")
+
     def test_stem_keeps_notes_apart_from_not(self) -> None:
         # Sufficiency's own stemmer cut "notes" to "not", a stop word.
         assert stem("notes") != stem("not")
