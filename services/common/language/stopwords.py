@@ -65,13 +65,13 @@ NUMBER_WORDS: Final = _words(
 )
 REQUEST_WORDS: Final = _words(
     """
-    according address addresses anybody anyone anything concern concerns consequence
-    consequences consider considered content contents context cover covered covers deal
-    deals describe described describes detail details discuss discusses else entail entails
-    ever every explain found give happen happened happens kind list mention mentioned
-    mentions now pertain pertains please possible provide provided provides refer referred
-    refers regarding relate related relates say says scenario situation somebody someone
-    something specified specifies specify state stated states talk tell text type us via way
-    ways whose
+    according actually address addresses anybody anyone anything concern concerns
+    consequence consequences consider considered content contents context cover covered
+    covers deal deals describe described describes detail details discuss discusses else
+    entail entails ever every explain found get gets getting give got gotten happen happened
+    happens kind list mention mentioned mentions now pertain pertains please possible
+    provide provided provides really refer referred refers regarding relate related relates
+    say says scenario situation somebody someone something specified specifies specify state
+    stated states talk tell text type us via way ways whose
     """
 )

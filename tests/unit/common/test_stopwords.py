@@ -53,3 +53,15 @@ def test_happen_asks_for_an_outcome_and_names_no_topic() -> None:
         "steal",
         "money",
     )
+
+
+def test_get_and_actually_name_no_topic() -> None:
+    # "What punishment can he get?": no passage need say "get" (Then AC).
+    assert extract_key_terms("What punishment can he actually get for theft?").effective == (
+        "theft",
+    )
+    assert extract_key_terms("I got caught with a stolen bike").effective == (
+        "caught",
+        "stolen",
+        "bike",
+    )
