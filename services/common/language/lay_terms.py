@@ -64,6 +64,23 @@ _LAY: Final[Mapping[str, tuple[str, ...]]] = {
     "hid": ("conceal",),
     "hide": ("conceal",),
     "hiding": ("conceal",),
+    # A second count of the same questions (docs/EVALUATION.md, "Then AD"): the words with a
+    # statutory synonym among those no IPC section uses.
+    "old": ("age",),
+    "crowd": ("assembly",),
+    "crowds": ("assembly",),
+    "arrest": ("apprehension", "apprehend"),
+    "arrested": ("apprehension", "apprehend"),
+    "arresting": ("apprehension", "apprehend"),
+    "scare": ("fear",),
+    "scared": ("fear",),
+    "frighten": ("fear",),
+    "frightened": ("fear",),
+    "die": ("death",),
+    "died": ("death",),
+    "dies": ("death",),
+    "dying": ("death",),
+    "wedding": ("marriage",),
 }
 
 

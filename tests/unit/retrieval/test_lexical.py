@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from services.common.language.lay_terms import alternatives
 from services.common.language.text import stem
@@ -113,6 +114,24 @@ class TestLayWords:
         _, positions, _ = index.search("Someone was stealing my bicycle", 2)
         assert list(positions[:1]) == [0]
         assert alternatives(stem("stole")) == {stem("theft")}
+
+    @pytest.mark.parametrize(
+        ("lay", "statute"),
+        [
+            ("old", "age"),
+            ("crowd", "assembly"),
+            ("arrested", "apprehension"),
+            ("scared", "fear"),
+            ("died", "death"),
+            ("dying", "death"),
+            ("wedding", "marriage"),
+        ],
+    )
+    def test_the_second_count_of_everyday_words_names_the_statute_word(
+        self, lay: str, statute: str
+    ) -> None:
+        # Then AD: "a 15-year-old girl" is about "age"; "he died" about "death".
+        assert stem(statute) in alternatives(stem(lay))
 
     def test_a_hyphenated_statute_word_is_searched_as_the_index_splits_it(self) -> None:
         # "house-breaking" is indexed as "hous" + "break"; one token "house-breaking" would
