@@ -7,7 +7,8 @@ apart unnoticed; each use names the extensions it adds and why:
   contractions ("didn't", "he'll": they carry no checkable fact and no topic).
 - ``STATUTE_CONNECTIVES``: modal verbs and the reference and connective vocabulary of statutes
   and model answers ("shall", "thereof", "aforesaid", "section"); with the base, the
-  validator's list. Negation words are in it because the negation module checks them apart.
+  validator's list. Negation words are function words ("not", "never"); the negation module
+  reads them from its own list.
 - ``NUMBER_WORDS``: spelled-out numbers (the quantities parser reads them as numbers).
 - ``REQUEST_WORDS``: what a question says about the answer it wants rather than about its topic
   ("explain", "tell", "details", "regarding"); with the base, the list sufficiency reads
@@ -39,6 +40,9 @@ FUNCTION_WORDS: Final = _words(
     yourself yourselves
     """
 ) | _words(
+    # Negation words beside "not", "no" and "nor" (Then AE); the negation module reads its own.
+    "cannot neither never nobody none nothing"
+) | _words(
     # Contractions of the words above ("didn't" is "did not"): function words, as their parts are.
     """
     aren't can't couldn't didn't doesn't don't hadn't hasn't haven't he'd he'll he's here's
@@ -49,11 +53,10 @@ FUNCTION_WORDS: Final = _words(
 )
 STATUTE_CONNECTIVES: Final = _words(
     """
-    additionally aforesaid art article articles cannot cent clause clauses e e.g eg etc even
+    additionally aforesaid art article articles cent clause clauses e e.g eg etc even
     furthermore g hence hereby herein hereinafter hereof hereunder i.e ie may moreover
-    namely neither never nobody none nothing percent said sec secs section sections sub
-    subsection thereby therefor therefore therein thereof thereto unless viz whichever
-    whoever whosoever
+    namely percent said sec secs section sections sub subsection thereby therefor therefore
+    therein thereof thereto unless viz whichever whoever whosoever
     """
 )
 NUMBER_WORDS: Final = _words(

@@ -65,3 +65,10 @@ def test_get_and_actually_name_no_topic() -> None:
         "stolen",
         "bike",
     )
+
+
+def test_negation_words_are_function_words_as_not_is() -> None:
+    # "never" was a key term to sufficiency while "not" was not (Then AE); the validator's
+    # stop words, the union, are unchanged.
+    assert {"never", "nothing", "cannot"} <= stopwords.FUNCTION_WORDS
+    assert extract_key_terms("He never returned the money").effective == ("return", "money")
