@@ -38,7 +38,8 @@ STOPWORDS: Final = frozenset(STOPWORDS_EN)
 #    "rupee" are one token, as the validator already read them).
 # 8: "-ed"/"-ing" leave the silent "e" of a three-letter syllable: "fined" is "fine", not "fin".
 # 9: six more everyday words (lay_terms: "old" -> "age", "died" -> "death", ...).
-TOKENIZER_VERSION: Final = 9
+# 10: "used", "using" -> "use"; "aged", "aging" -> "age" (two letters before -ed/-ing).
+TOKENIZER_VERSION: Final = 10
 
 
 def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:

@@ -168,6 +168,11 @@ def stem(word: str) -> str:
     word = _SYNONYMS.get(word, word)
     if len(word) <= 3 or not word.isalpha():
         return word
+    for ending in ("ed", "ing"):
+        # Two letters before "-ed"/"-ing" are too short to strip to, but a vowel and a
+        # consonant there are a word with its "e": "used", "using" -> "use"; "aged" -> "age".
+        if word.endswith(ending) and len(word) == len(ending) + 2 and _vowel_then_stop(word):
+            return word[:2] + "e"
     # A plural first becomes its singular, so both take the same path: "sentences" and
     # "sentence" both become "sent" (stripping "-es" at once left "sentenc").
     base = word if word.endswith(_NOT_PLURAL) else _strip_suffix(word, _PLURALS)
@@ -187,6 +192,11 @@ def stem(word: str) -> str:
     if len(base) > 5 and base.endswith("at"):
         base = base[:-2]  # associat(e|ed) and associ(ation) agree
     return base
+
+
+def _vowel_then_stop(word: str) -> bool:
+    """A vowel, then a consonant other than w, x or y: "us(ed)", "ag(ing)"; not "ow(ed)"."""
+    return word[0] in _VOWELS and word[0] != "y" and word[1] not in _VOWELS and word[1] not in "wxy"
 
 
 def _short_syllable(root: str) -> bool:

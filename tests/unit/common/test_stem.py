@@ -80,6 +80,9 @@ class TestStem:
             ("take", "taking", "takes"),
             ("hire", "hired", "hiring"),
             ("file", "filed", "filing", "filings"),
+            # Then AF: two letters before the ending.
+            ("use", "used", "uses", "using"),
+            ("age", "aged", "ages", "aging"),
         ],
     )
     def test_ed_and_ing_keep_the_silent_e_of_a_short_syllable(
@@ -91,9 +94,17 @@ class TestStem:
 
     @pytest.mark.parametrize(
         ("word", "expected"),
-        [("noted", "note"), ("hopping", "hop"), ("fitted", "fit"), ("boxing", "box")],
+        [
+            ("noted", "note"),
+            ("hopping", "hop"),
+            ("fitted", "fit"),
+            ("boxing", "box"),
+            ("owed", "owed"),
+            ("died", "died"),
+            ("need", "need"),
+        ],
     )
-    def test_a_doubled_or_final_w_x_y_consonant_takes_no_e(self, word: str, expected: str) -> None:
+    def test_no_e_where_the_root_is_no_such_syllable(self, word: str, expected: str) -> None:
         assert stem(word) == expected
         assert stem("noted") != stem("not")
 
