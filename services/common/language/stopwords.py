@@ -27,7 +27,7 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-FUNCTION_WORDS: Final = _words(
+_BASE_FUNCTION_WORDS: Final = _words(
     """
     a about above after again against all also am an and any are as at be because been
     before being below between both but by can could did do does doing down during each
@@ -39,11 +39,11 @@ FUNCTION_WORDS: Final = _words(
     where whether which while who whom why will with within without would yet you your yours
     yourself yourselves
     """
-) | _words(
-    # Negation words beside "not", "no" and "nor" (Then AE); the negation module reads its own.
-    "cannot neither never nobody none nothing"
-) | _words(
-    # Contractions of the words above ("didn't" is "did not"): function words, as their parts are.
+)
+# Negation words beside "not", "no" and "nor" (Then AE); the negation module reads its own.
+_NEGATION_WORDS: Final = _words("cannot neither never nobody none nothing")
+# Contractions of the words above ("didn't" is "did not"): function words, as their parts are.
+_CONTRACTIONS: Final = _words(
     """
     aren't can't couldn't didn't doesn't don't hadn't hasn't haven't he'd he'll he's here's
     how's i'd i'll i'm i've isn't it's let's mustn't shan't she'd she'll she's shouldn't
@@ -51,6 +51,7 @@ FUNCTION_WORDS: Final = _words(
     what's when's where's who's why's won't wouldn't you'd you'll you're you've
     """
 )
+FUNCTION_WORDS: Final = _BASE_FUNCTION_WORDS | _NEGATION_WORDS | _CONTRACTIONS
 STATUTE_CONNECTIVES: Final = _words(
     """
     additionally aforesaid art article articles cent clause clauses e e.g eg etc even

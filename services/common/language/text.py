@@ -202,7 +202,7 @@ def _vowel_then_stop(word: str) -> bool:
 def _short_syllable(root: str) -> bool:
     """Consonant, vowel, consonant (not w, x or y): "fin", "rap", "tak"; not "fix", "pay",
     "see" or "add"."""
-    first, vowel, last = root
+    first, vowel, last = root[0], root[1], root[2]
     return (
         first not in _VOWELS
         and vowel in _VOWELS
