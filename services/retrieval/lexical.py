@@ -39,7 +39,9 @@ STOPWORDS: Final = frozenset(STOPWORDS_EN)
 # 8: "-ed"/"-ing" leave the silent "e" of a three-letter syllable: "fined" is "fine", not "fin".
 # 9: six more everyday words (lay_terms: "old" -> "age", "died" -> "death", ...).
 # 10: "used", "using" -> "use"; "aged", "aging" -> "age" (two letters before -ed/-ing).
-TOKENIZER_VERSION: Final = 10
+# 11: "sentenced", "sentencing" -> "sentence"'s stem; "received" -> "receive"'s (the "e" that
+#     completes a suffix with -ed/-ing).
+TOKENIZER_VERSION: Final = 11
 
 
 def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:

@@ -176,10 +176,17 @@ def stem(word: str) -> str:
     # A plural first becomes its singular, so both take the same path: "sentences" and
     # "sentence" both become "sent" (stripping "-es" at once left "sentenc").
     base = word if word.endswith(_NOT_PLURAL) else _strip_suffix(word, _PLURALS)
+    singular = base
     if not base.endswith(_NOT_PLURAL):
         base = _strip_suffix(base, _SUFFIXES[:-1])
     # A second pass catches stacked suffixes ("fraudulently" -> "fraudulent" -> "fraudul").
     base = _strip_suffix(base, _SUFFIXES[:-1])
+    if base != singular and singular.endswith(("ed", "ing")):
+        # "-ed"/"-ing" took the "e" that ends a suffix: "sentenc(ed)" is "sentence", which
+        # loses its "-ence" as the bare word does ("sent"); "receiv(ed)" loses "-ive" ("rece").
+        restored = _strip_suffix(base + "e", _SUFFIXES[:-1])
+        if restored != base + "e":
+            return restored
     if len(base) == 3 and word[3] in "ei" and _short_syllable(base):
         # "-ed" or "-ing" took a silent "e" with it: "fined", "raped", "taking" read as "fine",
         # "rape", "take" (left as "fin", "rap", "tak", they matched nothing the word's other

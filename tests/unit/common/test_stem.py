@@ -83,6 +83,10 @@ class TestStem:
             # Then AF: two letters before the ending.
             ("use", "used", "uses", "using"),
             ("age", "aged", "ages", "aging"),
+            # Then AG: the "e" that completes a suffix the bare word loses.
+            ("sentence", "sentences", "sentenced", "sentencing"),
+            ("receive", "receives", "received", "receiving"),
+            ("deceive", "deceives", "deceived", "deceiving"),
         ],
     )
     def test_ed_and_ing_keep_the_silent_e_of_a_short_syllable(
