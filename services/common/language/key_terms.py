@@ -115,16 +115,23 @@ class KeyTerms:
         return not (self.terms or self.generic or self.sections)
 
 
+# "Does slapping count as assault?": the phrase asks whether one thing is another and names no
+# topic ("count" alone may: a nobleman, a charge). Then AH, docs/EVALUATION.md.
+_CLASSIFICATION_PHRASE = re.compile(r"\bcount(?:s|ed|ing)?(?=\s+as\b)", re.IGNORECASE)
+
+
 def extract_key_terms(question: str) -> KeyTerms:
     """Drop stop, question and cue words; keep section references as their own key terms; leave
-    out the conversation (greetings, thanks, request frames: ``conversation_spans``)."""
+    out the conversation (greetings, thanks, request frames: ``conversation_spans``) and the
+    "count as" of a classification question."""
     # Sections as the shared parser reads them, lower-cased like every key term ("498a"); the
     # references, and the words that are conversation rather than content ("Hi,", "can you help
     # me", "I would like to know", "the document" after "please summarise"), are blanked out of
     # the question (spans of the original text) before lower-casing.
     sections = [ref.section.lower() for ref in parse_section_refs(question)]
     remainder = question
-    for start, end in (*reference_spans(question), *conversation_spans(question)):
+    phrases = [m.span() for m in _CLASSIFICATION_PHRASE.finditer(question)]
+    for start, end in (*reference_spans(question), *conversation_spans(question), *phrases):
         remainder = f"{remainder[:start]}{' ' * (end - start)}{remainder[end:]}"
     remainder = remainder.lower()
     terms: list[str] = []

@@ -42,6 +42,14 @@ def assess(
 
 
 class TestKeyTerms:
+    def test_count_as_asks_for_a_classification_and_names_no_topic(self) -> None:
+        # Then AH: "count" followed by "as" is left out; "count" alone stays a word.
+        assert extract_key_terms("Does slapping someone count as assault?").effective == (
+            "slap",
+            "assault",
+        )
+        assert "count" in extract_key_terms("Which count ruled Flanders?").effective
+
     def test_extract_key_terms_drops_stop_question_and_cue_words(self) -> None:
         terms = extract_key_terms("What is the punishment for cheating under section 420?")
 
