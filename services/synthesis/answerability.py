@@ -199,14 +199,17 @@ class AnswerabilityScores:
 
     model: str
     by_id: Mapping[str, float]
-    # For a multi-part question, each part's best score (``by_id`` then holds each chunk's
-    # best over the parts); empty for a question of one part.
-    part_best: tuple[float, ...] = ()
     # For a multi-part question, each part's own scores (semantic id → P(answers) for that
-    # part), in the parts' order; empty for a question of one part.
+    # part), in the parts' order (``by_id`` then holds each chunk's best over the parts); empty
+    # for a question of one part.
     by_part: tuple[Mapping[str, float], ...] = ()
-    # For a multi-part question, the parts as scored, in order (``part_best``'s); empty else.
+    # For a multi-part question, the parts as scored, in ``by_part``'s order; empty else.
     parts: tuple[str, ...] = ()
+
+    @property
+    def part_best(self) -> tuple[float, ...]:
+        """For a multi-part question, each part's best score; empty for a question of one part."""
+        return tuple(max(part.values(), default=0.0) for part in self.by_part)
 
     @property
     def best(self) -> float:
@@ -303,11 +306,9 @@ def score_evidence(
     texts = [passage_text(s.chunk, scorer.passage_format) for s in evidence]
     asked = list(parts) if len(parts) > 1 else [question]
     by_id: dict[str, float] = {}
-    part_best: list[float] = []
     by_part: list[dict[str, float]] = []
     for part in asked:
         values = _sliced(scorer.score, part, texts, stop)
-        part_best.append(max(values, default=0.0))
         own: dict[str, float] = {}
         for semantic_id, value in zip(ids, values, strict=True):
             by_id[semantic_id] = max(value, by_id.get(semantic_id, 0.0))
@@ -315,7 +316,7 @@ def score_evidence(
         by_part.append(own)
     if len(asked) == 1:
         return AnswerabilityScores(scorer.name, by_id)
-    return AnswerabilityScores(scorer.name, by_id, tuple(part_best), tuple(by_part), tuple(asked))
+    return AnswerabilityScores(scorer.name, by_id, tuple(by_part), tuple(asked))
 
 
 @dataclass(frozen=True, slots=True)

@@ -127,7 +127,9 @@ def decision(
 SCORES = AnswerabilityScores("m", {"A": 0.2, "B": 0.95})
 LOW = AnswerabilityScores("m", {"A": 0.2, "B": 0.3})
 # A two-part question whose second part no chunk answers (B answers the first).
-ONE_PART_UNANSWERED = AnswerabilityScores("m", {"A": 0.2, "B": 0.95}, part_best=(0.95, 0.2))
+ONE_PART_UNANSWERED = AnswerabilityScores(
+    "m", {"A": 0.2, "B": 0.95}, by_part=({"A": 0.2, "B": 0.95}, {"A": 0.2, "B": 0.2})
+)
 
 
 class TestCombine:
@@ -320,7 +322,7 @@ class TestCombine:
         scores = AnswerabilityScores(
             "m",
             {"A": 0.95, "B": 0.2},
-            part_best=(0.95, 0.2),
+            by_part=({"A": 0.95, "B": 0.2}, {"A": 0.2, "B": 0.2}),
             parts=("How is theft punished?", "How is dowry death punished?"),
         )
         options = AnswerabilityOptions(AnswerabilityMode.BOTH, veto_below=0.5, rescue_at=0.9)
