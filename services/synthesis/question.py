@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from services.common.intent import Intent, classify_intent, is_statement
 from services.common.language.conversation import is_pleasantry
 from services.common.language.key_terms import KeyTerms, extract_key_terms
-from services.common.language.references import asked_acts
+from services.common.language.references import asked_acts, parse_section_refs
 from services.common.language.sentences import sentences
 from services.common.language.text import as_read, normalise_query
 from services.synthesis.comparison import Comparison, find_comparison
@@ -58,6 +58,19 @@ _ANAPHORA = re.compile(
 # against the government enough?": every such input of the tuned sets, docs/EVALUATION.md,
 # "Then S"), and asks nothing on its own.
 _WH_QUESTION = re.compile(rf"^{_WH_WORD}", re.IGNORECASE)
+# A list of things asked about in one frame (rule AI, docs/EVALUATION.md "Then AI"): "What are
+# the punishments for theft, robbery and dacoity?" asks the frame once per thing. The frame
+# names nothing itself and either ends in one of these prepositions ("... for", "... by") or is
+# a wh-word and a verb with the rest after the list ("How are theft and robbery punished?").
+_LIST_PREPOSITIONS = frozenset({"for", "of", "about", "by", "on", "regarding", "concerning"})
+_LIST_AUXILIARIES = {"is": "is", "are": "is", "was": "was", "were": "was"}
+_ARTICLES = frozenset({"the", "a", "an"})
+_LIST_TOKEN = re.compile(r",|[^\s,?]+")
+# Each thing listed is one or two words, all of them topic words: "wrongful gain and wrongful
+# loss" is a list; "cheating and dishonestly inducing delivery" (s.420's title), "theft of
+# cattle and sheep" and "murder and culpable homicide not amounting to murder" are not read
+# as one (the question stays whole, as before the rule).
+MAX_LIST_ITEM_WORDS = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +123,7 @@ class QuestionAnalysis:
         return self.focus_terms
 
 
-def question_parts(question: str) -> tuple[str, ...]:
+def question_parts(question: str, lists: bool = True) -> tuple[str, ...]:
     """The questions a multi-part question asks, each on its own, in order; else ``(question,)``.
 
     Separate question sentences ("What is theft? What is robbery?") are parts when every
@@ -119,22 +132,26 @@ def question_parts(question: str) -> tuple[str, ...]:
     below. Otherwise the text is read as one, as below: "What counts as sedition? Is stirring
     up hatred against the government enough?" (a yes/no sentence applying the one before) and
     "Our maid stole gold. Is it treated more seriously?" (context) stay whole.
+
+    With ``lists`` (not for a comparison, whose compared terms are retrieved each on its own
+    already), a question that lists the things it asks about in one frame is asked once per
+    thing (``_list_parts``).
     """
     asked = sentences(question.strip())
     if len(asked) > 1 and _separate_questions(asked):
-        return tuple(part for sentence in asked for part in _sentence_parts(sentence))
-    return _sentence_parts(question)
+        return tuple(part for sentence in asked for part in _sentence_parts(sentence, lists))
+    return _sentence_parts(question, lists)
 
 
-def questions_asked(question: str, parts: Sequence[str] | None = None) -> int:
+def questions_asked(question: str, parts: Sequence[str] | None = None, lists: bool = True) -> int:
     """How many questions ``question`` asks, for the limit on them: its parts
     (``question_parts``, or ``parts`` when the caller has them already), or, when more, its
-    question sentences (those ending in "?") each counted with its own ", and" parts, whether
-    or not they are answered as parts."""
+    question sentences (those ending in "?") each counted with its own ", and" parts (and its
+    list's things, with ``lists``), whether or not they are answered as parts."""
     in_sentences = sum(
-        len(_sentence_parts(s)) for s in sentences(question.strip()) if s.endswith("?")
+        len(_sentence_parts(s, lists)) for s in sentences(question.strip()) if s.endswith("?")
     )
-    split = question_parts(question) if parts is None else parts
+    split = question_parts(question, lists) if parts is None else parts
     return max(len(split), in_sentences, 1)
 
 
@@ -152,7 +169,7 @@ def _separate_questions(asked: Sequence[str]) -> bool:
     return True
 
 
-def _sentence_parts(question: str) -> tuple[str, ...]:
+def _sentence_parts(question: str, lists: bool = True) -> tuple[str, ...]:
     """The questions one sentence asks, split where ", and" or ";" opens a new one.
 
     "How is trafficking of persons punished, and how is sexual harassment punished?" asks two:
@@ -162,7 +179,8 @@ def _sentence_parts(question: str) -> tuple[str, ...]:
     question of its own and stays with the one before it. The question stays whole when its
     first part does not open with a question word, when a later part points back ("What is
     criminal conspiracy and how is it punished?": "How is it punished?" alone asks about
-    nothing), or when a part names nothing a passage could match.
+    nothing), or when a part names nothing a passage could match. A sentence that does not split
+    so may still list what it asks about (``_list_parts``, with ``lists``).
     """
     pieces = [p.strip(" ,;?") for p in _PART_BREAK.split(question.strip())]
     if len(pieces) > 1 and _WH_QUESTION.match(pieces[0]):
@@ -180,8 +198,70 @@ def _sentence_parts(question: str) -> tuple[str, ...]:
         or not all(extract_key_terms(p).effective for p in parts)  # "... and what is it?"
     )
     if whole:
-        return (question.strip(),)
+        listed = _list_parts(question) if lists and len(parts) < 2 else None
+        return listed or (question.strip(),)
     return tuple(f"{p[0].upper()}{p[1:]}?" for p in parts)
+
+
+def _list_parts(question: str) -> tuple[str, ...] | None:
+    """The questions a list question asks, one per thing listed; None when it is none (rule AI).
+
+    "What are the punishments for theft, robbery and dacoity?" asks "What are the punishments
+    for theft?", "... for robbery?" and "... for dacoity?"; "How are theft and robbery
+    punished?" asks "How is theft punished?" and "How is robbery punished?". The words before
+    the list and after it name nothing a passage could match (``extract_key_terms``); before it
+    they end in a preposition of ``_LIST_PREPOSITIONS``, or are a wh-word and "is"/"are"/
+    "was"/"were" with words after the list. The list is things of one or two topic words each
+    (a leading article, or the preposition repeated, aside: "for murder and for rape"), two or
+    more, joined by commas and a last "and". A question naming a section is left to the
+    reference parser ("IPC 379 and 380"); "or" joins alternatives, not a list.
+    """
+    text = question.strip()
+    if not text.endswith("?") or not _OPENS_QUESTION.match(text) or parse_section_refs(text):
+        return None
+    tokens = _LIST_TOKEN.findall(text)
+    topical = [token != "," and bool(extract_key_terms(token).terms) for token in tokens]
+    if not any(topical):
+        return None
+    first = topical.index(True)
+    last = len(tokens) - 1 - topical[::-1].index(True)
+    prefix, middle, suffix = tokens[:first], tokens[first : last + 1], tokens[last + 1 :]
+    while prefix and prefix[-1].lower() in _ARTICLES:  # "for the theft and the robbery"
+        prefix.pop()
+    if not prefix or any(token == "," for token in prefix + suffix):
+        return None
+    head = prefix[-1].lower()
+    by_preposition = head in _LIST_PREPOSITIONS
+    wh_verb = len(prefix) == 2 and _WH_QUESTION.match(prefix[0]) and head in _LIST_AUXILIARIES
+    if not (by_preposition or (wh_verb and suffix)):
+        return None
+    items: list[list[str]] = [[]]
+    for token in middle:
+        if token == "," or token.lower() == "and":
+            if items[-1]:
+                items.append([])
+        else:
+            items[-1].append(token)
+    joined_by_and = [token.lower() for token in middle if token == "," or token.lower() == "and"]
+    if len(items) < 2 or not joined_by_and or joined_by_and[-1] != "and":
+        return None
+    things = []
+    for item in items:
+        while item and (
+            item[0].lower() in _ARTICLES or (by_preposition and item[0].lower() == head)
+        ):
+            item = item[1:]
+        if not item or len(item) > MAX_LIST_ITEM_WORDS:
+            return None
+        if not all(extract_key_terms(word).terms for word in item):
+            return None
+        things.append(" ".join(item))
+    if not by_preposition:  # "How are theft and robbery punished?": each "How is ... punished?"
+        prefix = [prefix[0], _LIST_AUXILIARIES[head]]
+    frame_before, frame_after = " ".join(prefix), " ".join(suffix)
+    return tuple(
+        " ".join(filter(None, (frame_before, thing, frame_after))) + "?" for thing in things
+    )
 
 
 def recent_turns(history: Sequence[Turn], max_turns: int) -> tuple[Turn, ...]:
@@ -253,7 +333,8 @@ def analyse_question(
     else:
         focus = retrieval_query
         focus_terms = terms if focus == question else extract_key_terms(focus)
-    parts = question_parts(focus)
+    comparison = None if follow_up else find_comparison(question, intent)
+    parts = question_parts(focus, lists=comparison is None)
     return QuestionAnalysis(
         question=question,
         retrieval_query=retrieval_query,
@@ -262,9 +343,9 @@ def analyse_question(
         key_terms=terms,
         focus_terms=focus_terms,
         follow_up=follow_up,
-        comparison=None if follow_up else find_comparison(question, intent),
+        comparison=comparison,
         parts=parts,
-        asked=questions_asked(focus, parts),
+        asked=questions_asked(focus, parts, lists=comparison is None),
         acts=asked_acts(question) or asked_acts(focus),
         statement=is_statement(focus),
     )

@@ -145,6 +145,38 @@ class TestTheUnansweredPart:
         assert not response.sufficiency.parts
 
 
+class TestAList:
+    """Rule AI (docs/EVALUATION.md, "Then AI"): a list of things in one question frame is asked
+    once per thing; before it, the three-offence question was refused (ANSWERING_SENTENCE)."""
+
+    async def test_rpc_each_thing_listed_is_answered_from_its_own_section(
+        self, front_door: Stack
+    ) -> None:
+        response = await synthesize(
+            front_door.synthesis, "What are the punishments for theft, robbery and dacoity?"
+        )
+
+        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
+        assert [(p.question, p.answered) for p in response.sufficiency.parts] == [
+            ("What are the punishments for theft?", True),
+            ("What are the punishments for robbery?", True),
+            ("What are the punishments for dacoity?", True),
+        ]
+        cited = {c.doc_id for c in response.citations}
+        assert {"IPC_379", "IPC_395"} <= cited, cited
+        assert cited & {"IPC_392", "IPC_393"}, cited  # robbery, or its attempt
+
+    async def test_rpc_a_thing_listed_that_the_corpus_lacks_refuses_the_whole(
+        self, front_door: Stack
+    ) -> None:
+        response = await synthesize(
+            front_door.synthesis, "What are the punishments for theft and dowry death?"
+        )
+
+        assert response.answer == REFUSAL
+        assert "dowry" in response.refusal_reason
+
+
 class TestWhatTheIndexHolds:
     """Questions about an act the index does not hold, or a section it holds no text of, are
     refused saying so (docs/EVALUATION.md, "Then K"). Found by a legal professional's audit:

@@ -1087,6 +1087,20 @@ class TestPartRetrieval:
         await synth.answer(SynthesisRequest("What is the difference between theft and robbery?"))
         assert len(retriever.calls) == 1 + 3  # the question and each compared term only
 
+    async def test_a_list_of_things_is_retrieved_once_per_thing(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        # Rule AI: "How are theft and robbery punished?" asks this class's two parts.
+        question = "How are theft and robbery punished?"
+        retriever = self.retriever(ipc)
+
+        result = await pipeline(retriever, ExtractiveGenerator()).answer(
+            SynthesisRequest(question, top_k=4)
+        )
+
+        assert [c.query for c in retriever.calls] == [question, *self.PARTS]
+        assert {"379", "392"} <= {s.chunk.section for s in result.evidence}
+
     async def test_a_part_retrieved_takes_no_second_hop(self, ipc: Mapping[str, Chunk]) -> None:
         retriever = self.retriever(ipc)
 

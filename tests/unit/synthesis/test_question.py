@@ -319,3 +319,83 @@ class TestQuestionSentences:
 def test_analysis_carries_the_focus_parts() -> None:
     analysis = analyse_question("What is theft, and what is extortion?")
     assert analysis.parts == ("What is theft?", "What is extortion?")
+
+
+class TestListQuestions:
+    """Rule AI (docs/EVALUATION.md, "Then AI"): a list of things asked about in one frame that
+    names nothing itself is asked once per thing, so each is retrieved and answered on its own."""
+
+    @pytest.mark.parametrize(
+        ("question", "parts"),
+        [
+            (
+                "What are the punishments for theft, robbery and dacoity?",
+                (
+                    "What are the punishments for theft?",
+                    "What are the punishments for robbery?",
+                    "What are the punishments for dacoity?",
+                ),
+            ),
+            # a wh-word and "are" before the list, the rest after it: "is" for each thing
+            (
+                "How are theft, robbery, and dacoity punished?",
+                ("How is theft punished?", "How is robbery punished?", "How is dacoity punished?"),
+            ),
+            # things of two words; the corpus's name ("IPC") is no topic
+            (
+                "What does the IPC mean by wrongful gain and wrongful loss?",
+                (
+                    "What does the IPC mean by wrongful gain?",
+                    "What does the IPC mean by wrongful loss?",
+                ),
+            ),
+            # articles and the repeated preposition are not part of the thing
+            (
+                "What is the punishment for the theft and for the robbery?",
+                ("What is the punishment for theft?", "What is the punishment for robbery?"),
+            ),
+            (
+                "Who can be punished for rioting and unlawful assembly?",
+                ("Who can be punished for rioting?", "Who can be punished for unlawful assembly?"),
+            ),
+        ],
+    )
+    def test_a_list_is_asked_once_per_thing(self, question: str, parts: tuple[str, ...]) -> None:
+        assert question_parts(question) == parts
+        assert questions_asked(question) == len(parts)
+
+    @pytest.mark.parametrize(
+        "question",
+        [
+            # one thing of more words: a title ("and" inside it), a qualified thing
+            "What is the punishment for cheating and dishonestly inducing delivery?",
+            "What is the punishment for theft of cattle and sheep?",
+            "What are the punishments for murder and for culpable homicide not amounting to murder?",
+            # the frame names something itself, or ends in no listing preposition
+            "What is the punishment for stalking on a first and on a second conviction?",
+            "Were Scott Derrickson and Ed Wood of the same nationality?",
+            "Is it a crime to hit and run?",
+            # alternatives, a section list, a bare comma list, not a question
+            "What is the punishment for theft or robbery?",
+            "What are the punishments for IPC 379 and 380?",
+            "What are the punishments for theft, robbery, dacoity?",
+            "Define theft and robbery.",
+            "The punishments for theft and robbery are what?",
+        ],
+    )
+    def test_other_questions_with_and_stay_whole(self, question: str) -> None:
+        assert question_parts(question) == (question,)
+
+    def test_a_comparison_is_not_split_into_a_list(self) -> None:
+        question = "How do the punishments for theft and robbery compare?"
+        analysis = analyse_question(question)
+        assert analysis.comparison is not None
+        assert analysis.parts == (question,)
+        assert analysis.asked == 1
+        # read without the comparison, the same words would list two things
+        assert len(question_parts(question)) == 2
+
+    def test_a_list_of_more_things_than_the_limit_counts_each(self) -> None:
+        things = ", ".join(["theft", "robbery", "extortion", "cheating", "murder", "rape"])
+        question = f"What are the punishments for {things}, dacoity, forgery and kidnapping?"
+        assert analyse_question(question).asked == 9
