@@ -533,6 +533,11 @@ def _answering(
     return kept or units
 
 
+# P(answers) saturates near 1: for "How is robbery punished?" s.392 scores 0.9941, s.393 (the
+# attempt) 0.9967, s.394 (hurt in robbery) 0.9966. Scores this close are not a ranking.
+PART_ANSWER_TIE = 0.01
+
+
 def _part_answers(
     units: list[_Unit], part_answers: tuple[Mapping[str, float], ...], seed: list[_Unit]
 ) -> list[_Unit]:
@@ -540,7 +545,10 @@ def _part_answers(
     it: among the sentences answering the part (``part_answers``: the model's P(answers) for
     that part, already at least its threshold) that score it at least as high as any other part
     (the part is their own), the best; when none has it as its own, the best answering it that
-    is not chosen yet. A part nothing answers adds nothing ("Then T", docs/EVALUATION.md)."""
+    is not chosen yet. A part nothing answers adds nothing ("Then T", docs/EVALUATION.md).
+    Scores within ``PART_ANSWER_TIE`` of the best are tied, and the sentence's own score (key
+    terms, intent language, title, retrieval rank and the model's score together) breaks the
+    tie (rule AJ)."""
     chosen = list(seed)
     for answers in part_answers:
         answering = [unit for unit in units if unit.semantic_id in answers]
@@ -555,7 +563,10 @@ def _part_answers(
         pool = own or [unit for unit in answering if unit not in chosen]
         if not pool:
             continue
-        best = max(pool, key=lambda u: (answers[u.semantic_id], u.score, -u.position, -u.piece))
+        # The model's near-ties are no ranking (rule AJ): the sentence's own score decides.
+        top = max(answers[unit.semantic_id] for unit in pool)
+        tied = [unit for unit in pool if answers[unit.semantic_id] >= top - PART_ANSWER_TIE]
+        best = max(tied, key=lambda u: (u.score, answers[u.semantic_id], -u.position, -u.piece))
         if best not in chosen:
             chosen.append(best)
     return chosen

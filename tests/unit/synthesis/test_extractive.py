@@ -993,7 +993,8 @@ def served_chunks() -> dict[str, Chunk]:
     """The IPC sections these tests quote, as the retrieval chunker cuts them (the ids the
     answerability model's scores below were measured for)."""
     docs = load_statutes(ROOT / "data" / "corpora" / "indian_law" / "ipc.json")
-    wanted = {"IPC_370", "IPC_370A", "IPC_378", "IPC_383", "IPC_390"}
+    wanted = {"IPC_370", "IPC_370A", "IPC_378", "IPC_379", "IPC_383", "IPC_390", "IPC_392"}
+    wanted |= {"IPC_393", "IPC_394"}
     return {c.semantic_id: c for c in chunk_documents([d for d in docs if d.doc_id in wanted])}
 
 
@@ -1054,6 +1055,23 @@ class TestPartAnswers:
         assert "IPC_370A_1" not in off  # by shared words, s.370's sentences only
         cited = await self.answer(parts, ids=ids, question=question)
         assert {"IPC_370_3", "IPC_370A_1"} <= set(cited)
+
+    async def test_a_part_s_near_tied_answers_go_to_the_sentence_s_own_score(
+        self,
+    ) -> None:
+        # Rule AJ: v6 scores robbery's punishment (s.392) 0.9941, its attempt (s.393) 0.9967 and
+        # hurt in robbery (s.394) 0.9966 for "How is robbery punished?" (measured 2026-11-27).
+        # Within PART_ANSWER_TIE of each other they are tied, and "Punishment for robbery", the
+        # title that answers, leads; a clear lead in P(answers) still decides.
+        ids = ("IPC_379_0", "IPC_392_0", "IPC_393_0", "IPC_394_0")
+        question = "How is theft punished, and how is robbery punished?"
+        robbery = {"IPC_392_0": 0.9941, "IPC_393_0": 0.9967, "IPC_394_0": 0.9966}
+        parts = ({"IPC_379_0": 0.9952}, robbery)
+        cited = await self.answer(parts, ids=ids, question=question)
+        assert cited[:2] == ["IPC_379_0", "IPC_392_0"], cited
+        clear = ({"IPC_379_0": 0.9952}, {**robbery, "IPC_392_0": 0.95})
+        cited = await self.answer(clear, ids=ids, question=question)
+        assert cited[:2] == ["IPC_379_0", "IPC_393_0"], cited
 
     async def test_without_part_scores_or_switched_off_nothing_changes(
         self,
