@@ -61,15 +61,16 @@ _WH_QUESTION = re.compile(rf"^{_WH_WORD}", re.IGNORECASE)
 # A list of things asked about in one frame (rule AI, docs/EVALUATION.md "Then AI"): "What are
 # the punishments for theft, robbery and dacoity?" asks the frame once per thing. The frame
 # names nothing itself and either ends in one of these prepositions ("... for", "... by") or is
-# a wh-word and a verb with the rest after the list ("How are theft and robbery punished?").
+# a wh-word and a verb ("How are theft and robbery punished?", "What are theft and robbery?":
+# rule AK).
 _LIST_PREPOSITIONS = frozenset({"for", "of", "about", "by", "on", "regarding", "concerning"})
 _LIST_AUXILIARIES = {"is": "is", "are": "is", "was": "was", "were": "was"}
 _ARTICLES = frozenset({"the", "a", "an"})
 _LIST_TOKEN = re.compile(r",|[^\s,?]+")
-# Each thing listed is one or two words, all of them topic words: "wrongful gain and wrongful
-# loss" is a list; "cheating and dishonestly inducing delivery" (s.420's title), "theft of
-# cattle and sheep" and "murder and culpable homicide not amounting to murder" are not read
-# as one (the question stays whole, as before the rule).
+# Each thing listed is one or two words, all of them topic words, and all things as long
+# (rule AK): "wrongful gain and wrongful loss" is a list; "cheating and dishonestly inducing
+# delivery" (s.420's title), "theft of cattle and sheep", "rash and negligent driving" and
+# "murder and culpable homicide not amounting to murder" are not (the question stays whole).
 MAX_LIST_ITEM_WORDS = 2
 
 
@@ -211,10 +212,11 @@ def _list_parts(question: str) -> tuple[str, ...] | None:
     punished?" asks "How is theft punished?" and "How is robbery punished?". The words before
     the list and after it name nothing a passage could match (``extract_key_terms``); before it
     they end in a preposition of ``_LIST_PREPOSITIONS``, or are a wh-word and "is"/"are"/
-    "was"/"were" with words after the list. The list is things of one or two topic words each
-    (a leading article, or the preposition repeated, aside: "for murder and for rape"), two or
-    more, joined by commas and a last "and". A question naming a section is left to the
-    reference parser ("IPC 379 and 380"); "or" joins alternatives, not a list.
+    "was"/"were" ("What are theft and robbery?": "What is theft?", "What is robbery?"). The
+    list is things of one or two topic words each, all as long (a leading article, or the
+    preposition repeated, aside: "for murder and for rape"), two or more, joined by commas and
+    a last "and". A question naming a section is left to the reference parser ("IPC 379 and
+    380"); "or" joins alternatives, not a list.
     """
     text = question.strip()
     if not text.endswith("?") or not _OPENS_QUESTION.match(text) or parse_section_refs(text):
@@ -233,7 +235,7 @@ def _list_parts(question: str) -> tuple[str, ...] | None:
     head = prefix[-1].lower()
     by_preposition = head in _LIST_PREPOSITIONS
     wh_verb = len(prefix) == 2 and _WH_QUESTION.match(prefix[0]) and head in _LIST_AUXILIARIES
-    if not (by_preposition or (wh_verb and suffix)):
+    if not (by_preposition or wh_verb):
         return None
     items: list[list[str]] = [[]]
     for token in middle:
@@ -256,6 +258,10 @@ def _list_parts(question: str) -> tuple[str, ...] | None:
         if not all(extract_key_terms(word).terms for word in item):
             return None
         things.append(" ".join(item))
+    if len({len(thing.split()) for thing in things}) > 1:
+        # "rash and negligent driving", "false weights and measures": a word beside a longer
+        # thing may share its head, so things of unequal length are not a list (rule AK).
+        return None
     if not by_preposition:  # "How are theft and robbery punished?": each "How is ... punished?"
         prefix = [prefix[0], _LIST_AUXILIARIES[head]]
     frame_before, frame_after = " ".join(prefix), " ".join(suffix)

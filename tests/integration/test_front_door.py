@@ -170,7 +170,7 @@ class TestAList:
         self, front_door: Stack
     ) -> None:
         response = await synthesize(
-            front_door.synthesis, "What are the punishments for theft and dowry death?"
+            front_door.synthesis, "What are the punishments for house trespass and dowry death?"
         )
 
         assert response.answer == REFUSAL

@@ -355,8 +355,14 @@ class TestListQuestions:
                 ("What is the punishment for theft?", "What is the punishment for robbery?"),
             ),
             (
-                "Who can be punished for rioting and unlawful assembly?",
-                ("Who can be punished for rioting?", "Who can be punished for unlawful assembly?"),
+                "Who can be punished for rioting and affray?",
+                ("Who can be punished for rioting?", "Who can be punished for affray?"),
+            ),
+            # rule AK: a wh-word and "is"/"are" with nothing after the list
+            ("What are theft and robbery?", ("What is theft?", "What is robbery?")),
+            (
+                "What is wrongful gain and wrongful loss?",
+                ("What is wrongful gain?", "What is wrongful loss?"),
             ),
         ],
     )
@@ -371,6 +377,10 @@ class TestListQuestions:
             "What is the punishment for cheating and dishonestly inducing delivery?",
             "What is the punishment for theft of cattle and sheep?",
             "What are the punishments for murder and for culpable homicide not amounting to murder?",
+            # rule AK: things of unequal length may share a head ("rash driving")
+            "What is the punishment for rash and negligent driving?",
+            "What is the punishment for false weights and measures?",
+            "Who can be punished for rioting and unlawful assembly?",
             # the frame names something itself, or ends in no listing preposition
             "What is the punishment for stalking on a first and on a second conviction?",
             "Were Scott Derrickson and Ed Wood of the same nationality?",
@@ -392,8 +402,10 @@ class TestListQuestions:
         assert analysis.comparison is not None
         assert analysis.parts == (question,)
         assert analysis.asked == 1
-        # read without the comparison, the same words would list two things
-        assert len(question_parts(question)) == 2
+        # the switch the analysis turns off for a comparison
+        listing = "What are theft and robbery?"
+        assert question_parts(listing, lists=False) == (listing,)
+        assert questions_asked(listing, lists=False) == 1
 
     def test_a_list_of_more_things_than_the_limit_counts_each(self) -> None:
         things = ", ".join(["theft", "robbery", "extortion", "cheating", "murder", "rape"])
