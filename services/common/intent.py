@@ -7,6 +7,7 @@ import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Final
 
 from services.common.language.references import REFERENCE_PATTERN
 
@@ -198,6 +199,21 @@ _QUESTION_START = re.compile(
     r"|tell|give|name|outline|summari[sz]e|compare|distinguish|in|under|to|for|if)\b",
     re.I,
 )
+# The openers of ``_QUESTION_START`` that are imperatives ("Define theft", "Tell me about
+# robbery"): a request so opened may list things, each asked on its own (rule AL).
+IMPERATIVE_OPENERS: Final = frozenset(
+    {"define", "explain", "describe", "list", "state", "tell", "give", "name", "outline"}
+    | {"summarise", "summarize"}
+)
+
+
+def question_opener(text: str) -> str | None:
+    """The word that opens ``text`` as a question or request (``_QUESTION_START``: a wh-word, an
+    auxiliary, an imperative such as "define" or "tell"), lower-cased; None when none does."""
+    match = _QUESTION_START.match(text)
+    return match.group(1).lower() if match else None
+
+
 # A sentence has a finite verb or ends with a full stop; "punishment for cheating under
 # section 420 IPC" is a keyword query, not a statement. Six words came with SciFact's claims
 # (3bc380c), no measurement chose it; a shorter text is a statement only with both marks

@@ -20,7 +20,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from services.common.intent import Intent, classify_intent, is_statement
+from services.common.intent import (
+    IMPERATIVE_OPENERS,
+    Intent,
+    classify_intent,
+    is_statement,
+    question_opener,
+)
 from services.common.language.conversation import is_pleasantry
 from services.common.language.key_terms import KeyTerms, extract_key_terms
 from services.common.language.references import asked_acts, parse_section_refs
@@ -219,9 +225,14 @@ def _list_parts(question: str) -> tuple[str, ...] | None:
     380"); "or" joins alternatives, not a list.
     """
     text = question.strip()
-    if not text.endswith("?") or not _OPENS_QUESTION.match(text) or parse_section_refs(text):
+    opener = question_opener(text)
+    request = opener in IMPERATIVE_OPENERS  # "Define theft and robbery." (rule AL)
+    if not ((text.endswith("?") and _OPENS_QUESTION.match(text)) or request):
         return None
-    tokens = _LIST_TOKEN.findall(text)
+    if parse_section_refs(text):
+        return None
+    mark = text[-1] if text[-1] in "?.!" else ""
+    tokens = _LIST_TOKEN.findall(text.rstrip("?.!"))
     topical = [token != "," and bool(extract_key_terms(token).terms) for token in tokens]
     if not any(topical):
         return None
@@ -235,7 +246,8 @@ def _list_parts(question: str) -> tuple[str, ...] | None:
     head = prefix[-1].lower()
     by_preposition = head in _LIST_PREPOSITIONS
     wh_verb = len(prefix) == 2 and _WH_QUESTION.match(prefix[0]) and head in _LIST_AUXILIARIES
-    if not (by_preposition or wh_verb):
+    imperative = request and len(prefix) == 1  # "Define theft and robbery"
+    if not (by_preposition or wh_verb or imperative):
         return None
     items: list[list[str]] = [[]]
     for token in middle:
@@ -262,11 +274,11 @@ def _list_parts(question: str) -> tuple[str, ...] | None:
         # "rash and negligent driving", "false weights and measures": a word beside a longer
         # thing may share its head, so things of unequal length are not a list (rule AK).
         return None
-    if not by_preposition:  # "How are theft and robbery punished?": each "How is ... punished?"
+    if wh_verb and not by_preposition:  # "How are theft and robbery punished?": "How is ..."
         prefix = [prefix[0], _LIST_AUXILIARIES[head]]
     frame_before, frame_after = " ".join(prefix), " ".join(suffix)
     return tuple(
-        " ".join(filter(None, (frame_before, thing, frame_after))) + "?" for thing in things
+        " ".join(filter(None, (frame_before, thing, frame_after))) + mark for thing in things
     )
 
 

@@ -360,6 +360,21 @@ class TestListQuestions:
             ),
             # rule AK: a wh-word and "is"/"are" with nothing after the list
             ("What are theft and robbery?", ("What is theft?", "What is robbery?")),
+            # rule AL: a request opened by an imperative, its closing mark kept
+            ("Define theft and robbery.", ("Define theft.", "Define robbery.")),
+            ("Define theft and robbery", ("Define theft", "Define robbery")),
+            (
+                "Explain theft, robbery and dacoity!",
+                ("Explain theft!", "Explain robbery!", "Explain dacoity!"),
+            ),
+            (
+                "Tell me about theft and robbery.",
+                ("Tell me about theft.", "Tell me about robbery."),
+            ),
+            (
+                "List the punishments for theft and robbery",
+                ("List the punishments for theft", "List the punishments for robbery"),
+            ),
             (
                 "What is wrongful gain and wrongful loss?",
                 ("What is wrongful gain?", "What is wrongful loss?"),
@@ -389,8 +404,13 @@ class TestListQuestions:
             "What is the punishment for theft or robbery?",
             "What are the punishments for IPC 379 and 380?",
             "What are the punishments for theft, robbery, dacoity?",
-            "Define theft and robbery.",
             "The punishments for theft and robbery are what?",
+            # rule AL: a frame longer than the imperative, a statement, a comparison
+            "Can you explain theft and robbery?",
+            "Please explain theft and robbery.",
+            "Theft and robbery are punishable.",
+            "Compare theft and robbery.",
+            "Define rash and negligent driving.",
         ],
     )
     def test_other_questions_with_and_stay_whole(self, question: str) -> None:

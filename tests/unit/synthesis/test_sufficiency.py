@@ -7,7 +7,13 @@ from collections.abc import Mapping
 import pytest
 
 from services.common.evidence import Chunk, ScoredChunk
-from services.common.intent import Intent, classify_intent, is_statement
+from services.common.intent import (
+    IMPERATIVE_OPENERS,
+    Intent,
+    classify_intent,
+    is_statement,
+    question_opener,
+)
 from services.common.language.key_terms import extract_key_terms
 from services.common.language.references import asked_acts
 from services.synthesis.holdings import HeldDocument, Holdings
@@ -563,6 +569,24 @@ class TestClassifyIntent:
         self, text: str, statement: bool
     ) -> None:
         assert is_statement(text) is statement
+
+    @pytest.mark.parametrize(
+        ("text", "opener"),
+        [
+            ("Define theft and robbery.", "define"),
+            ("  tell me about theft", "tell"),
+            ("What is theft?", "what"),
+            ("Is theft bailable?", "is"),
+            ("Theft is punishable with death.", None),
+            ("Please explain theft.", None),
+        ],
+    )
+    def test_question_opener_is_the_word_that_keeps_a_text_from_being_a_statement(
+        self, text: str, opener: str | None
+    ) -> None:
+        assert question_opener(text) == opener
+        if opener in IMPERATIVE_OPENERS:
+            assert not is_statement(text)
 
 
 class TestAnswerType:
