@@ -43,13 +43,18 @@ _PATTERNS: Final = tuple(
     )
 )
 # Choices between two named things ("Which is older, X or Y?", "Are X and Y both ...?"):
-# case-sensitive, and both terms must be names, so "legal or illegal" is no comparison.
+# case-sensitive, and both terms must be names, so "legal or illegal" is no comparison. Since
+# rule AM also "Which genus has more species: X or Y?" and "Are (both) X and Y vocalists?",
+# where X and Y are runs of capitalised words and a lower-case word follows Y.
+_NAMES: Final = r"[A-Z0-9][\w'’.&-]*(?:\s+[A-Z0-9][\w'’.&-]*)*"
 _CHOICES: Final = tuple(
     re.compile(pattern)
     for pattern in (
-        r",\s*(?P<a>[^,]+?)\s+or\s+(?P<b>[^,]+?)" + _END,
+        r"[,:]\s*(?P<a>[^,:]+?)\s+or\s+(?P<b>[^,:]+?)" + _END,
         r"^(?i:are|were|is|was|do|does|did|have|has)\s+(?i:both\s+)?(?P<a>[^,]+?),?\s+and\s+"
         r"(?P<b>[^,]+?),?\s+both\b",
+        rf"^(?i:are|were|is|was|do|does|did|have|has)\s+(?i:both\s+)?(?P<a>{_NAMES})\s+and\s+"
+        rf"(?P<b>{_NAMES})(?=\s+[a-z])",
     )
 )
 _LEADING: Final = re.compile(r"^(?:(?:the|a|an|offences?\s+of|offence|crimes?\s+of)\s+)+", re.I)

@@ -33,6 +33,13 @@ class TestFindComparison:
                 ("Morgan Llywelyn", "Robert Jordan"),
             ),
             ("Are Cryptanthus and Gagea, both a genus?", ("Cryptanthus", "Gagea")),
+            # rule AM: a colon before the choice; "Are (both) X and Y ..." with names
+            ("Which genus has more species: Sarracenia or Butea?", ("Sarracenia", "Butea")),
+            ("Are both Trace Cyrus and Jizzy Pearl vocalists?", ("Trace Cyrus", "Jizzy Pearl")),
+            (
+                "Were Scott Derrickson and Ed Wood of the same nationality?",
+                ("Scott Derrickson", "Ed Wood"),
+            ),
             (
                 # The aspect ("punishments for") is said once but applies to both terms.
                 "How do the punishments for voluntarily causing hurt and grievous hurt compare?",
@@ -57,6 +64,10 @@ class TestFindComparison:
             "Is it legal, or illegal to carry a knife?",
             "What is the punishment for theft, robbery or extortion?",
             "Which is older, the tower or the bridge?",
+            # rule AM: not names, or no lower-case word after the second name
+            "Are theft and robbery bailable?",
+            "Section 302: murder or culpable homicide?",
+            "Were Scott Derrickson and Ed Wood?",
             "What is the difference between theft and theft?",  # nothing to compare
             "What is the difference between the?",
             # Terms longer than six words: the pattern matched a sentence, not two terms.
