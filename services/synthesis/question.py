@@ -27,7 +27,12 @@ from services.common.intent import (
     is_statement,
     question_opener,
 )
-from services.common.language.conversation import is_pleasantry
+from services.common.language.conversation import (
+    conversation_spans,
+    is_pleasantry,
+    is_request_frame,
+    opens_request,
+)
 from services.common.language.key_terms import KeyTerms, extract_key_terms
 from services.common.language.references import asked_acts, parse_section_refs
 from services.common.language.sentences import sentences
@@ -226,14 +231,24 @@ def _list_parts(question: str) -> tuple[str, ...] | None:
     """
     text = question.strip()
     opener = question_opener(text)
-    request = opener in IMPERATIVE_OPENERS  # "Define theft and robbery." (rule AL)
+    # "Define theft and robbery." (rule AL); "Please explain theft and robbery." (rule AN)
+    request = opener in IMPERATIVE_OPENERS or opens_request(text)
     if not ((text.endswith("?") and _OPENS_QUESTION.match(text)) or request):
         return None
     if parse_section_refs(text):
         return None
     mark = text[-1] if text[-1] in "?.!" else ""
-    tokens = _LIST_TOKEN.findall(text.rstrip("?.!"))
-    topical = [token != "," and bool(extract_key_terms(token).terms) for token in tokens]
+    body = text.rstrip("?.!")
+    found = list(_LIST_TOKEN.finditer(body))
+    tokens = [match.group() for match in found]
+    # A word of the conversation ("kindly", "know" in "I would like to know about") is no topic.
+    talk = conversation_spans(body)
+    topical = [
+        match.group() != ","
+        and not any(start <= match.start() and match.end() <= end for start, end in talk)
+        and bool(extract_key_terms(match.group()).terms)
+        for match in found
+    ]
     if not any(topical):
         return None
     first = topical.index(True)
@@ -246,7 +261,8 @@ def _list_parts(question: str) -> tuple[str, ...] | None:
     head = prefix[-1].lower()
     by_preposition = head in _LIST_PREPOSITIONS
     wh_verb = len(prefix) == 2 and _WH_QUESTION.match(prefix[0]) and head in _LIST_AUXILIARIES
-    imperative = request and len(prefix) == 1  # "Define theft and robbery"
+    # "Define theft and robbery"; "Can you explain theft and robbery?" (a request frame, AN)
+    imperative = (request and len(prefix) == 1) or is_request_frame(" ".join(prefix))
     if not (by_preposition or wh_verb or imperative):
         return None
     items: list[list[str]] = [[]]

@@ -18,7 +18,8 @@ in their frame only, never as stop words: "help" in "Can a person help another c
   "I want to know what a document is").
 
 ``conversation_spans`` gives the character spans a key-term reader leaves out; ``is_pleasantry``
-says an input is greetings and nothing else (never a follow-up to the turn before).
+says an input is greetings and nothing else (never a follow-up to the turn before);
+``opens_request`` that one opens a text, ``is_request_frame`` that a text is one alone.
 """
 
 from __future__ import annotations
@@ -130,6 +131,19 @@ def conversation_spans(text: str) -> list[tuple[int, int]]:
         else:
             spans.append((start, start + frame.end()))
     return spans
+
+
+def opens_request(text: str) -> bool:
+    """True when a request frame opens ``text`` ("Please explain ...", "Can you tell me ...")."""
+    return _REQUEST.match(text) is not None
+
+
+def is_request_frame(text: str) -> bool:
+    """True when ``text`` is a request frame and nothing more: "Please explain", "Can you tell
+    me about", "I would like to know about" (the words before a list a request asks about one
+    by one, rule AL of docs/EVALUATION.md)."""
+    frame = _REQUEST.match(text)
+    return frame is not None and _only_pointers(text[frame.end() :])
 
 
 def is_pleasantry(text: str) -> bool:

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from services.common.language.conversation import conversation_spans, is_pleasantry
+from services.common.language.conversation import (
+    conversation_spans,
+    is_pleasantry,
+    is_request_frame,
+    opens_request,
+)
 
 
 def _left(text: str) -> str:
@@ -126,3 +131,24 @@ class TestIsPleasantry:
     )
     def test_anything_more_is_not(self, text: str) -> None:
         assert not is_pleasantry(text)
+
+
+class TestRequestFrames:
+    """Rule AN: a request frame opens a text, or is all of it (the words before a list)."""
+
+    @pytest.mark.parametrize(
+        ("text", "opens", "alone"),
+        [
+            ("Please explain", True, True),
+            ("Can you tell me about", True, True),
+            ("I would like to know about", True, True),
+            ("Can you explain theft?", True, False),
+            ("Please", False, False),
+            ("Explain theft and robbery", True, False),
+            ("What is theft?", False, False),
+            ("Define", False, False),  # an intent cue, not a request frame of this module
+        ],
+    )
+    def test_opens_request_and_is_request_frame(self, text: str, opens: bool, alone: bool) -> None:
+        assert opens_request(text) is opens
+        assert is_request_frame(text) is alone

@@ -375,6 +375,23 @@ class TestListQuestions:
                 "List the punishments for theft and robbery",
                 ("List the punishments for theft", "List the punishments for robbery"),
             ),
+            # rule AN: a request frame before the list, its words no topic
+            (
+                "Please explain theft and robbery.",
+                ("Please explain theft.", "Please explain robbery."),
+            ),
+            (
+                "Can you explain theft and robbery?",
+                ("Can you explain theft?", "Can you explain robbery?"),
+            ),
+            (
+                "I would like to know about theft and robbery.",
+                ("I would like to know about theft.", "I would like to know about robbery."),
+            ),
+            (
+                "Kindly explain theft, robbery and dacoity",
+                ("Kindly explain theft", "Kindly explain robbery", "Kindly explain dacoity"),
+            ),
             (
                 "What is wrongful gain and wrongful loss?",
                 ("What is wrongful gain?", "What is wrongful loss?"),
@@ -405,10 +422,11 @@ class TestListQuestions:
             "What are the punishments for IPC 379 and 380?",
             "What are the punishments for theft, robbery, dacoity?",
             "The punishments for theft and robbery are what?",
-            # rule AL: a frame longer than the imperative, a statement, a comparison
-            "Can you explain theft and robbery?",
-            "Please explain theft and robbery.",
+            # rule AL: a statement, a comparison; rule AN: no request frame of the conversation
             "Theft and robbery are punishable.",
+            "Please define theft and robbery.",
+            "Help me understand theft and robbery",
+            "Please theft and robbery.",
             "Compare theft and robbery.",
             "Define rash and negligent driving.",
         ],
