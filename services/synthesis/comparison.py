@@ -65,6 +65,28 @@ _HEAD: Final = re.compile(
     re.IGNORECASE,
 )
 MAX_TERM_WORDS: Final = 6
+# What each side of a choice must state for it to be made (rule AO): "Which musician is older,
+# X or Y?" compares dates, "Which genus has more species, X or Y?" numbers; each side is then
+# quoted, where it can be, by a sentence holding one (``sufficiency.states_answer_type``).
+_CHOICE_TYPES: Final = (
+    (
+        "time",
+        re.compile(
+            r"\b(?:older|oldest|younger|youngest|earlier|earliest|later|latest|newer|newest"
+            r"|first|(?:more|most)\s+recent(?:ly)?)\b",
+            re.I,
+        ),
+    ),
+    (
+        "number",
+        re.compile(
+            r"\b(?:more|most|fewer|fewest|less|least|larger|largest|bigger|biggest|smaller"
+            r"|smallest|taller|tallest|higher|highest|longer|longest|shorter|shortest|greater"
+            r"|greatest)\b",
+            re.I,
+        ),
+    ),
+)
 # Title words around the term itself: "Punishment for theft", "Definition of criminal conspiracy".
 _TITLE_FILLER: Final = frozenset(stem(w) for w in ("punishment", "definition", "of", "for"))
 _PUNISH: Final = stem("punishment")
@@ -120,6 +142,12 @@ def find_comparison(question: str, intent: Intent) -> Comparison | None:
             template = _CUE.get(intent, "What is {}?")
             return Comparison(terms, tuple(template.format(term) for term in terms))
     return None
+
+
+def choice_answer_type(question: str) -> str | None:
+    """The kind of fact a comparison weighs ("time" for "older", "first"; "number" for "more",
+    "larger"), or None; read for a comparison only."""
+    return next((kind for kind, pattern in _CHOICE_TYPES if pattern.search(question)), None)
 
 
 def _is_name(term: str) -> bool:

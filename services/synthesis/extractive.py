@@ -21,10 +21,15 @@ from services.common.language.provisions import list_spans, operative_positions
 from services.common.language.sentences import sentences
 from services.common.language.text import SOURCE_NOTES, source_heading, stem
 from services.common.refusal import REFUSAL
-from services.synthesis.comparison import term_sections, term_stems, titled_with
+from services.synthesis.comparison import (
+    choice_answer_type,
+    term_sections,
+    term_stems,
+    titled_with,
+)
 from services.synthesis.generation import GenerationRequest, GenerationResult
 from services.synthesis.sources import RelationKind, SourceRelation, relate
-from services.synthesis.sufficiency import has_intent_language
+from services.synthesis.sufficiency import has_intent_language, states_answer_type
 
 _TRAILING = re.compile(r"[\s.;:,—–-]+$")
 # Characters a source heading must not carry: sentence ends would split it (and an unfinished
@@ -248,7 +253,9 @@ class ExtractiveGenerator:
             units = _answering(units, request.answer_scores, self._options.answering_floor)
         if not units:
             return REFUSAL
-        seed = _one_per_compared_term(units, request.compared, request.evidence)
+        seed = _one_per_compared_term(
+            units, request.compared, request.evidence, choice_answer_type(request.question)
+        )
         if self._options.operative_first and key_terms.sections:
             seed = _operative(units, request.evidence, seed)
         if self._options.part_answers_first and request.part_answers:
@@ -573,15 +580,20 @@ def _part_answers(
 
 
 def _one_per_compared_term(
-    units: list[_Unit], compared: tuple[str, ...], evidence: tuple[ScoredChunk, ...]
+    units: list[_Unit],
+    compared: tuple[str, ...],
+    evidence: tuple[ScoredChunk, ...],
+    weighs: str | None = None,
 ) -> list[_Unit]:
     """For a comparison, the best sentence about each compared term, in the question's order.
 
     A sentence is about a term when the term's content words are all in it or in its section
     title. One from a section titled with the term ("Assault", "Punishment for theft") comes
     first; then one about this term alone over one that also names the other terms (s.390
-    names theft and extortion but defines neither); then one in the asked aspect's language;
-    then the score. For a term that names a section ("section 302"), whose words its text never
+    names theft and extortion but defines neither); then, when the comparison weighs a kind of
+    fact (``weighs``: "time" for "Which is older, X or Y?", ``comparison.choice_answer_type``),
+    one that states such a fact (rule AO); then one in the asked aspect's language; then the
+    score. For a term that names a section ("section 302"), whose words its text never
     holds, it is that section's first operative sentence the evidence holds (``_operative``),
     else the section's best-scoring one.
     """
@@ -604,16 +616,17 @@ def _one_per_compared_term(
         extra = [w - stems for i, w in enumerate(wanted) if i != index and w - stems]
         about = [u for u in units if u not in chosen and stems <= (u.stems | u.title)]
         if about:
-            chosen.append(max(about, key=lambda u: _comparison_rank(u, stems, extra)))
+            chosen.append(max(about, key=lambda u: _comparison_rank(u, stems, extra, weighs)))
     return chosen
 
 
 def _comparison_rank(
-    unit: _Unit, term: frozenset[str], extra: list[frozenset[str]]
-) -> tuple[bool, bool, bool, float]:
+    unit: _Unit, term: frozenset[str], extra: list[frozenset[str]], weighs: str | None = None
+) -> tuple[bool, bool, bool, bool, float]:
     mentions_other = any(words <= (unit.stems | unit.title) for words in extra)
     titled = titled_with(unit.title, term)
-    return (titled, not mentions_other, bool(unit.aspects), unit.score)
+    states = weighs is None or states_answer_type(weighs, unit.text)
+    return (titled, not mentions_other, states, bool(unit.aspects), unit.score)
 
 
 # Title words that say a provision answers the intent, as stems of the one stemmer. "Meaning"

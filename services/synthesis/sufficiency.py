@@ -423,6 +423,12 @@ def answer_type(question: str) -> str | None:
     return next((kind for kind, pattern in _ASKS if pattern.search(question)), None)
 
 
+def states_answer_type(kind: str, text: str) -> bool:
+    """Whether ``text`` holds an answer of ``kind`` ("number": a digit or number word; "time":
+    a year, month, century, era ...), as ``require_answer_type`` reads it."""
+    return _ANSWER_TYPES[kind].search(text) is not None
+
+
 _NAME_OR_NUMBER = re.compile(r"\b(?:[A-Z][\w'’-]*|\d[\d,.]*)")
 
 

@@ -1149,3 +1149,82 @@ def test_the_answering_floor_setting_defaults_off_and_reads_a_probability() -> N
     assert SynthesisConfig.from_env(on).extractive_answering_floor == 0.48
     with pytest.raises(InvalidSettingError):
         SynthesisConfig.from_env({"SYNTHESIS_EXTRACTIVE_ANSWERING_FLOOR": "2"})
+
+
+class TestWhatAChoiceWeighs:
+    """Rule AO (docs/EVALUATION.md, "Then AO"): a comparison that weighs time ("older") or a
+    number ("more") quotes each side by a sentence that states such a fact, where it has one."""
+
+    @staticmethod
+    def passage(doc_id: str, n: int, text: str, title: str) -> Chunk:
+        return Chunk(f"{doc_id}_{n}", doc_id, text, title=title, sentence_index=n)
+
+    # The HotpotQA passages of "Which musician is older, Chantal Claret or Max Green?", in the
+    # order retrieval gave them (2026-11-27).
+    EVIDENCE = (
+        (
+            "Chantal_Claret",
+            0,
+            "Chantal Claret Euringer (born February 21, 1982), known as "
+            "Chantal Claret, is an American singer/songwriter.",
+            "Chantal Claret",
+        ),
+        (
+            "Chantal_Claret",
+            1,
+            "She is best known as the lead singer for the rock and power pop band Morningwood.",
+            "Chantal Claret",
+        ),
+        (
+            "Max_Green_musician",
+            0,
+            "Maxwell Scott Green (born December 15, 1984), better known "
+            "as Max Green, is an American musician.",
+            "Max Green (musician)",
+        ),
+        (
+            "Max_Green_musician",
+            1,
+            "He is currently the vocalist and rhythm guitarist for his "
+            "own band, Violent New Breed.",
+            "Max Green (musician)",
+        ),
+    )
+
+    async def quoted(self, question: str, order: tuple[int, ...]) -> list[str]:
+        passages = [self.passage(*self.EVIDENCE[i]) for i in order]
+        evidence = tuple(ScoredChunk(p, round(0.9 - 0.05 * n, 4)) for n, p in enumerate(passages))
+        generation = dataclasses.replace(
+            request(question, evidence), compared=("Chantal Claret", "Max Green")
+        )
+        result = await ExtractiveGenerator().generate(generation, timeout_s=1.0)
+        return [sid for _, sid in cited_quotes(result.text)]
+
+    async def test_each_side_is_quoted_by_its_date_when_the_choice_weighs_time(self) -> None:
+        # Max Green's band sentence ranks above his birth date.
+        quoted = await self.quoted(
+            "Which musician is older, Chantal Claret or Max Green?", (0, 1, 3, 2)
+        )
+        assert quoted[:2] == ["Chantal_Claret_0", "Max_Green_musician_0"], quoted
+
+    async def test_a_choice_that_weighs_nothing_keeps_the_retrieval_order(self) -> None:
+        quoted = await self.quoted(
+            "Which musician is a vocalist, Chantal Claret or Max Green?", (0, 1, 3, 2)
+        )
+        assert "Max_Green_musician_0" not in quoted[:2], quoted
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("Which musician is older, Chantal Claret or Max Green?", "time"),
+        ("Who was born first, Morgan Llywelyn or Robert Jordan?", "time"),
+        ("Which genus has more species: Sarracenia or Butea?", "number"),
+        ("Which is punished more severely, theft or robbery?", "number"),
+        ("Are both Trace Cyrus and Jizzy Pearl vocalists?", None),
+    ],
+)
+def test_choice_answer_type_reads_what_a_comparison_weighs(question: str, kind: str | None) -> None:
+    from services.synthesis.comparison import choice_answer_type
+
+    assert choice_answer_type(question) == kind
