@@ -37,6 +37,12 @@ from services.common.budget import Stop
 from services.common.cross_encoder import OnnxCrossEncoder, encoders_of
 from services.common.evidence import ScoredChunk, passage_text
 from services.common.judge import Band, Item, Judge, Outcome, Verdict
+from services.common.language.key_terms import (
+    chunk_section,
+    chunk_stems,
+    extract_key_terms,
+    holds,
+)
 from services.synthesis.sufficiency import Requirement, SufficiencyDecision
 
 _Row = TypeVar("_Row")
@@ -305,18 +311,44 @@ def score_evidence(
     ids = [s.chunk.semantic_id for s in evidence]
     texts = [passage_text(s.chunk, scorer.passage_format) for s in evidence]
     asked = list(parts) if len(parts) > 1 else [question]
+    holding = part_holders(asked, evidence) if len(asked) > 1 else [None]
     by_id: dict[str, float] = {}
     by_part: list[dict[str, float]] = []
-    for part in asked:
+    for part, holders in zip(asked, holding, strict=True):
         values = _sliced(scorer.score, part, texts, stop)
         own: dict[str, float] = {}
         for semantic_id, value in zip(ids, values, strict=True):
+            if holders is not None and semantic_id not in holders:
+                value = 0.0  # rule AP: the part's own words are elsewhere in the evidence
             by_id[semantic_id] = max(value, by_id.get(semantic_id, 0.0))
             own[semantic_id] = max(value, own.get(semantic_id, 0.0))
         by_part.append(own)
     if len(asked) == 1:
         return AnswerabilityScores(scorer.name, by_id)
     return AnswerabilityScores(scorer.name, by_id, tuple(by_part), tuple(asked))
+
+
+def part_holders(
+    parts: Sequence[str], evidence: Sequence[ScoredChunk]
+) -> list[frozenset[str] | None]:
+    """For each part of a multi-part question, the ids of the evidence chunks that may answer
+    it (rule AP): those holding one of the part's own key terms (its terms no other part has,
+    read as the keyword rules read a chunk: ``key_terms.holds`` over ``chunk_stems``), or None
+    (any chunk, the model alone deciding) when the part has no own term or no chunk holds one.
+    "What are the punishments for bribery?" is not answered by s.384's punishment of extortion,
+    which the model scores 0.997 for it, while s.171B holds "bribery"."""
+    terms = [set(extract_key_terms(part).effective) for part in parts]
+    stems = [(s.chunk.semantic_id, chunk_stems(s.chunk), chunk_section(s.chunk)) for s in evidence]
+    holding: list[frozenset[str] | None] = []
+    for index, wanted in enumerate(terms):
+        own = wanted.difference(*(t for n, t in enumerate(terms) if n != index))
+        holders = frozenset(
+            semantic_id
+            for semantic_id, words, section in stems
+            if any(holds(term, words, frozenset({section})) for term in own)
+        )
+        holding.append(holders or None)
+    return holding
 
 
 @dataclass(frozen=True, slots=True)

@@ -166,6 +166,19 @@ class TestAList:
         assert {"IPC_379", "IPC_395"} <= cited, cited
         assert cited & {"IPC_392", "IPC_393"}, cited  # robbery, or its attempt
 
+    async def test_rpc_a_thing_listed_is_quoted_from_a_sentence_naming_it(
+        self, front_door: Stack
+    ) -> None:
+        # Rule AP: the model scores s.384's punishment of extortion 0.997 for "... for
+        # bribery?"; only s.171B, which names bribery, may answer that part.
+        response = await synthesize(
+            front_door.synthesis, "What are the punishments for cheating, extortion and bribery?"
+        )
+
+        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
+        cited = {c.doc_id for c in response.citations}
+        assert {"IPC_384", "IPC_171B"} <= cited, cited
+
     async def test_rpc_a_thing_listed_that_the_corpus_lacks_refuses_the_whole(
         self, front_door: Stack
     ) -> None:

@@ -39,6 +39,7 @@ from services.synthesis.answerability import (
     judged,
     needs_judge,
     needs_scores,
+    part_holders,
     score_evidence,
     score_statement,
 )
@@ -346,6 +347,41 @@ class TestCombine:
             "no evidence sentence answers the question"
         )
 
+    def test_a_part_is_answered_by_a_sentence_holding_its_own_words(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        # Rule AP: the model scores any punishment sentence high for "... for bribery?" (0.997
+        # for s.384's punishment of extortion, measured 2026-11-27); s.171B holds "bribery".
+        class Punishments(TableScorer):
+            def score(self, question: str, passages: Sequence[str]) -> list[float]:
+                return [0.99 if "punished" in p else 0.9 for p in passages]
+
+        evidence = scored(ipc, "IPC_417_0", "IPC_384_0", "IPC_171B_0")
+        parts = (
+            "What are the punishments for cheating?",
+            "What are the punishments for extortion?",
+            "What are the punishments for bribery?",
+        )
+        scores = score_evidence(Punishments({}), "…", evidence, parts)
+
+        assert scores.by_part == (
+            {"IPC_417_0": 0.99, "IPC_384_0": 0.0, "IPC_171B_0": 0.0},
+            {"IPC_417_0": 0.0, "IPC_384_0": 0.99, "IPC_171B_0": 0.0},
+            {"IPC_417_0": 0.0, "IPC_384_0": 0.0, "IPC_171B_0": 0.9},
+        )
+        assert scores.part_best == (0.99, 0.99, 0.9)
+
+    def test_a_part_whose_own_words_no_sentence_holds_is_left_to_the_model(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        # "mugger" is no word of the Code: the model alone finds the part's answer (the rescue
+        # of plain questions), as before rule AP.
+        evidence = scored(ipc, "IPC_379_0", "IPC_394_0")
+        parts = ("How is theft punished?", "What can a mugger get?")
+        holders = part_holders(parts, evidence)
+
+        assert holders == [frozenset({"IPC_379_0"}), None]
+
     def test_each_part_of_a_question_is_scored_on_its_own(self, ipc: Mapping[str, Chunk]) -> None:
         class PartScorer(TableScorer):
             def score(self, question: str, passages: Sequence[str]) -> list[float]:
@@ -363,10 +399,11 @@ class TestCombine:
         assert scores.part_best == (0.9, 0.9) and scores.best == 0.9
         assert set(scores.at_least(0.5)) == {"IPC_378_0", "IPC_390_0"}
         # Each part's own scores, and those answering it, for the generator (rule T).
-        # (s.390_0, "In all robbery there is either theft or extortion", names both.)
+        # (s.390_0, "In all robbery there is either theft or extortion", names both; s.378_0
+        # does not name robbery, so it may not answer that part: rule AP.)
         assert scores.by_part == (
             {"IPC_378_0": 0.9, "IPC_390_0": 0.9},
-            {"IPC_378_0": 0.1, "IPC_390_0": 0.9},
+            {"IPC_378_0": 0.0, "IPC_390_0": 0.9},
         )
         assert scores.part_answering(0.5) == (
             (("IPC_378_0", 0.9), ("IPC_390_0", 0.9)),
