@@ -223,11 +223,11 @@ def _list_parts(question: str) -> tuple[str, ...] | None:
     punished?" asks "How is theft punished?" and "How is robbery punished?". The words before
     the list and after it name nothing a passage could match (``extract_key_terms``); before it
     they end in a preposition of ``_LIST_PREPOSITIONS``, or are a wh-word and "is"/"are"/
-    "was"/"were" ("What are theft and robbery?": "What is theft?", "What is robbery?"). The
-    list is things of one or two topic words each, all as long (a leading article, or the
-    preposition repeated, aside: "for murder and for rape"), two or more, joined by commas and
-    a last "and". A question naming a section is left to the reference parser ("IPC 379 and
-    380"); "or" joins alternatives, not a list.
+    "was"/"were" ("What are theft and robbery?": "What is theft?", "What is robbery?"), or, in
+    a request, an imperative alone ("Define theft and robbery.", rule AL) or a request frame
+    alone ("Can you explain theft and robbery?", rule AN); each part keeps the text's closing
+    mark. The list is ``_listed_things``. A question naming a section is left to the reference
+    parser ("IPC 379 and 380"); "or" joins alternatives, not a list.
     """
     text = question.strip()
     opener = question_opener(text)
@@ -265,6 +265,21 @@ def _list_parts(question: str) -> tuple[str, ...] | None:
     imperative = (request and len(prefix) == 1) or is_request_frame(" ".join(prefix))
     if not (by_preposition or wh_verb or imperative):
         return None
+    things = _listed_things(middle, head if by_preposition else None)
+    if things is None:
+        return None
+    if wh_verb and not by_preposition:  # "How are theft and robbery punished?": "How is ..."
+        prefix = [prefix[0], _LIST_AUXILIARIES[head]]
+    frame_before, frame_after = " ".join(prefix), " ".join(suffix)
+    return tuple(
+        " ".join(filter(None, (frame_before, thing, frame_after))) + mark for thing in things
+    )
+
+
+def _listed_things(middle: Sequence[str], preposition: str | None) -> list[str] | None:
+    """The things of a list's tokens (words and commas), or None when they are no list: two or
+    more, joined by commas and a last "and", each of one or two topic words (a leading article,
+    or the frame's ``preposition`` repeated, aside), all as long (rules AI, AK)."""
     items: list[list[str]] = [[]]
     for token in middle:
         if token == "," or token.lower() == "and":
@@ -272,14 +287,12 @@ def _list_parts(question: str) -> tuple[str, ...] | None:
                 items.append([])
         else:
             items[-1].append(token)
-    joined_by_and = [token.lower() for token in middle if token == "," or token.lower() == "and"]
-    if len(items) < 2 or not joined_by_and or joined_by_and[-1] != "and":
+    joins = [token.lower() for token in middle if token == "," or token.lower() == "and"]
+    if len(items) < 2 or not joins or joins[-1] != "and":
         return None
     things = []
     for item in items:
-        while item and (
-            item[0].lower() in _ARTICLES or (by_preposition and item[0].lower() == head)
-        ):
+        while item and (item[0].lower() in _ARTICLES or item[0].lower() == preposition):
             item = item[1:]
         if not item or len(item) > MAX_LIST_ITEM_WORDS:
             return None
@@ -290,12 +303,7 @@ def _list_parts(question: str) -> tuple[str, ...] | None:
         # "rash and negligent driving", "false weights and measures": a word beside a longer
         # thing may share its head, so things of unequal length are not a list (rule AK).
         return None
-    if wh_verb and not by_preposition:  # "How are theft and robbery punished?": "How is ..."
-        prefix = [prefix[0], _LIST_AUXILIARIES[head]]
-    frame_before, frame_after = " ".join(prefix), " ".join(suffix)
-    return tuple(
-        " ".join(filter(None, (frame_before, thing, frame_after))) + mark for thing in things
-    )
+    return things
 
 
 def recent_turns(history: Sequence[Turn], max_turns: int) -> tuple[Turn, ...]:

@@ -141,7 +141,7 @@ def opens_request(text: str) -> bool:
 def is_request_frame(text: str) -> bool:
     """True when ``text`` is a request frame and nothing more: "Please explain", "Can you tell
     me about", "I would like to know about" (the words before a list a request asks about one
-    by one, rule AL of docs/EVALUATION.md)."""
+    by one, rule AN of docs/EVALUATION.md)."""
     frame = _REQUEST.match(text)
     return frame is not None and _only_pointers(text[frame.end() :])
 
