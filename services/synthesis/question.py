@@ -83,6 +83,12 @@ _LIST_TOKEN = re.compile(r",|[^\s,?]+")
 # delivery" (s.420's title), "theft of cattle and sheep", "rash and negligent driving" and
 # "murder and culpable homicide not amounting to murder" are not (the question stays whole).
 MAX_LIST_ITEM_WORDS = 2
+# A later question of a multi-part one that points back with one "it" or "its" asks about the
+# first one's topic ("What is extortion? How is it punished?": rule AS), when one run of at
+# most this many words names it.
+_IT = re.compile(r"\b(?:it|its)\b", re.IGNORECASE)
+_ITS_THING = re.compile(r"\bits\s+([a-z]+)\b(?!\s+of\b)", re.IGNORECASE)
+MAX_TOPIC_WORDS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +146,8 @@ def question_parts(question: str, lists: bool = True) -> tuple[str, ...]:
 
     Separate question sentences ("What is theft? What is robbery?") are parts when every
     sentence (``sentences.sentences``) is a question ending in "?" that opens with a wh-word,
-    names something itself and, after the first, does not point back; each is then split as
+    names something itself and, after the first, does not point back (once its "it" and "its"
+    are read as the first sentence's topic, rule AQ); each is then split as
     below. Otherwise the text is read as one, as below: "What counts as sedition? Is stirring
     up hatred against the government enough?" (a yes/no sentence applying the one before) and
     "Our maid stole gold. Is it treated more seriously?" (context) stay whole.
@@ -150,8 +157,13 @@ def question_parts(question: str, lists: bool = True) -> tuple[str, ...]:
     thing (``_list_parts``).
     """
     asked = sentences(question.strip())
-    if len(asked) > 1 and _separate_questions(asked):
-        return tuple(part for sentence in asked for part in _sentence_parts(sentence, lists))
+    if len(asked) > 1:
+        # "What is extortion? How is it punished?": the later ones' "it" is the first's topic
+        # (rule AQ), when the first asks a question.
+        topic = _topic(asked[0]) if _WH_QUESTION.match(asked[0]) else None
+        asked = [asked[0], *(_resolved(sentence, topic) for sentence in asked[1:])]
+        if _separate_questions(asked):
+            return tuple(part for sentence in asked for part in _sentence_parts(sentence, lists))
     return _sentence_parts(question, lists)
 
 
@@ -188,11 +200,12 @@ def _sentence_parts(question: str, lists: bool = True) -> tuple[str, ...]:
     each needs its own answering sentence (issue 13). In such a sentence a comma before a
     wh-word splits too when the first piece opens with one ("What is theft, what is extortion,
     and what is robbery?" asks three; rule U). A piece of fewer than three words is not a
-    question of its own and stays with the one before it. The question stays whole when its
-    first part does not open with a question word, when a later part points back ("What is
-    criminal conspiracy and how is it punished?": "How is it punished?" alone asks about
-    nothing), or when a part names nothing a passage could match. A sentence that does not split
-    so may still list what it asks about (``_list_parts``, with ``lists``).
+    question of its own and stays with the one before it. A later part's "it" and "its" are the
+    first part's topic (``_resolved``, rule AQ): "What is criminal conspiracy and how is it
+    punished?" asks "How is criminal conspiracy punished?" second. The question stays whole
+    when its first part does not open with a question word, when a later part still points back
+    ("they", "such"), or when a part names nothing a passage could match. A sentence that does
+    not split so may still list what it asks about (``_list_parts``, with ``lists``).
     """
     pieces = [p.strip(" ,;?") for p in _PART_BREAK.split(question.strip())]
     if len(pieces) > 1 and _WH_QUESTION.match(pieces[0]):
@@ -203,6 +216,10 @@ def _sentence_parts(question: str, lists: bool = True) -> tuple[str, ...]:
             parts[-1] = f"{parts[-1]} and {piece}"
         elif piece:
             parts.append(piece)
+    if len(parts) > 1 and _OPENS_QUESTION.match(parts[0]):
+        # "What is criminal intimidation and what is its punishment?" (rule AQ)
+        topic = _topic(parts[0])
+        parts = [parts[0], *(_resolved(part, topic) for part in parts[1:])]
     whole = (
         len(parts) < 2
         or not _OPENS_QUESTION.match(parts[0])  # "When the law says 'he' ...": a clause
@@ -238,17 +255,7 @@ def _list_parts(question: str) -> tuple[str, ...] | None:
     if parse_section_refs(text):
         return None
     mark = text[-1] if text[-1] in "?.!" else ""
-    body = text.rstrip("?.!")
-    found = list(_LIST_TOKEN.finditer(body))
-    tokens = [match.group() for match in found]
-    # A word of the conversation ("kindly", "know" in "I would like to know about") is no topic.
-    talk = conversation_spans(body)
-    topical = [
-        match.group() != ","
-        and not any(start <= match.start() and match.end() <= end for start, end in talk)
-        and bool(extract_key_terms(match.group()).terms)
-        for match in found
-    ]
+    tokens, topical = _topical_tokens(text.rstrip("?.!"))
     if not any(topical):
         return None
     first = topical.index(True)
@@ -274,6 +281,48 @@ def _list_parts(question: str) -> tuple[str, ...] | None:
     return tuple(
         " ".join(filter(None, (frame_before, thing, frame_after))) + mark for thing in things
     )
+
+
+def _topical_tokens(text: str) -> tuple[list[str], list[bool]]:
+    """``text``'s words and commas, and for each whether it is a topic word: a key term, not a
+    word of the conversation ("kindly", "know" in "I would like to know about")."""
+    found = list(_LIST_TOKEN.finditer(text))
+    talk = conversation_spans(text)
+    topical = [
+        match.group() != ","
+        and not any(start <= match.start() and match.end() <= end for start, end in talk)
+        and bool(extract_key_terms(match.group()).terms)
+        for match in found
+    ]
+    return [match.group() for match in found], topical
+
+
+def _topic(question: str) -> str | None:
+    """What a question is about, when one run of words names it: from its first topic word to
+    its last, at most ``MAX_TOPIC_WORDS`` words and no comma ("criminal intimidation" in "What is
+    criminal intimidation"); None otherwise."""
+    tokens, topical = _topical_tokens(question.strip().rstrip("?.!"))
+    if not any(topical):
+        return None
+    first = topical.index(True)
+    last = len(tokens) - 1 - topical[::-1].index(True)
+    run = tokens[first : last + 1]
+    if "," in run or len(run) > MAX_TOPIC_WORDS:
+        return None
+    return " ".join(run)
+
+
+def _resolved(question: str, topic: str | None) -> str:
+    """``question`` with its one "it" or "its" read as ``topic`` (rule AS): "How is it
+    punished?" after "What is extortion" is "How is extortion punished?". Unchanged without a
+    topic, with more than one "it" (rule AR), or when it points back otherwise ("they", "such",
+    "the same"): such a question is not asked alone."""
+    if topic is None or len(_IT.findall(question)) != 1:
+        return question  # none, or several (ipc-110: "how is it punished when it is not ...")
+    # "its punishment" is "the punishment of criminal intimidation"; "it" the topic itself.
+    resolved = _ITS_THING.sub(lambda m: f"the {m.group(1)} of {topic}", question)
+    resolved = _IT.sub(lambda m: f"{topic}'s" if m.group(0).lower() == "its" else topic, resolved)
+    return question if _ANAPHORA.search(resolved) else resolved
 
 
 def _listed_things(middle: Sequence[str], preposition: str | None) -> list[str] | None:

@@ -190,6 +190,26 @@ class TestAList:
         assert "dowry" in response.refusal_reason
 
 
+class TestItIsTheTopic:
+    """Rule AQ (docs/EVALUATION.md, "Then AQ"): "How is it punished?" after "What is X?" asks
+    about X; before, the question was one and quoted the punishment without the definition."""
+
+    async def test_rpc_a_definition_and_its_punishment_are_each_quoted(
+        self, front_door: Stack
+    ) -> None:
+        response = await synthesize(
+            front_door.synthesis, "What is criminal intimidation and what is its punishment?"
+        )
+
+        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
+        assert [p.question for p in response.sufficiency.parts] == [
+            "What is criminal intimidation?",
+            "What is the punishment of criminal intimidation?",
+        ]
+        cited = {c.doc_id for c in response.citations}
+        assert {"IPC_503", "IPC_506"} <= cited, cited
+
+
 class TestWhatTheIndexHolds:
     """Questions about an act the index does not hold, or a section it holds no text of, are
     refused saying so (docs/EVALUATION.md, "Then K"). Found by a legal professional's audit:

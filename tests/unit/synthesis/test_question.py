@@ -205,10 +205,27 @@ class TestAnalysedOnce:
             "What is the punishment for cheating and dishonestly inducing delivery?",
             ("What is the punishment for cheating and dishonestly inducing delivery?",),
         ),
-        # a later part that points back is not a question on its own
+        # a later part's "it" is the first part's topic (rule AQ); other pointers keep it whole
         (
             "What is criminal conspiracy and how is it punished?",
-            ("What is criminal conspiracy and how is it punished?",),
+            ("What is criminal conspiracy?", "How is criminal conspiracy punished?"),
+        ),
+        (
+            "What is criminal intimidation and what is its punishment?",
+            ("What is criminal intimidation?", "What is the punishment of criminal intimidation?"),
+        ),
+        (
+            "What are theft and robbery and how are they punished?",
+            ("What are theft and robbery and how are they punished?",),
+        ),
+        # rule AR: a part with two "it"s stays whole (golden ipc-110 was refused when read)
+        (
+            "What is criminal conspiracy and how is it punished when it is not to commit a "
+            "serious offence?",
+            (
+                "What is criminal conspiracy and how is it punished when it is not to commit a "
+                "serious offence?",
+            ),
         ),
         ("What is theft?", ("What is theft?",)),
         # Rule U: a list of questions joined by commas, closed by ", and" or ";"
@@ -233,7 +250,11 @@ class TestAnalysedOnce:
         ),
         (
             "What is theft, how is it punished, and what is robbery?",
-            ("What is theft, how is it punished, and what is robbery?",),
+            ("What is theft?", "How is theft punished?", "What is robbery?"),
+        ),
+        (
+            "What is theft, how are such thefts punished, and what is robbery?",
+            ("What is theft, how are such thefts punished, and what is robbery?",),
         ),
     ],
 )
@@ -273,8 +294,14 @@ class TestQuestionSentences:
                 "What is theft, and what is robbery? Who is a public servant?",
                 ("What is theft?", "What is robbery?", "Who is a public servant?"),
             ),
-            # Pointing back, naming nothing, a yes/no application, context: one question.
-            ("What is theft? How is it punished?", ("What is theft? How is it punished?",)),
+            # "it" is the first question's topic (rule AQ)
+            ("What is theft? How is it punished?", ("What is theft?", "How is theft punished?")),
+            (
+                "What is extortion? What is its punishment?",
+                ("What is extortion?", "What is the punishment of extortion?"),
+            ),
+            # Pointing back otherwise, naming nothing, a yes/no application, context: one.
+            ("What is theft? How are they punished?", ("What is theft? How are they punished?",)),
             ("What is theft? What is the punishment?", ("What is theft? What is the punishment?",)),
             (
                 "What counts as house trespass? Does going into a temple count?",
