@@ -255,12 +255,10 @@ def _list_parts(question: str) -> tuple[str, ...] | None:
     if parse_section_refs(text):
         return None
     mark = text[-1] if text[-1] in "?.!" else ""
-    tokens, topical = _topical_tokens(text.rstrip("?.!"))
-    if not any(topical):
+    around = _around_topic(text)
+    if around is None:
         return None
-    first = topical.index(True)
-    last = len(tokens) - 1 - topical[::-1].index(True)
-    prefix, middle, suffix = tokens[:first], tokens[first : last + 1], tokens[last + 1 :]
+    prefix, middle, suffix = around
     while prefix and prefix[-1].lower() in _ARTICLES:  # "for the theft and the robbery"
         prefix.pop()
     if not prefix or any(token == "," for token in prefix + suffix):
@@ -283,9 +281,12 @@ def _list_parts(question: str) -> tuple[str, ...] | None:
     )
 
 
-def _topical_tokens(text: str) -> tuple[list[str], list[bool]]:
-    """``text``'s words and commas, and for each whether it is a topic word: a key term, not a
-    word of the conversation ("kindly", "know" in "I would like to know about")."""
+def _around_topic(question: str) -> tuple[list[str], list[str], list[str]] | None:
+    """``question``'s words and commas (its closing mark left out) in three runs: before its
+    first topic word, from it to its last, and after; None when it has no topic word. A topic
+    word is a key term that is not a word of the conversation ("kindly", "know" in "I would
+    like to know about")."""
+    text = question.strip().rstrip("?.!")
     found = list(_LIST_TOKEN.finditer(text))
     talk = conversation_spans(text)
     topical = [
@@ -294,19 +295,22 @@ def _topical_tokens(text: str) -> tuple[list[str], list[bool]]:
         and bool(extract_key_terms(match.group()).terms)
         for match in found
     ]
-    return [match.group() for match in found], topical
+    if not any(topical):
+        return None
+    tokens = [match.group() for match in found]
+    first = topical.index(True)
+    last = len(tokens) - 1 - topical[::-1].index(True)
+    return tokens[:first], tokens[first : last + 1], tokens[last + 1 :]
 
 
 def _topic(question: str) -> str | None:
     """What a question is about, when one run of words names it: from its first topic word to
     its last, at most ``MAX_TOPIC_WORDS`` words and no comma ("criminal intimidation" in "What is
     criminal intimidation"); None otherwise."""
-    tokens, topical = _topical_tokens(question.strip().rstrip("?.!"))
-    if not any(topical):
+    around = _around_topic(question)
+    if around is None:
         return None
-    first = topical.index(True)
-    last = len(tokens) - 1 - topical[::-1].index(True)
-    run = tokens[first : last + 1]
+    run = around[1]
     if "," in run or len(run) > MAX_TOPIC_WORDS:
         return None
     return " ".join(run)

@@ -209,14 +209,7 @@ def _vowel_then_stop(word: str) -> bool:
 def _short_syllable(root: str) -> bool:
     """Consonant, vowel, consonant (not w, x or y): "fin", "rap", "tak"; not "fix", "pay",
     "see" or "add"."""
-    first, vowel, last = root[0], root[1], root[2]
-    return (
-        first not in _VOWELS
-        and vowel in _VOWELS
-        and vowel != "y"
-        and last not in _VOWELS
-        and last not in "wxy"
-    )
+    return root[0] not in _VOWELS and _vowel_then_stop(root[1:])
 
 
 def _strip_suffix(word: str, rules: Sequence[tuple[str, str, int]]) -> str:
