@@ -597,6 +597,12 @@ _TUNING: dict[str, Tuning] = {
         "bench.contamination gives the 168 others) and its refusal reasons of 2026-11-24 set "
         "the direction of issue 13",
     ),
+    "golden/ipc_multipart_v1.jsonl": Tuning(
+        "never tuned",
+        "written 2026-11-27 by a helper that read only the corpus and the record format; "
+        "report-only, scored in counts (docs/EVALUATION.md, 'A fresh set of multi-part "
+        "questions')",
+    ),
     "golden/ipc_statements_v1.jsonl": Tuning(
         "mixed", "even-crc32 half tuned (statement thresholds), odd half never tuned", split=True
     ),

@@ -28,6 +28,7 @@ EVALUATION_SETS: Final = (
     Path("data/golden/ipc_plain_tune_v1.jsonl"),
     Path("data/golden/ipc_plain_v1.jsonl"),
     Path("data/golden/ipc_statements_v1.jsonl"),
+    Path("data/golden/ipc_multipart_v1.jsonl"),
 )
 # The validator's hand-written claim sets (a ``claim`` and its IPC ``section`` per row), which
 # ``training.decontamination`` checks against the training data by text and by section.

@@ -398,6 +398,7 @@ class TestTuningRegister:
             ("data/golden/ipc_golden_v1.jsonl", "tuned", False),
             ("data/golden/ipc_plain_tune_v1.jsonl", "tuned", False),
             ("data/golden/ipc_plain_v1.jsonl", "never tuned", False),
+            ("data/golden/ipc_multipart_v1.jsonl", "never tuned", False),
             ("data/golden/ipc_statements_v1.jsonl", "mixed", True),
             ("data/eval/squad2/dev.json", "mixed", True),
             ("data/eval/hotpotqa/dev.jsonl", "mixed", True),

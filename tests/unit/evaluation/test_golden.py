@@ -23,6 +23,7 @@ GOLDEN = ROOT / "data/golden/ipc_golden_v1.jsonl"
 PLAIN = ROOT / "data/golden/ipc_plain_v1.jsonl"
 TUNE = ROOT / "data/golden/ipc_plain_tune_v1.jsonl"
 STATEMENTS = ROOT / "data/golden/ipc_statements_v1.jsonl"
+MULTIPART = ROOT / "data/golden/ipc_multipart_v1.jsonl"
 IPC = ROOT / "data/corpora/indian_law/ipc.json"
 
 
@@ -95,6 +96,18 @@ class TestShippedGolden:
         assert len(answerable) >= 80 and len(items) - len(answerable) >= 30
         assert len({d for i in answerable for d in i.gold_doc_ids}) >= 60
         assert check_against_corpus(items, load_ipc_sections(IPC)) == []
+
+    def test_multipart_set_loads_matches_corpus_and_keeps_its_own_ids(self) -> None:
+        items = load_golden(MULTIPART)
+        answerable = [i for i in items if i.answerable]
+        assert (len(items), len(answerable)) == (70, 57)
+        # nearly every answerable question needs several sections (a few ask two things of
+        # one section, which both defines and punishes)
+        assert sum(len(i.gold_doc_ids) >= 2 for i in answerable) == 51
+        assert check_against_corpus(items, load_ipc_sections(IPC)) == []
+        others = [GOLDEN, PLAIN, TUNE, STATEMENTS]
+        taken = {i.id for path in others for i in load_golden(path)}
+        assert not taken & {i.id for i in items}
 
     def test_plain_tune_set_ids_do_not_reuse_golden_ids(self) -> None:
         # The tune set's ids are ipc-501 on (the loader accepts ipc-NNN and plain-NNN only),
