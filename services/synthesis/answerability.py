@@ -37,6 +37,7 @@ from services.common.budget import Stop
 from services.common.cross_encoder import OnnxCrossEncoder, encoders_of
 from services.common.evidence import ScoredChunk, passage_text
 from services.common.judge import Band, Item, Judge, Outcome, Verdict
+from services.common.language.conversation import asked_question
 from services.common.language.key_terms import (
     chunk_section,
     chunk_stems,
@@ -305,7 +306,8 @@ def score_evidence(
     stop: Stop | None = None,
 ) -> AnswerabilityScores:
     """Score every evidence chunk against the question, or against each of its ``parts`` when
-    there are two or more (``question.question_parts``). With ``stop``, the scoring ends with
+    there are two or more (``question.question_parts``), each read as the question it asks
+    (``conversation.asked_question``: "Define X." as "What is X?"). With ``stop``, the scoring ends with
     ``DeadlineExceededError`` between model calls once the request's deadline has passed or
     the request was cancelled (it runs in a worker thread, which nothing else can stop)."""
     ids = [s.chunk.semantic_id for s in evidence]
@@ -315,7 +317,9 @@ def score_evidence(
     by_id: dict[str, float] = {}
     by_part: list[dict[str, float]] = []
     for part, holders in zip(asked, holding, strict=True):
-        values = _sliced(scorer.score, part, texts, stop)
+        # The model reads a request as the question it asks (rule AU): it was trained on
+        # questions. Reports keep the part as written.
+        values = _sliced(scorer.score, asked_question(part), texts, stop)
         own: dict[str, float] = {}
         for semantic_id, value in zip(ids, values, strict=True):
             if holders is not None and semantic_id not in holders:

@@ -210,6 +210,18 @@ class TestItIsTheTopic:
         assert {"IPC_503", "IPC_506"} <= cited, cited
 
 
+class TestRequests:
+    """Rule AU: the answerability model reads a request as the question it asks. It scored
+    s.405's definition 0.026 for "Define criminal breach of trust." (0.885 for "What is
+    criminal breach of trust?"), so the request was answered from s.406 and s.409 alone."""
+
+    async def test_rpc_a_definition_request_quotes_the_definition(self, front_door: Stack) -> None:
+        response = await synthesize(front_door.synthesis, "Define criminal breach of trust.")
+
+        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
+        assert "IPC_405" in {c.doc_id for c in response.citations}
+
+
 class TestWhatTheIndexHolds:
     """Questions about an act the index does not hold, or a section it holds no text of, are
     refused saying so (docs/EVALUATION.md, "Then K"). Found by a legal professional's audit:

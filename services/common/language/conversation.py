@@ -146,6 +146,47 @@ def is_request_frame(text: str) -> bool:
     return frame is not None and _only_pointers(text[frame.end() :])
 
 
+# A request for a definition: "Define X", "Can you define X?", "Give me the definition of X",
+# "What is meant by X?", "What do you mean by X?" (rule AU of docs/EVALUATION.md).
+_DEFINE: Final = re.compile(
+    r"^\s*(?:(?:please|kindly)\s+)?(?:(?:can|could|would|will)\s+(?:you|u)\s+)?"
+    r"(?:(?:please|kindly)\s+)?"
+    r"(?:define|give\s+(?:me\s+|us\s+)?the\s+(?:definition|meaning)\s+of"
+    r"|what\s+(?:is|was)\s+meant\s+by|what\s+do\s+(?:you|we|they)\s+mean\s+by)\b",
+    re.IGNORECASE,
+)
+# What a request asks about may open with a word that only joins it to the frame.
+_JOINING: Final = re.compile(
+    r"^(?:(?:to\s+)?(?:understand|know|learn|find\s+out)\s+)?"
+    r"(?:(?:about|regarding|on|of|as\s+to)\s+)?",
+    re.IGNORECASE,
+)
+_QUESTION_WORD: Final = re.compile(
+    r"^(?:what|which|who|whom|whose|when|where|why|how|whether|if)\b", re.IGNORECASE
+)
+
+
+def asked_question(text: str) -> str:
+    """The question a request asks, as a question: what the answerability model reads (it was
+    trained on questions and reads "Define X." far worse than "What is X?"; rule AU).
+
+    "Define X" (and "Can you define X?", "Give me the definition of X", "What is meant by X?")
+    and any other request frame opening ``text`` ("Explain X", "Tell me about X", "I would
+    like to know X") before a noun phrase give "What is X?"; before a question word's clause
+    ("Tell me how theft is punished") that clause as a question. ``text`` itself when no frame
+    opens it or the rest names nothing ("Please help me")."""
+    frame = _DEFINE.match(text) or _REQUEST.match(text)
+    if frame is None:
+        return text
+    rest = _JOINING.sub("", text[frame.end() :].strip(" \t\n,:;-"))
+    rest = rest.rstrip(" \t\n.?!")
+    if not rest or _only_pointers(rest):
+        return text
+    if _QUESTION_WORD.match(rest):
+        return f"{rest[0].upper()}{rest[1:]}?"
+    return f"What is {rest}?"
+
+
 def is_pleasantry(text: str) -> bool:
     """True when ``text`` is greetings, thanks or goodbyes and nothing else ("ok", "Thanks!",
     "Good evening, how are you?"): it asks nothing, not even about the turn before."""

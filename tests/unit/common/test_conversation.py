@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from services.common.language.conversation import (
+    asked_question,
     conversation_spans,
     is_pleasantry,
     is_request_frame,
@@ -152,3 +153,48 @@ class TestRequestFrames:
     def test_opens_request_and_is_request_frame(self, text: str, opens: bool, alone: bool) -> None:
         assert opens_request(text) is opens
         assert is_request_frame(text) is alone
+
+
+class TestAskedQuestion:
+    """Rule AU: the answerability model reads a request as the question it asks."""
+
+    @pytest.mark.parametrize(
+        ("text", "asked"),
+        [
+            ("Define criminal breach of trust.", "What is criminal breach of trust?"),
+            ("Please define theft.", "What is theft?"),
+            ("Can you define theft?", "What is theft?"),
+            ("Give me the definition of extortion.", "What is extortion?"),
+            ("What do you mean by good faith?", "What is good faith?"),
+            ("What is meant by wrongful gain?", "What is wrongful gain?"),
+            ("Explain extortion.", "What is extortion?"),
+            ("Can you explain the punishment for theft?", "What is the punishment for theft?"),
+            ("Tell me about theft.", "What is theft?"),
+            ("I would like to know about robbery.", "What is robbery?"),
+            ("I want to know the punishment for theft.", "What is the punishment for theft?"),
+            (
+                "Can you help me understand the punishment for theft?",
+                "What is the punishment for theft?",
+            ),
+            ("Tell me how theft is punished.", "How theft is punished?"),
+            # a joining word only when it is a word: "on-the-spot" keeps its "on"
+            ("Explain on-the-spot fines", "What is on-the-spot fines?"),
+        ],
+    )
+    def test_a_request_is_read_as_its_question(self, text: str, asked: str) -> None:
+        assert asked_question(text) == asked
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "What is theft?",
+            "How is theft punished?",
+            "Please help me.",  # the rest names nothing
+            "Tell me more about this.",
+            "Explain.",
+            "Is defining a term an offence?",  # "define" inside a word, not a request
+            "",
+        ],
+    )
+    def test_anything_else_is_read_as_written(self, text: str) -> None:
+        assert asked_question(text) == text

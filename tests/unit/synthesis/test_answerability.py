@@ -421,6 +421,25 @@ class TestCombine:
         assert single.part_best == () and single.best == 0.9
         assert single.by_part == () and single.part_answering(0.5) == ()
 
+    def test_the_model_reads_a_request_as_the_question_it_asks(
+        self, ipc: Mapping[str, Chunk]
+    ) -> None:
+        """Rule AU: "Define X." is scored as "What is X?" (the model reads imperatives badly);
+        the report keeps the parts as written."""
+        scorer = TableScorer({})
+        evidence = scored(ipc, "IPC_378_0", "IPC_390_0")
+
+        score_evidence(scorer, "Define theft.", evidence)
+        parts = ("Define theft.", "Explain robbery.")
+        scores = score_evidence(scorer, "Define theft. Explain robbery.", evidence, parts)
+
+        assert [q for q, _ in scorer.calls] == [
+            "What is theft?",
+            "What is theft?",
+            "What is robbery?",
+        ]
+        assert scores.parts == parts
+
     @pytest.mark.parametrize(
         ("passage_format", "expected"),
         [
