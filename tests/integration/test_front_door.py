@@ -221,6 +221,17 @@ class TestRequests:
         assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
         assert "IPC_405" in {c.doc_id for c in response.citations}
 
+    async def test_rpc_a_definition_asked_for_politely_leads_with_the_definition(
+        self, front_door: Stack
+    ) -> None:
+        """Rule AV: "Can you define theft?" is a definition question, as "What is theft?" is;
+        as a general question it quoted s.382 (theft after preparation for causing death)
+        before s.378."""
+        response = await synthesize(front_door.synthesis, "Can you define theft?")
+
+        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
+        assert response.citations[0].doc_id == "IPC_378", [c.doc_id for c in response.citations]
+
 
 class TestWhatTheIndexHolds:
     """Questions about an act the index does not hold, or a section it holds no text of, are

@@ -166,6 +166,13 @@ _QUESTION_WORD: Final = re.compile(
 )
 
 
+def asks_definition(text: str) -> bool:
+    """True when a definition request opens ``text``: "Define X", "Please define X", "Can you
+    define X?", "Give me the definition of X", "What is meant by X?", "What do you mean by X?"
+    (rule AV: such a request has a definition's intent)."""
+    return _DEFINE.match(text) is not None
+
+
 def asked_question(text: str) -> str:
     """The question a request asks, as a question: what the answerability model reads (it was
     trained on questions and reads "Define X." far worse than "What is X?"; rule AU).

@@ -520,6 +520,14 @@ class TestClassifyIntent:
             ("If I lie in court under oath, what can happen to me?", Intent.PUNISHMENT),
             ("What happens if you run away from police custody?", Intent.PUNISHMENT),
             ("What happened to the accused after the riot?", Intent.GENERAL),
+            # A definition request asks a definition question (Then AV); what it asks to be
+            # defined decides ("the punishment for theft" is a punishment question).
+            ("Can you define theft?", Intent.DEFINITION),
+            ("Please define criminal breach of trust.", Intent.DEFINITION),
+            ("Give me the definition of extortion.", Intent.DEFINITION),
+            ("What do you mean by good faith?", Intent.DEFINITION),
+            ("Can you define the punishment for theft?", Intent.PUNISHMENT),
+            ("Explain theft.", Intent.GENERAL),  # other requests keep their intent
         ],
     )
     def test_classify_intent_reads_question_cues(self, question: str, intent: Intent) -> None:
