@@ -232,6 +232,20 @@ class TestRequests:
         assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
         assert response.citations[0].doc_id == "IPC_378", [c.doc_id for c in response.citations]
 
+    async def test_rpc_each_term_a_definition_request_lists_is_defined(
+        self, front_door: Stack
+    ) -> None:
+        """Rule AW: "Can you define theft and extortion?" asks two questions; as one it quoted
+        s.410 and s.390, neither definition."""
+        response = await synthesize(front_door.synthesis, "Can you define theft and extortion?")
+
+        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
+        assert [p.question for p in response.sufficiency.parts] == [
+            "Can you define theft?",
+            "Can you define extortion?",
+        ]
+        assert {"IPC_378", "IPC_383"} <= {c.doc_id for c in response.citations}
+
 
 class TestWhatTheIndexHolds:
     """Questions about an act the index does not hold, or a section it holds no text of, are

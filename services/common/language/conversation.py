@@ -134,15 +134,16 @@ def conversation_spans(text: str) -> list[tuple[int, int]]:
 
 
 def opens_request(text: str) -> bool:
-    """True when a request frame opens ``text`` ("Please explain ...", "Can you tell me ...")."""
-    return _REQUEST.match(text) is not None
+    """True when a request frame opens ``text`` ("Please explain ...", "Can you tell me ...",
+    and since rule AW a definition request: "Please define ...", "Can you define ...")."""
+    return _REQUEST.match(text) is not None or _DEFINE.match(text) is not None
 
 
 def is_request_frame(text: str) -> bool:
     """True when ``text`` is a request frame and nothing more: "Please explain", "Can you tell
-    me about", "I would like to know about" (the words before a list a request asks about one
-    by one, rule AN of docs/EVALUATION.md)."""
-    frame = _REQUEST.match(text)
+    me about", "I would like to know about", "Can you define" (the words before a list a
+    request asks about one by one, rules AN and AW of docs/EVALUATION.md)."""
+    frame = _DEFINE.match(text) or _REQUEST.match(text)
     return frame is not None and _only_pointers(text[frame.end() :])
 
 

@@ -148,7 +148,11 @@ class TestRequestFrames:
             ("Please", False, False),
             ("Explain theft and robbery", True, False),
             ("What is theft?", False, False),
-            ("Define", False, False),  # an intent cue, not a request frame of this module
+            # a definition request is a request frame too (rule AW)
+            ("Define", True, True),
+            ("Please define", True, True),
+            ("Can you define", True, True),
+            ("Can you define theft?", True, False),
         ],
     )
     def test_opens_request_and_is_request_frame(self, text: str, opens: bool, alone: bool) -> None:

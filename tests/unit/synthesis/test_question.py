@@ -415,6 +415,19 @@ class TestListQuestions:
                 "I would like to know about theft and robbery.",
                 ("I would like to know about theft.", "I would like to know about robbery."),
             ),
+            # rule AW: a definition request frame before the list
+            (
+                "Please define theft and robbery.",
+                ("Please define theft.", "Please define robbery."),
+            ),
+            (
+                "Can you define theft and extortion?",
+                ("Can you define theft?", "Can you define extortion?"),
+            ),
+            (
+                "Could you please define theft and robbery?",
+                ("Could you please define theft?", "Could you please define robbery?"),
+            ),
             (
                 "Kindly explain theft, robbery and dacoity",
                 ("Kindly explain theft", "Kindly explain robbery", "Kindly explain dacoity"),
@@ -450,8 +463,10 @@ class TestListQuestions:
             "What are the punishments for theft, robbery, dacoity?",
             "The punishments for theft and robbery are what?",
             # rule AL: a statement, a comparison; rule AN: no request frame of the conversation
+            # ("Please define theft and robbery." is one since rule AW; "Kindly define" is
+            # not yet: "kindly" before "define" is no conversation word to the list reader)
             "Theft and robbery are punishable.",
-            "Please define theft and robbery.",
+            "Kindly define theft and robbery.",
             "Help me understand theft and robbery",
             "Please theft and robbery.",
             "Compare theft and robbery.",
