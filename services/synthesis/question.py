@@ -49,7 +49,13 @@ _CONTINUATION = re.compile(
 # extractive generator's clause split, "the punishment for cheating and dishonestly inducing
 # delivery" stays one part: "and" must open a new question. A bare comma never splits: "If a
 # mugger punches the person he's robbing, what can he get?" is one question.
-_QUESTION_WORD = r"(?:how|what|who|whom|whose|which|why|where|is|are|can|does|do|will|should)\b"
+# "when" only before an auxiliary ("... and when is rioting an offence?", rule AX): "... and
+# when the thief is armed" is a clause of the question before it.
+_QUESTION_WORD = (
+    r"(?:how|what|who|whom|whose|which|why|where|is|are|can|does|do|will|should"
+    r"|when(?=\s+(?:is|are|was|were|does|do|did|can|could|will|would|should|may|might|must"
+    r"|shall)\b))\b"
+)
 _PART_BREAK = re.compile(
     rf"\s*(?:;\s*(?:and\s+|also\s+)?|,?\s+and\s+(?:also\s+)?)(?={_QUESTION_WORD})",
     re.IGNORECASE,

@@ -194,6 +194,22 @@ class TestItIsTheTopic:
     """Rule AQ (docs/EVALUATION.md, "Then AQ"): "How is it punished?" after "What is X?" asks
     about X; before, the question was one and quoted the punishment without the definition."""
 
+    async def test_rpc_a_when_question_after_another_is_a_part_of_its_own(
+        self, front_door: Stack
+    ) -> None:
+        """Rule AX: "when is B an offence" after ", and" asks a question of its own; read as one
+        question with two topics, it was refused (no passage holds both)."""
+        response = await synthesize(
+            front_door.synthesis, "How is extortion punished, and when is rioting an offence?"
+        )
+
+        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
+        assert [p.question for p in response.sufficiency.parts] == [
+            "How is extortion punished?",
+            "When is rioting an offence?",
+        ]
+        assert "IPC_384" in {c.doc_id for c in response.citations}
+
     async def test_rpc_a_definition_and_its_punishment_are_each_quoted(
         self, front_door: Stack
     ) -> None:

@@ -256,6 +256,19 @@ class TestAnalysedOnce:
             "What is theft, how are such thefts punished, and what is robbery?",
             ("What is theft, how are such thefts punished, and what is robbery?",),
         ),
+        # Rule AX: "when" before an auxiliary opens a part; before a subject it is a clause
+        (
+            "How is extortion punished, and when is rioting an offence?",
+            ("How is extortion punished?", "When is rioting an offence?"),
+        ),
+        (
+            "When is rioting an offence, and how is it punished?",
+            ("When is rioting an offence?", "How is rioting punished?"),
+        ),
+        (
+            "What is the punishment for theft at night and when the thief is armed?",
+            ("What is the punishment for theft at night and when the thief is armed?",),
+        ),
     ],
 )
 def test_question_parts(question: str, parts: tuple[str, ...]) -> None:
