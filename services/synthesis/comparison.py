@@ -64,6 +64,24 @@ _HEAD: Final = re.compile(
     r"\s+(?:for|of)\s+)(?P<rest>.+)$",
     re.IGNORECASE,
 )
+# A choice between two offences by how grave they are (rule AY), in any case: "Which is punished
+# more severely, theft or criminal breach of trust?", "Is kidnapping or abduction the graver
+# offence?". Only gravity words: "Which is older, rum or whisky?" stays no comparison.
+_GRAVITY: Final = (
+    r"(?:severe(?:ly)?|serious(?:ly)?|grave(?:r|st)?|worse|worst|heav(?:ier|iest|ily)"
+    r"|harsh(?:er|est|ly)|light(?:er|est))"
+)
+_GRAVITY_CHOICES: Final = (
+    re.compile(
+        rf"^which\b[^,:]*?\b{_GRAVITY}\b[^,:]*[,:]\s*(?P<a>[^,:]+?)\s+or\s+(?P<b>[^,:]+?)" + _END,
+        re.IGNORECASE,
+    ),
+    re.compile(
+        rf"^(?:is|are)\s+(?P<a>[^,]+?)\s+or\s+(?P<b>[^,]+?)\s+the\s+(?:(?:more|most)\s+)?"
+        rf"{_GRAVITY}\b[^,]*" + _END,
+        re.IGNORECASE,
+    ),
+)
 MAX_TERM_WORDS: Final = 6
 # What each side of a choice must state for it to be made (rule AO): "Which musician is older,
 # X or Y?" compares dates, "Which genus has more species, X or Y?" numbers; each side is then
@@ -133,7 +151,12 @@ def find_comparison(question: str, intent: Intent) -> Comparison | None:
     comparison is returned.
     """
     text = " ".join(question.split())
-    for pattern, names_only in [(p, False) for p in _PATTERNS] + [(p, True) for p in _CHOICES]:
+    patterns = [
+        *((p, False) for p in _PATTERNS),
+        *((p, True) for p in _CHOICES),
+        *((p, False) for p in _GRAVITY_CHOICES),
+    ]
+    for pattern, names_only in patterns:
         match = pattern.search(text)
         if match is None:
             continue

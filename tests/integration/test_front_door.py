@@ -210,6 +210,18 @@ class TestItIsTheTopic:
         ]
         assert "IPC_384" in {c.doc_id for c in response.citations}
 
+    async def test_rpc_a_choice_between_two_offences_quotes_each(self, front_door: Stack) -> None:
+        """Rule AY: "Which is punished more severely, X or Y?" in lower case is a comparison,
+        each side answered; it quoted criminal breach of trust only (s.406, s.409)."""
+        response = await synthesize(
+            front_door.synthesis,
+            "Which is punished more severely, theft or criminal breach of trust?",
+        )
+
+        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
+        assert list(response.sufficiency.compared_terms) == ["theft", "criminal breach of trust"]
+        assert {"IPC_379", "IPC_406"} <= {c.doc_id for c in response.citations}
+
     async def test_rpc_a_definition_and_its_punishment_are_each_quoted(
         self, front_door: Stack
     ) -> None:

@@ -40,6 +40,16 @@ class TestFindComparison:
                 "Were Scott Derrickson and Ed Wood of the same nationality?",
                 ("Scott Derrickson", "Ed Wood"),
             ),
+            # rule AY: a choice between two offences by gravity, in lower case
+            (
+                "Which is punished more severely, theft or criminal breach of trust?",
+                ("theft", "criminal breach of trust"),
+            ),
+            ("Is kidnapping or abduction the graver offence?", ("kidnapping", "abduction")),
+            (
+                "Which offence carries a heavier sentence: extortion or robbery?",
+                ("extortion", "robbery"),
+            ),
             (
                 # The aspect ("punishments for") is said once but applies to both terms.
                 "How do the punishments for voluntarily causing hurt and grievous hurt compare?",
@@ -64,6 +74,9 @@ class TestFindComparison:
             "Is it legal, or illegal to carry a knife?",
             "What is the punishment for theft, robbery or extortion?",
             "Which is older, the tower or the bridge?",
+            # rule AY reads gravity only, and "Is X or Y the ...?" only
+            "Which is older, rum or whisky?",
+            "Is theft or robbery more serious?",
             # rule AM: not names, or no lower-case word after the second name
             "Are theft and robbery bailable?",
             "Section 302: murder or culpable homicide?",
