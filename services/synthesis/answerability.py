@@ -307,9 +307,10 @@ def score_evidence(
 ) -> AnswerabilityScores:
     """Score every evidence chunk against the question, or against each of its ``parts`` when
     there are two or more (``question.question_parts``), each read as the question it asks
-    (``conversation.asked_question``: "Define X." as "What is X?"). With ``stop``, the scoring ends with
-    ``DeadlineExceededError`` between model calls once the request's deadline has passed or
-    the request was cancelled (it runs in a worker thread, which nothing else can stop)."""
+    (``conversation.asked_question``: "Define X." as "What is X?"). With ``stop``, the
+    scoring ends with ``DeadlineExceededError`` between model calls once the request's
+    deadline has passed or the request was cancelled (it runs in a worker thread, which
+    nothing else can stop)."""
     ids = [s.chunk.semantic_id for s in evidence]
     texts = [passage_text(s.chunk, scorer.passage_format) for s in evidence]
     asked = list(parts) if len(parts) > 1 else [question]

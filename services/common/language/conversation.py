@@ -20,6 +20,11 @@ in their frame only, never as stop words: "help" in "Can a person help another c
 ``conversation_spans`` gives the character spans a key-term reader leaves out; ``is_pleasantry``
 says an input is greetings and nothing else (never a follow-up to the turn before);
 ``opens_request`` that one opens a text, ``is_request_frame`` that a text is one alone.
+
+A request asks a question: ``asked_question`` gives it ("Define X." and "Tell me about X" ask
+"What is X?"), which the answerability model reads (rule AU), and ``asks_definition`` says a
+request asks for a definition ("Can you define X?"), which the intent classifier reads as the
+question it asks (rule AV).
 """
 
 from __future__ import annotations
@@ -133,20 +138,6 @@ def conversation_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def opens_request(text: str) -> bool:
-    """True when a request frame opens ``text`` ("Please explain ...", "Can you tell me ...",
-    and since rule AW a definition request: "Please define ...", "Can you define ...")."""
-    return _REQUEST.match(text) is not None or _DEFINE.match(text) is not None
-
-
-def is_request_frame(text: str) -> bool:
-    """True when ``text`` is a request frame and nothing more: "Please explain", "Can you tell
-    me about", "I would like to know about", "Can you define" (the words before a list a
-    request asks about one by one, rules AN and AW of docs/EVALUATION.md)."""
-    frame = _DEFINE.match(text) or _REQUEST.match(text)
-    return frame is not None and _only_pointers(text[frame.end() :])
-
-
 # A request for a definition: "Define X", "Can you define X?", "Give me the definition of X",
 # "What is meant by X?", "What do you mean by X?" (rule AU of docs/EVALUATION.md).
 _DEFINE: Final = re.compile(
@@ -162,9 +153,30 @@ _JOINING: Final = re.compile(
     r"(?:(?:about|regarding|on|of|as\s+to)\s+)?",
     re.IGNORECASE,
 )
-_QUESTION_WORD: Final = re.compile(
+# The words that open a question asked inside a request ("Tell me how theft is punished").
+_EMBEDDED_QUESTION: Final = re.compile(
     r"^(?:what|which|who|whom|whose|when|where|why|how|whether|if)\b", re.IGNORECASE
 )
+
+
+def _request_frame(text: str) -> re.Match[str] | None:
+    """The request frame opening ``text``: a definition request ("Can you define") or another
+    ("Please explain", "I would like to know about"); None when none does."""
+    return _DEFINE.match(text) or _REQUEST.match(text)
+
+
+def opens_request(text: str) -> bool:
+    """True when a request frame opens ``text`` ("Please explain ...", "Can you tell me ...",
+    and since rule AW a definition request: "Please define ...", "Can you define ...")."""
+    return _request_frame(text) is not None
+
+
+def is_request_frame(text: str) -> bool:
+    """True when ``text`` is a request frame and nothing more: "Please explain", "Can you tell
+    me about", "I would like to know about", "Can you define" (the words before a list a
+    request asks about one by one, rules AN and AW of docs/EVALUATION.md)."""
+    frame = _request_frame(text)
+    return frame is not None and _only_pointers(text[frame.end() :])
 
 
 def asks_definition(text: str) -> bool:
@@ -183,14 +195,14 @@ def asked_question(text: str) -> str:
     like to know X") before a noun phrase give "What is X?"; before a question word's clause
     ("Tell me how theft is punished") that clause as a question. ``text`` itself when no frame
     opens it or the rest names nothing ("Please help me")."""
-    frame = _DEFINE.match(text) or _REQUEST.match(text)
+    frame = _request_frame(text)
     if frame is None:
         return text
     rest = _JOINING.sub("", text[frame.end() :].strip(" \t\n,:;-"))
     rest = rest.rstrip(" \t\n.?!")
     if not rest or _only_pointers(rest):
         return text
-    if _QUESTION_WORD.match(rest):
+    if _EMBEDDED_QUESTION.match(rest):
         return f"{rest[0].upper()}{rest[1:]}?"
     return f"What is {rest}?"
 
