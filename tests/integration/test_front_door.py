@@ -56,6 +56,14 @@ def _cases(answerable: bool) -> list[object]:
     ]
 
 
+async def _answered(stack: Stack, question: str) -> tuple[spb.SynthesizeAnswerResponse, set[str]]:
+    """SynthesizeAnswer for ``question``, which must come back answered, and the documents it
+    cites."""
+    response = await synthesize(stack.synthesis, question)
+    assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
+    return response, {c.doc_id for c in response.citations}
+
+
 @pytest.fixture(scope="module")
 async def front_door(ipc_index: Path) -> AsyncIterator[Stack]:
     running = await start_in_process(ipc_index)  # the defaults: answerability "both"
@@ -152,17 +160,15 @@ class TestAList:
     async def test_rpc_each_thing_listed_is_answered_from_its_own_section(
         self, front_door: Stack
     ) -> None:
-        response = await synthesize(
-            front_door.synthesis, "What are the punishments for theft, robbery and dacoity?"
+        response, cited = await _answered(
+            front_door, "What are the punishments for theft, robbery and dacoity?"
         )
 
-        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
         assert [(p.question, p.answered) for p in response.sufficiency.parts] == [
             ("What are the punishments for theft?", True),
             ("What are the punishments for robbery?", True),
             ("What are the punishments for dacoity?", True),
         ]
-        cited = {c.doc_id for c in response.citations}
         assert {"IPC_379", "IPC_395"} <= cited, cited
         assert cited & {"IPC_392", "IPC_393"}, cited  # robbery, or its attempt
 
@@ -171,12 +177,10 @@ class TestAList:
     ) -> None:
         # Rule AP: the model scores s.384's punishment of extortion 0.997 for "... for
         # bribery?"; only s.171B, which names bribery, may answer that part.
-        response = await synthesize(
-            front_door.synthesis, "What are the punishments for cheating, extortion and bribery?"
+        _, cited = await _answered(
+            front_door, "What are the punishments for cheating, extortion and bribery?"
         )
 
-        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
-        cited = {c.doc_id for c in response.citations}
         assert {"IPC_384", "IPC_171B"} <= cited, cited
 
     async def test_rpc_a_thing_listed_that_the_corpus_lacks_refuses_the_whole(
@@ -199,42 +203,37 @@ class TestItIsTheTopic:
     ) -> None:
         """Rule AX: "when is B an offence" after ", and" asks a question of its own; read as one
         question with two topics, it was refused (no passage holds both)."""
-        response = await synthesize(
-            front_door.synthesis, "How is extortion punished, and when is rioting an offence?"
+        response, cited = await _answered(
+            front_door, "How is extortion punished, and when is rioting an offence?"
         )
 
-        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
         assert [p.question for p in response.sufficiency.parts] == [
             "How is extortion punished?",
             "When is rioting an offence?",
         ]
-        assert "IPC_384" in {c.doc_id for c in response.citations}
+        assert "IPC_384" in cited, cited
 
     async def test_rpc_a_choice_between_two_offences_quotes_each(self, front_door: Stack) -> None:
         """Rule AY: "Which is punished more severely, X or Y?" in lower case is a comparison,
         each side answered; it quoted criminal breach of trust only (s.406, s.409)."""
-        response = await synthesize(
-            front_door.synthesis,
-            "Which is punished more severely, theft or criminal breach of trust?",
+        response, cited = await _answered(
+            front_door, "Which is punished more severely, theft or criminal breach of trust?"
         )
 
-        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
         assert list(response.sufficiency.compared_terms) == ["theft", "criminal breach of trust"]
-        assert {"IPC_379", "IPC_406"} <= {c.doc_id for c in response.citations}
+        assert {"IPC_379", "IPC_406"} <= cited, cited
 
     async def test_rpc_a_definition_and_its_punishment_are_each_quoted(
         self, front_door: Stack
     ) -> None:
-        response = await synthesize(
-            front_door.synthesis, "What is criminal intimidation and what is its punishment?"
+        response, cited = await _answered(
+            front_door, "What is criminal intimidation and what is its punishment?"
         )
 
-        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
         assert [p.question for p in response.sufficiency.parts] == [
             "What is criminal intimidation?",
             "What is the punishment of criminal intimidation?",
         ]
-        cited = {c.doc_id for c in response.citations}
         assert {"IPC_503", "IPC_506"} <= cited, cited
 
 
@@ -244,10 +243,9 @@ class TestRequests:
     criminal breach of trust?"), so the request was answered from s.406 and s.409 alone."""
 
     async def test_rpc_a_definition_request_quotes_the_definition(self, front_door: Stack) -> None:
-        response = await synthesize(front_door.synthesis, "Define criminal breach of trust.")
+        _, cited = await _answered(front_door, "Define criminal breach of trust.")
 
-        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
-        assert "IPC_405" in {c.doc_id for c in response.citations}
+        assert "IPC_405" in cited, cited
 
     async def test_rpc_a_definition_asked_for_politely_leads_with_the_definition(
         self, front_door: Stack
@@ -255,9 +253,8 @@ class TestRequests:
         """Rule AV: "Can you define theft?" is a definition question, as "What is theft?" is;
         as a general question it quoted s.382 (theft after preparation for causing death)
         before s.378."""
-        response = await synthesize(front_door.synthesis, "Can you define theft?")
+        response, _ = await _answered(front_door, "Can you define theft?")
 
-        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
         assert response.citations[0].doc_id == "IPC_378", [c.doc_id for c in response.citations]
 
     async def test_rpc_each_term_a_definition_request_lists_is_defined(
@@ -265,14 +262,13 @@ class TestRequests:
     ) -> None:
         """Rule AW: "Can you define theft and extortion?" asks two questions; as one it quoted
         s.410 and s.390, neither definition."""
-        response = await synthesize(front_door.synthesis, "Can you define theft and extortion?")
+        response, cited = await _answered(front_door, "Can you define theft and extortion?")
 
-        assert response.status == spb.ANSWER_STATUS_ANSWERED, response.refusal_reason
         assert [p.question for p in response.sufficiency.parts] == [
             "Can you define theft?",
             "Can you define extortion?",
         ]
-        assert {"IPC_378", "IPC_383"} <= {c.doc_id for c in response.citations}
+        assert {"IPC_378", "IPC_383"} <= cited, cited
 
 
 class TestWhatTheIndexHolds:
