@@ -56,10 +56,9 @@ _QUESTION_WORD = (
     r"|when(?=\s+(?:is|are|was|were|does|do|did|can|could|will|would|should|may|might|must"
     r"|shall)\b))\b"
 )
-_PART_BREAK = re.compile(
-    rf"\s*(?:;\s*(?:and\s+|also\s+)?|,?\s+and\s+(?:also\s+)?)(?={_QUESTION_WORD})",
-    re.IGNORECASE,
-)
+# A request opens a new part there too ("Define forgery, and tell me how cheating is
+# punished.": rule BB), as ``conversation.opens_request`` reads one.
+_BREAK = re.compile(r"\s*(?:;\s*(?:and\s+|also\s+)?|,?\s+and\s+(?:also\s+)?)", re.IGNORECASE)
 _OPENS_QUESTION = re.compile(rf"^{_QUESTION_WORD}", re.IGNORECASE)
 # The wh-words: a separate question sentence opens with one, and so does a list's next question.
 _WH_WORD = r"(?:what|which|who|whom|whose|when|where|why|how)\b"
@@ -213,7 +212,7 @@ def _sentence_parts(question: str, lists: bool = True) -> tuple[str, ...]:
     ("they", "such"), or when a part names nothing a passage could match. A sentence that does
     not split so may still list what it asks about (``_list_parts``, with ``lists``).
     """
-    pieces = [p.strip(" ,;?") for p in _PART_BREAK.split(question.strip())]
+    pieces = [p.strip(" ,;?").rstrip(".!") for p in _split_at_breaks(question.strip())]
     if len(pieces) > 1 and _WH_QUESTION.match(pieces[0]):
         pieces = [item for piece in pieces for item in _LIST_COMMA.split(piece)]
     parts: list[str] = []
@@ -222,13 +221,15 @@ def _sentence_parts(question: str, lists: bool = True) -> tuple[str, ...]:
             parts[-1] = f"{parts[-1]} and {piece}"
         elif piece:
             parts.append(piece)
-    if len(parts) > 1 and _OPENS_QUESTION.match(parts[0]):
+    # "When the law says 'he' ...": a clause; a request asks ("Define forgery, ...": rule BB)
+    asks = bool(parts) and bool(_OPENS_QUESTION.match(parts[0]) or opens_request(parts[0]))
+    if len(parts) > 1 and asks:
         # "What is criminal intimidation and what is its punishment?" (rule AQ)
         topic = _topic(parts[0])
         parts = [parts[0], *(_resolved(part, topic) for part in parts[1:])]
     whole = (
         len(parts) < 2
-        or not _OPENS_QUESTION.match(parts[0])  # "When the law says 'he' ...": a clause
+        or not asks
         or any(_ANAPHORA.search(p) for p in parts[1:])
         or not all(extract_key_terms(p).effective for p in parts)  # "... and what is it?"
     )
@@ -236,6 +237,20 @@ def _sentence_parts(question: str, lists: bool = True) -> tuple[str, ...]:
         listed = _list_parts(question) if lists and len(parts) < 2 else None
         return listed or (question.strip(),)
     return tuple(f"{p[0].upper()}{p[1:]}?" for p in parts)
+
+
+def _split_at_breaks(question: str) -> list[str]:
+    """``question`` cut at each ", and" or ";" (``_BREAK``) that a question word or a request
+    frame follows (rule BB for the request); the breaks themselves left out."""
+    pieces: list[str] = []
+    start = 0
+    for found in _BREAK.finditer(question):
+        after = question[found.end() :]
+        if found.end() > found.start() and (_OPENS_QUESTION.match(after) or opens_request(after)):
+            pieces.append(question[start : found.start()])
+            start = found.end()
+    pieces.append(question[start:])
+    return pieces
 
 
 def _list_parts(question: str) -> tuple[str, ...] | None:

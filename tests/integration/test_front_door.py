@@ -213,6 +213,22 @@ class TestItIsTheTopic:
         ]
         assert "IPC_384" in cited, cited
 
+    async def test_rpc_a_request_after_a_question_is_a_part_of_its_own(
+        self, front_door: Stack
+    ) -> None:
+        """Rule BB: a request after ", and" or ";" asks a question of its own; read as one
+        question, "What is extortion; also explain how robbery is punished." quoted s.390 and
+        s.386, and no robbery punishment, s.392."""
+        response, cited = await _answered(
+            front_door, "What is extortion; also explain how robbery is punished."
+        )
+
+        assert [p.question for p in response.sufficiency.parts] == [
+            "What is extortion?",
+            "Explain how robbery is punished?",
+        ]
+        assert {"IPC_383", "IPC_392"} <= cited, cited
+
     async def test_rpc_a_choice_between_two_offences_quotes_each(self, front_door: Stack) -> None:
         """Rule AY: "Which is punished more severely, X or Y?" in lower case is a comparison,
         each side answered; it quoted criminal breach of trust only (s.406, s.409)."""

@@ -269,6 +269,34 @@ class TestAnalysedOnce:
             "What is the punishment for theft at night and when the thief is armed?",
             ("What is the punishment for theft at night and when the thief is armed?",),
         ),
+        # Rule BB: a request opens a part as a question word does, first or later ...
+        (
+            "Define forgery, and tell me how cheating is punished.",
+            ("Define forgery?", "Tell me how cheating is punished?"),
+        ),
+        (
+            "What is extortion; also explain how robbery is punished.",
+            ("What is extortion?", "Explain how robbery is punished?"),
+        ),
+        (
+            "Tell me about theft, and explain how it is punished.",
+            ("Tell me about theft?", "Explain how theft is punished?"),
+        ),
+        (
+            "How is theft punished, and can you define robbery?",
+            ("How is theft punished?", "Can you define robbery?"),
+        ),
+        # ... but only a request frame: an imperative verb alone is no request ("give false
+        # evidence"), nor is a request under three words, nor a clause before it
+        (
+            "Is it a crime to threaten a person and give false evidence?",
+            ("Is it a crime to threaten a person and give false evidence?",),
+        ),
+        ("What is theft and explain", ("What is theft and explain",)),
+        (
+            "If my neighbour steals, and tell me how theft is punished",
+            ("If my neighbour steals, and tell me how theft is punished",),
+        ),
     ],
 )
 def test_question_parts(question: str, parts: tuple[str, ...]) -> None:
