@@ -88,7 +88,9 @@ def has_intent_language(intent: Intent, text: str, key_terms: KeyTerms | None = 
     """True when ``text`` carries the language an answer of this intent needs.
 
     GENERAL needs none. For definitions, "<...> is <term>" (``culpable homicide is murder``)
-    also counts when ``<term>`` is one of the question's key terms.
+    also counts when ``<term>`` is one of the question's key terms, and so does "commit(s)
+    <term>" closing the sentence with at most four more words (``... commits forgery.``, the
+    Code's other defining form beside "is said to commit": rule BC).
     """
     pattern = PROFILES[intent].answer_language
     if pattern is None:
@@ -100,6 +102,12 @@ def has_intent_language(intent: Intent, text: str, key_terms: KeyTerms | None = 
         for term in key_terms.terms:
             if re.search(
                 rf"\b(?:is|are)\s+(?:(?:a|an|the)\s+)?[\"“‘']?{re.escape(term)}\w*\b", lowered
+            ):
+                return True
+            if re.search(
+                rf"\bcommits?\s+[\"“‘']?{re.escape(term)}[\w-]*(?:\s+[\w-]+){{0,4}}"
+                rf"[\"”’']?\s*[.;]?\s*$",
+                lowered,
             ):
                 return True
     return False

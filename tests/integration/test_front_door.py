@@ -229,6 +229,20 @@ class TestItIsTheTopic:
         ]
         assert {"IPC_383", "IPC_392"} <= cited, cited
 
+    async def test_rpc_a_definition_part_quotes_the_defining_section(
+        self, front_door: Stack
+    ) -> None:
+        """Rule BC: s.463 defines forgery in the Code's "... commits forgery." form, now read as
+        definitional language; the part "Define forgery?" quoted s.469 (forgery to harm a
+        reputation), whose punishment cue broke the model's near-tie."""
+        response, cited = await _answered(
+            front_door, "Define forgery, and tell me how cheating is punished."
+        )
+
+        assert len(response.sufficiency.parts) == 2
+        assert {"IPC_463", "IPC_417"} <= cited, cited
+        assert "IPC_469" not in cited, cited
+
     async def test_rpc_a_choice_between_two_offences_quotes_each(self, front_door: Stack) -> None:
         """Rule AY: "Which is punished more severely, X or Y?" in lower case is a comparison,
         each side answered; it quoted criminal breach of trust only (s.406, s.409)."""

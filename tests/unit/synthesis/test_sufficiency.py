@@ -161,6 +161,47 @@ class TestIntentLanguage:
     def test_has_intent_language_accepts_statute_phrasing(self, intent: Intent, text: str) -> None:
         assert has_intent_language(intent, text)
 
+    @pytest.mark.parametrize(
+        ("question", "text"),
+        [
+            ("What is forgery?", "Whoever makes any false document with intent, commits forgery."),
+            ("What is extortion?", "Whoever puts any person in fear, commits “extortion”."),
+            (
+                "What is criminal breach of trust?",
+                "Whoever dishonestly misappropriates that property commits “criminal breach "
+                "of trust”.",
+            ),
+        ],
+    )
+    def test_commits_the_term_closing_the_sentence_defines_it(
+        self, question: str, text: str
+    ) -> None:
+        # Rule BC: the Code's other defining form beside "is said to commit".
+        assert has_intent_language(Intent.DEFINITION, text, extract_key_terms(question))
+
+    @pytest.mark.parametrize(
+        ("question", "text"),
+        [
+            # the term opens a punishment, not the sentence's end
+            ("What is forgery?", "Whoever commits forgery shall be punished with imprisonment."),
+            (
+                "What is forgery?",
+                "Whoever commits forgery, intending to harm a reputation, is punished.",
+            ),
+            # another offence, or no key term at all
+            ("What is extortion?", "Whoever makes a false document, commits forgery."),
+            (
+                "What is abetment?",
+                "Whoever does any of the acts, jointly with another, commits that offence.",
+            ),
+        ],
+    )
+    def test_commits_without_the_term_at_the_close_defines_nothing(
+        self, question: str, text: str
+    ) -> None:
+        assert not has_intent_language(Intent.DEFINITION, text, extract_key_terms(question))
+        assert not has_intent_language(Intent.DEFINITION, text)  # and never without key terms
+
 
 class TestSharedTerms:
     @pytest.mark.parametrize(
