@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from services.common.language.conversation import asked_question, asks_definition
+from services.common.language.conversation import asked_question, opens_request
 from services.common.language.references import REFERENCE_PATTERN
 
 
@@ -273,9 +273,10 @@ def classify_intent(question: str) -> Intent:
     """
     if is_statement(question):
         return Intent.GENERAL
-    if asks_definition(question):
+    if opens_request(question):
         # "Can you define theft?" asks "What is theft?", "Please define the punishment for
-        # theft" asks for a punishment (rule AV): classified as the question it asks.
+        # theft" asks for a punishment (rule AV), and so does any request: "Explain theft."
+        # asks "What is theft?", "Explain how robbery is punished." a punishment (rule BD).
         question = asked_question(question)
     for intent in CLASSIFY_ORDER:
         pattern = PROFILES[intent].question_cues

@@ -287,6 +287,19 @@ class TestRequests:
 
         assert response.citations[0].doc_id == "IPC_378", [c.doc_id for c in response.citations]
 
+    @pytest.mark.parametrize(
+        ("question", "defining"),
+        [("Explain theft.", "IPC_378"), ("Tell me about extortion", "IPC_383")],
+    )
+    async def test_rpc_any_request_leads_with_what_it_asks(
+        self, front_door: Stack, question: str, defining: str
+    ) -> None:
+        """Rule BD: "Explain theft." asks "What is theft?", a definition question; as a general
+        question it quoted s.382 (theft after preparation for causing death) first."""
+        response, _ = await _answered(front_door, question)
+
+        assert response.citations[0].doc_id == defining, [c.doc_id for c in response.citations]
+
     async def test_rpc_each_term_a_definition_request_lists_is_defined(
         self, front_door: Stack
     ) -> None:

@@ -22,9 +22,8 @@ says an input is greetings and nothing else (never a follow-up to the turn befor
 ``opens_request`` that one opens a text, ``is_request_frame`` that a text is one alone.
 
 A request asks a question: ``asked_question`` gives it ("Define X." and "Tell me about X" ask
-"What is X?"), which the answerability model reads (rule AU), and ``asks_definition`` says a
-request asks for a definition ("Can you define X?"), which the intent classifier reads as the
-question it asks (rule AV).
+"What is X?"), which the answerability model reads (rule AU) and the intent classifier
+classifies (rule AV for a definition request, "Can you define X?"; rule BD for any request).
 """
 
 from __future__ import annotations
@@ -177,13 +176,6 @@ def is_request_frame(text: str) -> bool:
     request asks about one by one, rules AN and AW of docs/EVALUATION.md)."""
     frame = _request_frame(text)
     return frame is not None and _only_pointers(text[frame.end() :])
-
-
-def asks_definition(text: str) -> bool:
-    """True when a definition request opens ``text``: "Define X", "Please define X", "Can you
-    define X?", "Give me the definition of X", "What is meant by X?", "What do you mean by X?"
-    (rule AV: such a request has a definition's intent)."""
-    return _DEFINE.match(text) is not None
 
 
 def asked_question(text: str) -> str:

@@ -9,7 +9,6 @@ import pytest
 
 from services.common.language.conversation import (
     asked_question,
-    asks_definition,
     conversation_spans,
     is_pleasantry,
     is_request_frame,
@@ -203,19 +202,3 @@ class TestAskedQuestion:
     )
     def test_anything_else_is_read_as_written(self, text: str) -> None:
         assert asked_question(text) == text
-
-    @pytest.mark.parametrize(
-        ("text", "definition"),
-        [
-            ("Define theft.", True),
-            ("Kindly define theft", True),
-            ("Could you define theft for me?", True),
-            ("Give the meaning of good faith.", True),
-            ("What is meant by wrongful gain?", True),
-            ("Explain theft.", False),
-            ("What is theft?", False),
-            ("Is defining a term an offence?", False),
-        ],
-    )
-    def test_a_definition_request_is_told_apart(self, text: str, definition: bool) -> None:
-        assert asks_definition(text) is definition

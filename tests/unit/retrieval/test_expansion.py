@@ -149,7 +149,8 @@ class TestDefinedTerm:
             ("Define theft.", {"theft"}),
             ("What is the punishment for theft?", set()),  # not a definition
             ("What is section 420?", set()),  # names a provision
-            ("Tell me about theft", set()),
+            ("Tell me about theft", {"theft"}),  # a request asks "What is theft?" (rule BD)
+            ("Tell me how theft is punished", set()),  # ... or the question it embeds
         ],
     )
     def test_only_a_definition_question_has_one(self, query: str, term: set[str]) -> None:

@@ -199,6 +199,7 @@ class TestDefinedTerms:
             ("What is murder?", "IPC_300"),
             ("Define theft.", "IPC_378"),
             ("What is the meaning of theft?", "IPC_378"),
+            ("Tell me about murder.", "IPC_300"),  # a request asks "What is murder?" (rule BD)
         ],
     )
     def test_a_definition_question_names_the_section_titled_by_its_term(
@@ -220,7 +221,7 @@ class TestDefinedTerms:
         "query",
         [
             "What is the punishment for murder?",  # a punishment question: not by title
-            "Tell me about murder.",  # a general question
+            "Tell me how murder is punished.",  # a request for a punishment question
             "What is murder under section 302?",  # a named provision wins
             "What is a murder weapon?",  # more words than the title
         ],

@@ -568,7 +568,14 @@ class TestClassifyIntent:
             ("Give me the definition of extortion.", Intent.DEFINITION),
             ("What do you mean by good faith?", Intent.DEFINITION),
             ("Can you define the punishment for theft?", Intent.PUNISHMENT),
-            ("Explain theft.", Intent.GENERAL),  # other requests keep their intent
+            # So does any request (Then BD): "Explain theft." asks "What is theft?".
+            ("Explain theft.", Intent.DEFINITION),
+            ("Tell me about extortion", Intent.DEFINITION),
+            ("Can you explain criminal intimidation?", Intent.DEFINITION),
+            ("Explain how robbery is punished.", Intent.PUNISHMENT),
+            ("Hello, can you tell me how murder is punished?", Intent.PUNISHMENT),
+            ("Explain section 420.", Intent.GENERAL),  # "What is section 420?"
+            ("Please help me.", Intent.GENERAL),  # it asks nothing
         ],
     )
     def test_classify_intent_reads_question_cues(self, question: str, intent: Intent) -> None:
