@@ -90,7 +90,8 @@ def has_intent_language(intent: Intent, text: str, key_terms: KeyTerms | None = 
     GENERAL needs none. For definitions, "<...> is <term>" (``culpable homicide is murder``)
     also counts when ``<term>`` is one of the question's key terms, and so does "commit(s)
     <term>" closing the sentence with at most four more words (``... commits forgery.``, the
-    Code's other defining form beside "is said to commit": rule BC).
+    Code's other defining form beside "is said to commit": rule BC), and "A person <term>...,
+    who" opening it (``A person abets the doing of a thing, who: ...``, s.107: rule BE).
     """
     pattern = PROFILES[intent].answer_language
     if pattern is None:
@@ -109,6 +110,8 @@ def has_intent_language(intent: Intent, text: str, key_terms: KeyTerms | None = 
                 rf"[\"”’']?\s*[.;]?\s*$",
                 lowered,
             ):
+                return True
+            if re.match(rf"\s*(?:a|any)\s+person\s+{re.escape(term)}\w*\b[^.;:]*?\bwho\b", lowered):
                 return True
     return False
 

@@ -287,6 +287,16 @@ class TestRequests:
 
         assert response.citations[0].doc_id == "IPC_378", [c.doc_id for c in response.citations]
 
+    async def test_rpc_abetment_is_defined_from_its_defining_section(
+        self, front_door: Stack
+    ) -> None:
+        """Rule BE (the legal audit's H3): s.107 defines abetment ("A person abets the doing of
+        a thing, who: ..."); "What is abetment?" quoted s.108A (abetment in India of offences
+        outside India) alone."""
+        response, _ = await _answered(front_door, "What is abetment?")
+
+        assert response.citations[0].doc_id == "IPC_107", [c.doc_id for c in response.citations]
+
     @pytest.mark.parametrize(
         ("question", "defining"),
         [("Explain theft.", "IPC_378"), ("Tell me about extortion", "IPC_383")],

@@ -180,6 +180,23 @@ class TestIntentLanguage:
         assert has_intent_language(Intent.DEFINITION, text, extract_key_terms(question))
 
     @pytest.mark.parametrize(
+        ("question", "text", "defines"),
+        [
+            # Rule BE: the Code's third defining form (s.107)
+            ("What is abetment?", "A person abets the doing of a thing, who: Instigates", True),
+            ("What is abetment?", "Any person abets an offence who aids it", True),
+            # another term, no "who" before the first full stop, or the term elsewhere
+            ("What is theft?", "A person abets the doing of a thing, who: Instigates", False),
+            ("What is abetment?", "A person abets a thing. The court who tries him", False),
+            ("What is abetment?", "Whoever abets any offence shall be punished", False),
+        ],
+    )
+    def test_a_person_and_the_term_before_who_defines_it(
+        self, question: str, text: str, defines: bool
+    ) -> None:
+        assert has_intent_language(Intent.DEFINITION, text, extract_key_terms(question)) is defines
+
+    @pytest.mark.parametrize(
         ("question", "text"),
         [
             # the term opens a punishment, not the sentence's end
