@@ -199,16 +199,19 @@ def _separate_questions(asked: Sequence[str]) -> bool:
 
 
 def _sentence_parts(question: str, lists: bool = True) -> tuple[str, ...]:
-    """The questions one sentence asks, split where ", and" or ";" opens a new one.
+    """The questions one sentence asks, split where ", and" or ";" opens a new one with a
+    question word or a request (``_asks``; the request since rule BB).
 
     "How is trafficking of persons punished, and how is sexual harassment punished?" asks two:
-    each needs its own answering sentence (issue 13). In such a sentence a comma before a
+    each needs its own answering sentence (issue 13); so does "Define forgery, and tell me how
+    cheating is punished." (BB). In such a sentence a comma before a
     wh-word splits too when the first piece opens with one ("What is theft, what is extortion,
     and what is robbery?" asks three; rule U). A piece of fewer than three words is not a
     question of its own and stays with the one before it. A later part's "it" and "its" are the
     first part's topic (``_resolved``, rule AQ): "What is criminal conspiracy and how is it
     punished?" asks "How is criminal conspiracy punished?" second. The question stays whole
-    when its first part does not open with a question word, when a later part still points back
+    when its first part opens with neither a question word nor a request, when a later part
+    still points back
     ("they", "such"), or when a part names nothing a passage could match. A sentence that does
     not split so may still list what it asks about (``_list_parts``, with ``lists``).
     """
@@ -222,7 +225,7 @@ def _sentence_parts(question: str, lists: bool = True) -> tuple[str, ...]:
         elif piece:
             parts.append(piece)
     # "When the law says 'he' ...": a clause; a request asks ("Define forgery, ...": rule BB)
-    asks = bool(parts) and bool(_OPENS_QUESTION.match(parts[0]) or opens_request(parts[0]))
+    asks = bool(parts) and _asks(parts[0])
     if len(parts) > 1 and asks:
         # "What is criminal intimidation and what is its punishment?" (rule AQ)
         topic = _topic(parts[0])
@@ -239,14 +242,18 @@ def _sentence_parts(question: str, lists: bool = True) -> tuple[str, ...]:
     return tuple(f"{p[0].upper()}{p[1:]}?" for p in parts)
 
 
+def _asks(text: str) -> bool:
+    """Whether ``text`` opens as a question (a question word) or a request (rule BB)."""
+    return bool(_OPENS_QUESTION.match(text) or opens_request(text))
+
+
 def _split_at_breaks(question: str) -> list[str]:
     """``question`` cut at each ", and" or ";" (``_BREAK``) that a question word or a request
     frame follows (rule BB for the request); the breaks themselves left out."""
     pieces: list[str] = []
     start = 0
     for found in _BREAK.finditer(question):
-        after = question[found.end() :]
-        if found.end() > found.start() and (_OPENS_QUESTION.match(after) or opens_request(after)):
+        if _asks(question[found.end() :]):
             pieces.append(question[start : found.start()])
             start = found.end()
     pieces.append(question[start:])

@@ -84,14 +84,23 @@ def is_relevant(key_terms: KeyTerms, chunk: Chunk, options: SufficiencyOptions) 
     return round(coverage * wanted) >= required_hits(key_terms, options)
 
 
+# The Code's defining forms around one of the question's key terms (``{term}``, escaped), in
+# lower case: "culpable homicide is murder"; "... commits forgery." closing the sentence with at
+# most four more words, its other form beside "is said to commit" (rule BC); "A person abets the
+# doing of a thing, who: ...", s.107 (rule BE).
+_DEFINING_FORMS: Final = (
+    r"\b(?:is|are)\s+(?:(?:a|an|the)\s+)?[\"“‘']?{term}\w*\b",
+    r"\bcommits?\s+[\"“‘']?{term}[\w-]*(?:\s+[\w-]+){{0,4}}[\"”’']?\s*[.;]?\s*$",
+    r"^\s*(?:a|any)\s+person\s+{term}\w*\b[^.;:]*?\bwho\b",
+)
+
+
 def has_intent_language(intent: Intent, text: str, key_terms: KeyTerms | None = None) -> bool:
     """True when ``text`` carries the language an answer of this intent needs.
 
-    GENERAL needs none. For definitions, "<...> is <term>" (``culpable homicide is murder``)
-    also counts when ``<term>`` is one of the question's key terms, and so does "commit(s)
-    <term>" closing the sentence with at most four more words (``... commits forgery.``, the
-    Code's other defining form beside "is said to commit": rule BC), and "A person <term>...,
-    who" opening it (``A person abets the doing of a thing, who: ...``, s.107: rule BE).
+    GENERAL needs none. For definitions, one of the Code's defining forms around one of the
+    question's key terms also counts (``_DEFINING_FORMS``: "culpable homicide is murder", "...
+    commits forgery.", "A person abets the doing of a thing, who: ...").
     """
     pattern = PROFILES[intent].answer_language
     if pattern is None:
@@ -100,19 +109,11 @@ def has_intent_language(intent: Intent, text: str, key_terms: KeyTerms | None = 
         return True
     if intent is Intent.DEFINITION and key_terms is not None:
         lowered = text.lower()
-        for term in key_terms.terms:
-            if re.search(
-                rf"\b(?:is|are)\s+(?:(?:a|an|the)\s+)?[\"“‘']?{re.escape(term)}\w*\b", lowered
-            ):
-                return True
-            if re.search(
-                rf"\bcommits?\s+[\"“‘']?{re.escape(term)}[\w-]*(?:\s+[\w-]+){{0,4}}"
-                rf"[\"”’']?\s*[.;]?\s*$",
-                lowered,
-            ):
-                return True
-            if re.match(rf"\s*(?:a|any)\s+person\s+{re.escape(term)}\w*\b[^.;:]*?\bwho\b", lowered):
-                return True
+        return any(
+            re.search(form.format(term=re.escape(term)), lowered)
+            for term in key_terms.terms
+            for form in _DEFINING_FORMS
+        )
     return False
 
 

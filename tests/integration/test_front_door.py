@@ -198,36 +198,32 @@ class TestItIsTheTopic:
     """Rule AQ (docs/EVALUATION.md, "Then AQ"): "How is it punished?" after "What is X?" asks
     about X; before, the question was one and quoted the punishment without the definition."""
 
-    async def test_rpc_a_when_question_after_another_is_a_part_of_its_own(
-        self, front_door: Stack
+    @pytest.mark.parametrize(
+        ("question", "parts", "quoted"),
+        [
+            # Rule AX: "when is B an offence" after ", and" asks a question of its own; read as
+            # one question with two topics, it was refused (no passage holds both).
+            (
+                "How is extortion punished, and when is rioting an offence?",
+                ["How is extortion punished?", "When is rioting an offence?"],
+                {"IPC_384"},
+            ),
+            # Rule BB: so does a request after ", and" or ";"; read as one question, this one
+            # quoted s.390 and s.386, and no robbery punishment, s.392.
+            (
+                "What is extortion; also explain how robbery is punished.",
+                ["What is extortion?", "Explain how robbery is punished?"],
+                {"IPC_383", "IPC_392"},
+            ),
+        ],
+    )
+    async def test_rpc_a_question_or_request_after_another_is_a_part_of_its_own(
+        self, front_door: Stack, question: str, parts: list[str], quoted: set[str]
     ) -> None:
-        """Rule AX: "when is B an offence" after ", and" asks a question of its own; read as one
-        question with two topics, it was refused (no passage holds both)."""
-        response, cited = await _answered(
-            front_door, "How is extortion punished, and when is rioting an offence?"
-        )
+        response, cited = await _answered(front_door, question)
 
-        assert [p.question for p in response.sufficiency.parts] == [
-            "How is extortion punished?",
-            "When is rioting an offence?",
-        ]
-        assert "IPC_384" in cited, cited
-
-    async def test_rpc_a_request_after_a_question_is_a_part_of_its_own(
-        self, front_door: Stack
-    ) -> None:
-        """Rule BB: a request after ", and" or ";" asks a question of its own; read as one
-        question, "What is extortion; also explain how robbery is punished." quoted s.390 and
-        s.386, and no robbery punishment, s.392."""
-        response, cited = await _answered(
-            front_door, "What is extortion; also explain how robbery is punished."
-        )
-
-        assert [p.question for p in response.sufficiency.parts] == [
-            "What is extortion?",
-            "Explain how robbery is punished?",
-        ]
-        assert {"IPC_383", "IPC_392"} <= cited, cited
+        assert [p.question for p in response.sufficiency.parts] == parts
+        assert quoted <= cited, cited
 
     async def test_rpc_a_definition_part_quotes_the_defining_section(
         self, front_door: Stack
