@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from services.common.language.conversation import asked_question, opens_request
+from services.common.language.conversation import asked_question
 from services.common.language.references import REFERENCE_PATTERN
 
 
@@ -273,11 +273,11 @@ def classify_intent(question: str) -> Intent:
     """
     if is_statement(question):
         return Intent.GENERAL
-    if opens_request(question):
-        # "Can you define theft?" asks "What is theft?", "Please define the punishment for
-        # theft" asks for a punishment (rule AV), and so does any request: "Explain theft."
-        # asks "What is theft?", "Explain how robbery is punished." a punishment (rule BD).
-        question = asked_question(question)
+    # A request is classified as the question it asks (the text itself when none opens it):
+    # "Can you define theft?" asks "What is theft?", "Please define the punishment for theft"
+    # a punishment (rule AV), and so does any request: "Explain theft." asks "What is theft?",
+    # "Explain how robbery is punished." a punishment (rule BD).
+    question = asked_question(question)
     for intent in CLASSIFY_ORDER:
         pattern = PROFILES[intent].question_cues
         if pattern is not None and pattern.search(question):

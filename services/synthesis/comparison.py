@@ -82,6 +82,12 @@ _GRAVITY_CHOICES: Final = (
         re.IGNORECASE,
     ),
 )
+# Every pattern in the order tried, each with whether its sides must be capitalised names.
+_ALL_PATTERNS: Final = (
+    *((p, False) for p in _PATTERNS),
+    *((p, True) for p in _CHOICES),
+    *((p, False) for p in _GRAVITY_CHOICES),
+)
 MAX_TERM_WORDS: Final = 6
 # What each side of a choice must state for it to be made (rule AO): "Which musician is older,
 # X or Y?" compares dates, "Which genus has more species, X or Y?" numbers; each side is then
@@ -151,12 +157,7 @@ def find_comparison(question: str, intent: Intent) -> Comparison | None:
     comparison is returned.
     """
     text = " ".join(question.split())
-    patterns = [
-        *((p, False) for p in _PATTERNS),
-        *((p, True) for p in _CHOICES),
-        *((p, False) for p in _GRAVITY_CHOICES),
-    ]
-    for pattern, names_only in patterns:
+    for pattern, names_only in _ALL_PATTERNS:
         match = pattern.search(text)
         if match is None:
             continue
