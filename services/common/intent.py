@@ -289,3 +289,29 @@ def classify_intent(question: str) -> Intent:
                 return Intent.GENERAL
             return intent
     return Intent.GENERAL
+
+
+# An overview question (rule BF): it asks about a thing in general, "Tell me about cheating.",
+# "I would like to know more about cheating.", "What does the IPC say about cheating?", "What is
+# the law on theft?". Whoever asks so about an offence wants what it is and what it costs, so
+# the extractive generator answers it as "What is X, and how is it punished?"
+# (``synthesis.extractive.question_aspects``). Each frame needs a word after it: "Tell me
+# about it." names nothing of its own, and points away ("this", "it") are left to the
+# conversation rules.
+_AMOUNT = r"(?:(?:a\s+(?:little|bit)|some\s*thing|more|everything|all)\s+)?"
+_OVERVIEW = re.compile(
+    rf"\btell\s+(?:me|us)\s+{_AMOUNT}about\s+(?!(?:it|this|that|these|those|them)\b)\w"
+    rf"|\b(?:to|me)\s+(?:know|learn)\s+{_AMOUNT}about\s+(?!(?:it|this|that|these|those|them)\b)\w"
+    r"|\binformation\s+(?:on|about|regarding)\s+\w"
+    r"|^\s*what\s+(?:does|do)\s+.+?\bsay\s+(?:about|on|regarding)\s+\w"
+    r"|\blaws?\s+(?:on|about|regarding|concerning|relating\s+to)\s+\w",
+    re.I,
+)
+
+
+def asks_overview(question: str) -> bool:
+    """Whether ``question`` asks about a thing in general (``_OVERVIEW``, rule BF): "Tell me
+    about theft.", "What does the law say about rioting?". Its intent decides whether the
+    overview is answered as one: ``synthesis.extractive.question_aspects`` reads both. A
+    statement asks nothing ("The law on theft covers spouses." is a claim to check)."""
+    return bool(_OVERVIEW.search(question)) and not is_statement(question)

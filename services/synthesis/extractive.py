@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from services.common.evidence import Chunk, ScoredChunk
-from services.common.intent import Intent, classify_intent
+from services.common.intent import Intent, asks_overview, classify_intent
 from services.common.language.key_terms import (
     STOP_WORDS,
     KeyTerms,
@@ -148,19 +148,34 @@ class _Unit:
         return self.parts or ((self.text, self.semantic_id),)
 
 
+# The intents an overview question may have to be answered as one (rule BF): a request reads as
+# a definition (rule BD), "What does the IPC say about X?" as general.
+_OVERVIEW_INTENTS: frozenset[Intent] = frozenset({Intent.DEFINITION, Intent.GENERAL})
+
+
 def question_aspects(question: str, intent: Intent) -> tuple[Intent, ...]:
     """The intents a question asks about, in the order it asks: one, or several when compound.
 
     Each clause of each sentence is classified on its own, so "What is criminal conspiracy and
     how is it punished?" and "What is theft? How is it punished?" ask for a definition, then a
     punishment, while "What is the punishment for cheating and dishonestly inducing delivery?"
-    asks only for a punishment. The whole question's ``intent`` is always among them.
+    asks only for a punishment. The whole question's ``intent`` is always among them, but for
+    an overview question ("Tell me about cheating.", "What does the IPC say about cheating?";
+    ``intent.asks_overview``) whose intent is a definition or none in particular and which asks
+    for nothing else: it asks for a definition, then a punishment (rule BF).
     """
     aspects: list[Intent] = []
     for clause in (c for sentence in sentences(question) for c in _CLAUSE.split(sentence)):
         found = classify_intent(clause) if len(clause.split()) >= 2 else Intent.GENERAL
         if found is not Intent.GENERAL and found not in aspects:
             aspects.append(found)
+    if (
+        intent in _OVERVIEW_INTENTS
+        and set(aspects) <= {Intent.DEFINITION}
+        and asks_overview(question)
+    ):
+        # "Tell me about cheating.": what it is, then how it is punished (rule BF).
+        return (Intent.DEFINITION, Intent.PUNISHMENT)
     if intent not in aspects:
         aspects.append(intent)
     return tuple(aspects) if len(aspects) > 1 else (intent,)

@@ -403,6 +403,28 @@ class TestCompoundQuestions:
         assert "[IPC_378_0]" in two and "[IPC_379_0]" in two
         assert two == one
 
+    @pytest.mark.parametrize(
+        "question",
+        [
+            "What does the IPC say about cheating?",
+            "Tell me about cheating.",
+            "I would like to know more about cheating.",
+        ],
+    )
+    async def test_generate_answers_an_overview_with_definition_and_punishment(
+        self, ipc: Mapping[str, Chunk], question: str
+    ) -> None:
+        # Rule BF. The evidence as retrieval ranked it for the first question: s.415, which
+        # defines cheating, long and last; a general question quoted s.416 to s.418 without it.
+        answer = await compose(
+            question,
+            scored(ipc, "IPC_416_0", "IPC_417_0", "IPC_419_0", "IPC_418_0", "IPC_415_0"),
+        )
+
+        cited = [semantic_id for _, semantic_id in cited_quotes(answer)]
+        assert "IPC_415_0" in cited, answer
+        assert "IPC_417_0" in cited, answer
+
     async def test_generate_single_part_question_keeps_the_focused_answer(
         self, ipc: Mapping[str, Chunk]
     ) -> None:
@@ -426,6 +448,17 @@ class TestCompoundQuestions:
             ("What is theft? How is it punished?", ("DEFINITION", "PUNISHMENT")),
             ("What is criminal conspiracy? How is it punished?", ("DEFINITION", "PUNISHMENT")),
             ("Our maid stole gold. Is it treated more seriously?", ("GENERAL",)),
+            # Rule BF: an overview asks what the thing is and how it is punished.
+            ("Tell me about cheating.", ("DEFINITION", "PUNISHMENT")),
+            ("I would like to know more about cheating.", ("DEFINITION", "PUNISHMENT")),
+            ("What does the IPC say about cheating?", ("DEFINITION", "PUNISHMENT")),
+            ("What is the law on theft?", ("DEFINITION", "PUNISHMENT")),
+            ("Can you give me information on dowry death?", ("DEFINITION", "PUNISHMENT")),
+            # ... unless it asks for something else, or names nothing of its own.
+            ("Tell me about the procedure for filing a complaint.", ("PROCEDURE",)),
+            ("What is the punishment under the law on dowry?", ("PUNISHMENT",)),
+            ("Tell me about it.", ("GENERAL",)),
+            ("What did the report say about the war?", ("GENERAL",)),
         ],
     )
     def test_question_aspects_splits_compound_questions(

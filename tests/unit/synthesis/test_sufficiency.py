@@ -10,6 +10,7 @@ from services.common.evidence import Chunk, ScoredChunk
 from services.common.intent import (
     IMPERATIVE_OPENERS,
     Intent,
+    asks_overview,
     classify_intent,
     is_statement,
     question_opener,
@@ -660,6 +661,42 @@ class TestClassifyIntent:
         assert question_opener(text) == opener
         if opener in IMPERATIVE_OPENERS:
             assert not is_statement(text)
+
+
+class TestAsksOverview:
+    """Rule BF: the frames of a question about a thing in general."""
+
+    @pytest.mark.parametrize(
+        "question",
+        [
+            "Tell me about cheating.",
+            "Can you tell me a little about rioting?",
+            "I would like to know more about cheating.",
+            "I want to learn about dowry death.",
+            "Please give me information on defamation.",
+            "What does the IPC say about cheating?",
+            "What do the statutes say on sedition?",
+            "What is the law on theft?",
+            "Are there any laws relating to stalking?",
+        ],
+    )
+    def test_an_overview_frame_before_a_subject(self, question: str) -> None:
+        assert asks_overview(question)
+
+    @pytest.mark.parametrize(
+        "question",
+        [
+            "What is theft?",
+            "Tell me about it.",
+            "I would like to know more about this.",
+            "What did the report say about the war?",  # a past event, not a provision
+            "How is cheating punished?",
+            "Did he know about the theft?",
+            "The law on theft covers property taken from a spouse.",  # a claim to check
+        ],
+    )
+    def test_no_overview_without_a_frame_or_a_subject(self, question: str) -> None:
+        assert not asks_overview(question)
 
 
 class TestAnswerType:
