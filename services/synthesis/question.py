@@ -86,8 +86,14 @@ _LIST_TOKEN = re.compile(r",|[^\s,?]+")
 # Each thing listed is one or two words, all of them topic words, and all things as long
 # (rule AK): "wrongful gain and wrongful loss" is a list; "cheating and dishonestly inducing
 # delivery" (s.420's title), "theft of cattle and sheep", "rash and negligent driving" and
-# "murder and culpable homicide not amounting to murder" are not (the question stays whole).
+# "murder and culpable homicide not amounting to murder" are not (the question stays whole),
+# unless the frame's preposition opens each later thing again (``MAX_REPEATED_ITEM_WORDS``).
 MAX_LIST_ITEM_WORDS = 2
+# Things whose frame's preposition is repeated before each later one ("for murder and for
+# culpable homicide not amounting to murder", rule BG) are a list at any lengths up to this many
+# words each, when each opens and closes with a topic word: the repeated preposition says where
+# each thing starts, which "rash and negligent driving" does not.
+MAX_REPEATED_ITEM_WORDS = 6
 # A later question of a multi-part one that points back with one "it" or "its" asks about the
 # first one's topic ("What is extortion? How is it punished?": rule AS), when one run of at
 # most this many words names it.
@@ -360,7 +366,10 @@ def _resolved(question: str, topic: str | None) -> str:
 def _listed_things(middle: Sequence[str], preposition: str | None) -> list[str] | None:
     """The things of a list's tokens (words and commas), or None when they are no list: two or
     more, joined by commas and a last "and", each of one or two topic words (a leading article,
-    or the frame's ``preposition`` repeated, aside), all as long (rules AI, AK)."""
+    or the frame's ``preposition`` repeated, aside), all as long (rules AI, AK); or, when that
+    preposition opens every thing after the first ("for murder and for culpable homicide not
+    amounting to murder"), each of up to ``MAX_REPEATED_ITEM_WORDS`` words opening and closing
+    with a topic word, of any lengths (rule BG)."""
     items: list[list[str]] = [[]]
     for token in middle:
         if token == "," or token.lower() == "and":
@@ -371,16 +380,26 @@ def _listed_things(middle: Sequence[str], preposition: str | None) -> list[str] 
     joins = [token.lower() for token in middle if token == "," or token.lower() == "and"]
     if len(items) < 2 or not joins or joins[-1] != "and":
         return None
+    # "for murder and for culpable homicide ...": the preposition opens every later thing (BG)
+    repeated = preposition is not None and all(
+        item[0].lower() == preposition for item in items[1:] if item
+    )
     things = []
     for item in items:
         while item and (item[0].lower() in _ARTICLES or item[0].lower() == preposition):
             item = item[1:]
-        if not item or len(item) > MAX_LIST_ITEM_WORDS:
-            return None
-        if not all(extract_key_terms(word).terms for word in item):
-            return None
+        if repeated:
+            if not item or len(item) > MAX_REPEATED_ITEM_WORDS:
+                return None
+            if not (extract_key_terms(item[0]).terms and extract_key_terms(item[-1]).terms):
+                return None
+        else:
+            if not item or len(item) > MAX_LIST_ITEM_WORDS:
+                return None
+            if not all(extract_key_terms(word).terms for word in item):
+                return None
         things.append(" ".join(item))
-    if len({len(thing.split()) for thing in things}) > 1:
+    if not repeated and len({len(thing.split()) for thing in things}) > 1:
         # "rash and negligent driving", "false weights and measures": a word beside a longer
         # thing may share its head, so things of unequal length are not a list (rule AK).
         return None

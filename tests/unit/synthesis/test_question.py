@@ -477,6 +477,23 @@ class TestListQuestions:
                 "What is wrongful gain and wrongful loss?",
                 ("What is wrongful gain?", "What is wrongful loss?"),
             ),
+            # rule BG: the frame's preposition repeated before each later thing marks where it
+            # starts, so the things may be longer, and unequal
+            (
+                "What are the punishments for murder and for culpable homicide not amounting to "
+                "murder?",
+                (
+                    "What are the punishments for murder?",
+                    "What are the punishments for culpable homicide not amounting to murder?",
+                ),
+            ),
+            (
+                "What is the punishment for theft and for theft in a dwelling house?",
+                (
+                    "What is the punishment for theft?",
+                    "What is the punishment for theft in a dwelling house?",
+                ),
+            ),
         ],
     )
     def test_a_list_is_asked_once_per_thing(self, question: str, parts: tuple[str, ...]) -> None:
@@ -489,7 +506,10 @@ class TestListQuestions:
             # one thing of more words: a title ("and" inside it), a qualified thing
             "What is the punishment for cheating and dishonestly inducing delivery?",
             "What is the punishment for theft of cattle and sheep?",
-            "What are the punishments for murder and for culpable homicide not amounting to murder?",
+            "What are the punishments for murder and culpable homicide not amounting to murder?",
+            # rule BG: a repeated preposition, but a later thing that opens with no topic word
+            "What is the penalty for rioting and for being armed with a deadly weapon?",
+            "What is the punishment for theft and for how long?",
             # rule AK: things of unequal length may share a head ("rash driving")
             "What is the punishment for rash and negligent driving?",
             "What is the punishment for false weights and measures?",
