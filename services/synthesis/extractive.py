@@ -17,7 +17,7 @@ from services.common.language.key_terms import (
     text_stems,
 )
 from services.common.language.names import names_beyond_question
-from services.common.language.provisions import list_spans, operative_positions
+from services.common.language.provisions import list_spans, opens_proviso, operative_positions
 from services.common.language.sentences import sentences
 from services.common.language.text import SOURCE_NOTES, source_heading, stem
 from services.common.refusal import REFUSAL
@@ -383,7 +383,11 @@ class ExtractiveGenerator:
                     doc_id=chunk.doc_id,
                     stems=stems,
                     score=score,
-                    aspects=carried,
+                    # A proviso limits a definition and is none (rule BH): "Provided that no
+                    # agreement ... shall amount to a criminal conspiracy unless ..." is not
+                    # picked as the answer to "What is criminal conspiracy?" (its score, cue
+                    # included, is unchanged: it is still quoted beside the definition).
+                    aspects=carried - {Intent.DEFINITION} if opens_proviso(text) else carried,
                     title=title,
                     statute=statute,
                     section=chunk_section(chunk),

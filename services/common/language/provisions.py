@@ -32,7 +32,9 @@ MAX_OPERATIVE_PASSAGES: Final = 3
 
 # A part that qualifies the operative text: a proviso, an Explanation, an Exception, an
 # Illustration (the Code capitalises each; a word inside a sentence is not one).
-_PART = re.compile(r"\s*(?:Provided|Explanations?|Exceptions?|Illustrations?)\b")
+_PROVISO = r"Provided"
+_PART = re.compile(rf"\s*(?:{_PROVISO}|Explanations?|Exceptions?|Illustrations?)\b")
+_OPENS_PROVISO = re.compile(rf"\s*{_PROVISO}\b")
 # A lead-in that ends with its cue word rather than a colon ("..., namely").
 _CUE_END = re.compile(
     r"\b(?:namely|following|as follows|that is to say)\s*[,:;—–-]*$", re.IGNORECASE
@@ -47,6 +49,13 @@ _JOINED = re.compile(r"(?:[^\s:]+\s+){4,}[^\s:]*:\s+[\"“‘(]?[A-Z]")
 def opens_part(text: str) -> bool:
     """A passage that opens a proviso, Explanation, Exception or Illustration."""
     return _PART.match(text) is not None
+
+
+def opens_proviso(text: str) -> bool:
+    """A passage that opens a proviso ("Provided that no agreement ... shall amount to a
+    criminal conspiracy unless ..."): it limits its section's operative text, so it is never
+    that section's definition (rule BH)."""
+    return _OPENS_PROVISO.match(text) is not None
 
 
 def opens_list(sentence: str) -> bool:

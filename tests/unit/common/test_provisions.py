@@ -13,6 +13,7 @@ from services.common.language.provisions import (
     list_spans,
     opens_list,
     opens_part,
+    opens_proviso,
     operative_positions,
 )
 
@@ -123,6 +124,12 @@ class TestOpensPart:
     )
     def test_opens_part_not_operative_text(self, text: str) -> None:
         assert not opens_part(text)
+
+    def test_opens_proviso_only_a_proviso(self) -> None:
+        assert opens_proviso("Provided that no agreement ... shall amount to a conspiracy.")
+        assert opens_proviso("Provided further that any fine shall be paid to the victim.")
+        assert not opens_proviso("Explanation.—It is immaterial whether the illegal act is ...")
+        assert not opens_proviso("provided that the court so orders")
 
 
 class TestListSpans:

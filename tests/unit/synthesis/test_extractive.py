@@ -355,6 +355,15 @@ class TestCompoundQuestions:
                 "IPC_120A_0",
                 "IPC_120B_",
             ),
+            # Rule BH: s.120A's proviso ("... shall amount to a criminal conspiracy unless
+            # ...") outscores its definition, and a proviso is no definition.
+            (
+                "What is criminal conspiracy and how is it punished when it is not to commit a "
+                "serious offence?",
+                ("IPC_120B_1", "IPC_120B_0", "IPC_120A_1", "IPC_121A_0", "IPC_120A_0"),
+                "IPC_120A_0",
+                "IPC_120B_",
+            ),
             (
                 "What is theft and what is its punishment?",
                 ("IPC_379_0", "IPC_378_0", "IPC_380_0"),
