@@ -51,7 +51,8 @@ PROFILES: Mapping[Intent, IntentProfile] = {
         re.compile(
             # "punishing" is left out: "laws punishing mutiny" names laws, not a penalty.
             r"\b(punish(?:ment|ments|able|ed|es)?|penalt\w*|sentence[ds]?|imprison\w*|fine[ds]?"
-            r"|jail|prison|consequences?"
+            # "How long can he be jailed?" (rule BI: the bare "jail" only, before)
+            r"|jail(?:s|ed|ing)?|prison|consequences?"
             # "What happens to someone who ...?", "what can happen to me?": the consequences
             # (Then AA); "what happened" asks what took place, not what follows.
             r"|what\s+(?:(?:can|could|will|would|may|might|should|shall)\s+)?happens?"
@@ -147,6 +148,8 @@ PROFILES: Mapping[Intent, IntentProfile] = {
         Intent.DEFINITION,
         re.compile(
             r"^\s*(what (is|are|does)\b|define\b|definition\b|meaning of\b|who (is|are)\b)"
+            # "What counts as house trespass?", "Does a yes count as consent?" (rule BI)
+            r"|\bcount(?:s|ed)? as\b"
             r"|^\s*how (do|does) .+\bdefine\b"
             r"|\bwhat does .+ mean\b|\bis defined\b"
             r"|^\s*how (is|are) .+\b(defined|meant|understood)\b",
@@ -187,7 +190,9 @@ CLASSIFY_ORDER: tuple[Intent, ...] = (
 
 # Explicit definition cues; a bare "What is ...?" only asks for a definition when it is short.
 _EXPLICIT_DEFINITION = re.compile(
-    r"\b(define|definition|meaning of|mean|meant|is defined|are defined|denote)\b", re.I
+    r"\b(define|definition|meaning of|mean|meant|is defined|are defined|denote"
+    r"|count(?:s|ed)? as)\b",
+    re.I,
 )
 _SHORT_QUESTION_WORDS = 8
 

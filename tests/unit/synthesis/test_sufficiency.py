@@ -558,6 +558,21 @@ class TestClassifyIntent:
             ("How does wrongful confinement differ from wrongful restraint?", Intent.GENERAL),
             ("How are they punished?", Intent.PUNISHMENT),
             ("How do I apply for bail?", Intent.PROCEDURE),
+            # Rule BI: "jailed" asks for a punishment, "counts as" for a definition.
+            ("How long can he be jailed?", Intent.PUNISHMENT),
+            ("Can the printer be jailed too?", Intent.PUNISHMENT),
+            ("What counts as house trespass? Does going into a temple count?", Intent.DEFINITION),
+            (
+                "What counts as sexual harassment, like a boss asking for sexual favours?",
+                Intent.DEFINITION,
+            ),
+            (
+                "Does a yes count as consent if she only agreed because she was scared?",
+                Intent.DEFINITION,
+            ),
+            ("What does section 354D say counts as stalking?", Intent.GENERAL),
+            ("A broken bone counts as grievous hurt in the eyes of the law.", Intent.GENERAL),
+            ("Who counted the votes?", Intent.GENERAL),
             # A claim to verify asks for no kind of answer, whatever words it uses.
             ("The autophagy process is impaired in aged muscle stem cells.", Intent.GENERAL),
             ("A life sentence is given to repeat offenders in most states.", Intent.GENERAL),
