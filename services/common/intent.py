@@ -150,6 +150,11 @@ PROFILES: Mapping[Intent, IntentProfile] = {
             r"^\s*(what (is|are|does)\b|define\b|definition\b|meaning of\b|who (is|are)\b)"
             # "What counts as house trespass?", "Does a yes count as consent?" (rule BI)
             r"|\bcount(?:s|ed)? as\b"
+            # The Code's own defining words (rule BJ): "Who is said to kidnap ...?", "Which
+            # kinds of hurt are designated as grievous?", "What do they call ...?", "... called
+            # bribery?"
+            r"|\b(?:is|are)\s+(?:[\w-]+\s+){0,3}said\s+to\b|\bdesignated\b"
+            r"|^\s*what\s+(?:do|does)\s+.+\bcall\b|\bcalled\s+[\"'‘“]?[\w-]+[\"'’”]?\s*\??\s*$"
             r"|^\s*how (do|does) .+\bdefine\b"
             r"|\bwhat does .+ mean\b|\bis defined\b"
             r"|^\s*how (is|are) .+\b(defined|meant|understood)\b",
@@ -191,7 +196,15 @@ CLASSIFY_ORDER: tuple[Intent, ...] = (
 # Explicit definition cues; a bare "What is ...?" only asks for a definition when it is short.
 _EXPLICIT_DEFINITION = re.compile(
     r"\b(define|definition|meaning of|mean|meant|is defined|are defined|denote"
-    r"|count(?:s|ed)? as)\b",
+    r"|count(?:s|ed)? as|(?:is|are)\s+(?:[\w-]+\s+){0,3}said\s+to|designated)\b"
+    r"|^\s*what\s+(?:do|does)\s+.+\bcall\b|\bcalled\s+[\"'‘“]?[\w-]+[\"'’”]?\s*\??\s*$",
+    re.I,
+)
+# An act named after the question ("What is hurt according to the Indian Penal Code?") does
+# not make a bare "What is X?" long (rule BJ).
+_CLOSING_ACT = re.compile(
+    r"\s+(?:under|in|according\s+to|as\s+per)\s+(?:the\s+)?(?:indian\s+penal\s+code|ipc"
+    r"|penal\s+code|code|law)\s*[?.!]*\s*$",
     re.I,
 )
 _SHORT_QUESTION_WORDS = 8
@@ -288,7 +301,7 @@ def classify_intent(question: str) -> Intent:
         if pattern is not None and pattern.search(question):
             if (
                 intent is Intent.DEFINITION
-                and len(question.split()) > _SHORT_QUESTION_WORDS
+                and len(_CLOSING_ACT.sub("", question).split()) > _SHORT_QUESTION_WORDS
                 and not _EXPLICIT_DEFINITION.search(question)
             ):
                 return Intent.GENERAL

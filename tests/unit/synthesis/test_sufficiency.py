@@ -573,6 +573,21 @@ class TestClassifyIntent:
             ("What does section 354D say counts as stalking?", Intent.GENERAL),
             ("A broken bone counts as grievous hurt in the eyes of the law.", Intent.GENERAL),
             ("Who counted the votes?", Intent.GENERAL),
+            # Rule BJ: the Code's own defining words, and an act named after "What is X?".
+            ("Who is said to kidnap a minor from lawful guardianship?", Intent.DEFINITION),
+            ("When is a person said to do a thing fraudulently?", Intent.DEFINITION),
+            ("Which kinds of hurt are designated as grievous?", Intent.DEFINITION),
+            ("What do they call breaking into a house at night?", Intent.DEFINITION),
+            (
+                "Is handing voters money or gifts so they vote a certain way called bribery?",
+                Intent.DEFINITION,
+            ),
+            ("What is hurt according to the Indian Penal Code?", Intent.DEFINITION),
+            ("What is human trafficking according to the penal code?", Intent.DEFINITION),
+            ("Can I call the police?", Intent.GENERAL),
+            ("Who called the police?", Intent.GENERAL),
+            ("What is the punishment for the offence called dacoity?", Intent.PUNISHMENT),
+            ("What is the punishment for hurt under the IPC?", Intent.PUNISHMENT),
             # A claim to verify asks for no kind of answer, whatever words it uses.
             ("The autophagy process is impaired in aged muscle stem cells.", Intent.GENERAL),
             ("A life sentence is given to repeat offenders in most states.", Intent.GENERAL),
