@@ -186,7 +186,9 @@ def asked_question(text: str) -> str:
     and any other request frame opening ``text`` ("Explain X", "Tell me about X", "I would
     like to know X") before a noun phrase give "What is X?"; before a question word's clause
     ("Tell me how theft is punished") that clause as a question. ``text`` itself when no frame
-    opens it or the rest names nothing ("Please help me")."""
+    opens it or the rest names nothing ("Please help me"). Greetings or thanks that open it
+    are left out first ("Thanks. What is extortion?" asks "What is extortion?"; rule BK)."""
+    text = after_pleasantries(text)
     frame = _request_frame(text)
     if frame is None:
         return text
@@ -197,6 +199,20 @@ def asked_question(text: str) -> str:
     if _EMBEDDED_QUESTION.match(rest):
         return f"{rest[0].upper()}{rest[1:]}?"
     return f"What is {rest}?"
+
+
+def after_pleasantries(text: str) -> str:
+    """``text`` from its first clause that is no greeting, thanks or goodbye ("Thanks. What is
+    extortion?": "What is extortion?"; "Hello, what is the punishment for murder?": "What is
+    the punishment for murder?"), its first letter capitalised; ``text`` itself when no such
+    clause opens it or nothing else follows (rule BK)."""
+    for start, end in _clauses(text):
+        if not _GREETING.match(text[start:end]):
+            if start == 0:
+                return text
+            rest = text[start:].lstrip()
+            return f"{rest[:1].upper()}{rest[1:]}"
+    return text
 
 
 def is_pleasantry(text: str) -> bool:

@@ -183,6 +183,12 @@ class TestAskedQuestion:
             ("Tell me how theft is punished.", "How theft is punished?"),
             # a joining word only when it is a word: "on-the-spot" keeps its "on"
             ("Explain on-the-spot fines", "What is on-the-spot fines?"),
+            # rule BK: greetings and thanks that open it are no part of what it asks
+            ("Thanks. What is extortion?", "What is extortion?"),
+            ("Hello, what is the punishment for murder?", "What is the punishment for murder?"),
+            ("Hi there, thanks, what is dacoity?", "What is dacoity?"),
+            ("Good morning! Define robbery.", "What is robbery?"),
+            ("Hi, can you tell me about theft?", "What is theft?"),
         ],
     )
     def test_a_request_is_read_as_its_question(self, text: str, asked: str) -> None:
@@ -198,6 +204,9 @@ class TestAskedQuestion:
             "Explain.",
             "Is defining a term an offence?",  # "define" inside a word, not a request
             "",
+            "Thanks a lot!",  # only pleasantries: nothing else to read
+            "Hello",
+            "What is theft? Thanks.",  # thanks after the question
         ],
     )
     def test_anything_else_is_read_as_written(self, text: str) -> None:

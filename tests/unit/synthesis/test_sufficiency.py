@@ -588,6 +588,9 @@ class TestClassifyIntent:
             ("Who called the police?", Intent.GENERAL),
             ("What is the punishment for the offence called dacoity?", Intent.PUNISHMENT),
             ("What is the punishment for hurt under the IPC?", Intent.PUNISHMENT),
+            # Rule BK: a greeting or thanks before the question is no part of it.
+            ("Thanks. What is extortion?", Intent.DEFINITION),
+            ("Hi there, thanks, what is dacoity?", Intent.DEFINITION),
             # A claim to verify asks for no kind of answer, whatever words it uses.
             ("The autophagy process is impaired in aged muscle stem cells.", Intent.GENERAL),
             ("A life sentence is given to repeat offenders in most states.", Intent.GENERAL),
