@@ -23,6 +23,17 @@ class Intent(enum.Enum):
     GENERAL = "general"
 
 
+# A question asking in the Code's own defining words (rules BI, BJ): "What counts as house
+# trespass?", "Who is said to kidnap ...?", "Which kinds of hurt are designated as grievous?",
+# "What do they call ...?", "... called bribery?". One definition for the definition cue and
+# for the explicit-definition check that keeps such a question a definition at any length.
+_DEFINING_WORDS = (
+    r"\bcount(?:s|ed)?\s+as\b"
+    r"|\b(?:is|are)\s+(?:[\w-]+\s+){0,3}said\s+to\b|\bdesignated\b"
+    r"|^\s*what\s+(?:do|does)\s+.+\bcall\b|\bcalled\s+[\"'‘“]?[\w-]+[\"'’”]?\s*\??\s*$"
+)
+
+
 def _cue(*alternatives: str) -> re.Pattern[str]:
     return re.compile("|".join(rf"\b(?:{a})\b" for a in alternatives), re.I)
 
@@ -148,13 +159,8 @@ PROFILES: Mapping[Intent, IntentProfile] = {
         Intent.DEFINITION,
         re.compile(
             r"^\s*(what (is|are|does)\b|define\b|definition\b|meaning of\b|who (is|are)\b)"
-            # "What counts as house trespass?", "Does a yes count as consent?" (rule BI)
-            r"|\bcount(?:s|ed)? as\b"
-            # The Code's own defining words (rule BJ): "Who is said to kidnap ...?", "Which
-            # kinds of hurt are designated as grievous?", "What do they call ...?", "... called
-            # bribery?"
-            r"|\b(?:is|are)\s+(?:[\w-]+\s+){0,3}said\s+to\b|\bdesignated\b"
-            r"|^\s*what\s+(?:do|does)\s+.+\bcall\b|\bcalled\s+[\"'‘“]?[\w-]+[\"'’”]?\s*\??\s*$"
+            # The Code's own defining words (rules BI, BJ)
+            rf"|{_DEFINING_WORDS}"
             r"|^\s*how (do|does) .+\bdefine\b"
             r"|\bwhat does .+ mean\b|\bis defined\b"
             r"|^\s*how (is|are) .+\b(defined|meant|understood)\b",
@@ -195,9 +201,8 @@ CLASSIFY_ORDER: tuple[Intent, ...] = (
 
 # Explicit definition cues; a bare "What is ...?" only asks for a definition when it is short.
 _EXPLICIT_DEFINITION = re.compile(
-    r"\b(define|definition|meaning of|mean|meant|is defined|are defined|denote"
-    r"|count(?:s|ed)? as|(?:is|are)\s+(?:[\w-]+\s+){0,3}said\s+to|designated)\b"
-    r"|^\s*what\s+(?:do|does)\s+.+\bcall\b|\bcalled\s+[\"'‘“]?[\w-]+[\"'’”]?\s*\??\s*$",
+    rf"\b(define|definition|meaning of|mean|meant|is defined|are defined|denote)\b"
+    rf"|{_DEFINING_WORDS}",
     re.I,
 )
 # An act named after the question ("What is hurt according to the Indian Penal Code?") does
@@ -317,9 +322,10 @@ def classify_intent(question: str) -> Intent:
 # about it." names nothing of its own, and points away ("this", "it") are left to the
 # conversation rules.
 _AMOUNT = r"(?:(?:a\s+(?:little|bit)|some\s*thing|more|everything|all)\s+)?"
+_ABOUT_A_THING = r"about\s+(?!(?:it|this|that|these|those|them)\b)\w"
 _OVERVIEW = re.compile(
-    rf"\btell\s+(?:me|us)\s+{_AMOUNT}about\s+(?!(?:it|this|that|these|those|them)\b)\w"
-    rf"|\b(?:to|me)\s+(?:know|learn)\s+{_AMOUNT}about\s+(?!(?:it|this|that|these|those|them)\b)\w"
+    rf"\btell\s+(?:me|us)\s+{_AMOUNT}{_ABOUT_A_THING}"
+    rf"|\b(?:to|me)\s+(?:know|learn)\s+{_AMOUNT}{_ABOUT_A_THING}"
     r"|\binformation\s+(?:on|about|regarding)\s+\w"
     r"|^\s*what\s+(?:does|do)\s+.+?\bsay\s+(?:about|on|regarding)\s+\w"
     r"|\blaws?\s+(?:on|about|regarding|concerning|relating\s+to)\s+\w",
