@@ -64,6 +64,11 @@ PROFILES: Mapping[Intent, IntentProfile] = {
             r"\b(punish(?:ment|ments|able|ed|es)?|penalt\w*|sentence[ds]?|imprison\w*|fine[ds]?"
             # "How long can he be jailed?" (rule BI: the bare "jail" only, before)
             r"|jail(?:s|ed|ing)?|prison|consequences?"
+            # "What can he get?", "How many years can the thief get?", "locked up" (rule BL)
+            r"|what\s+(?:can|could|will|would|might|may)\s+(?:[\w'’-]+\s+){1,3}get"
+            r"(?!\s+(?:back|from|out|rid|a\s+refund)\b)"
+            r"|how\s+(?:long|many\s+years)\s+(?:can|could|will|would|might|may)\s+"
+            r"(?:[\w'’-]+\s+){1,3}get|locked\s+up|behind\s+bars"
             # "What happens to someone who ...?", "what can happen to me?": the consequences
             # (Then AA); "what happened" asks what took place, not what follows.
             r"|what\s+(?:(?:can|could|will|would|may|might|should|shall)\s+)?happens?"

@@ -588,6 +588,14 @@ class TestClassifyIntent:
             ("Who called the police?", Intent.GENERAL),
             ("What is the punishment for the offence called dacoity?", Intent.PUNISHMENT),
             ("What is the punishment for hurt under the IPC?", Intent.PUNISHMENT),
+            # Rule BL: the everyday ways of asking for a sentence.
+            ("If a mugger punches the person he's robbing, what can he get?", Intent.PUNISHMENT),
+            ("What can he get for that?", Intent.PUNISHMENT),
+            ("How many years can the thief get for stealing from a home?", Intent.PUNISHMENT),
+            ("How long can someone be locked up for extortion?", Intent.PUNISHMENT),
+            ("What can I get back from the insurance company?", Intent.GENERAL),
+            ("What can I get from the shop as a refund?", Intent.GENERAL),
+            ("Being drunk in public can get you locked up for a day.", Intent.GENERAL),
             # Rule BK: a greeting or thanks before the question is no part of it.
             ("Thanks. What is extortion?", Intent.DEFINITION),
             ("Hi there, thanks, what is dacoity?", Intent.DEFINITION),
