@@ -384,20 +384,17 @@ def _listed_things(middle: Sequence[str], preposition: str | None) -> list[str] 
     repeated = preposition is not None and all(
         item[0].lower() == preposition for item in items[1:] if item
     )
+    limit = MAX_REPEATED_ITEM_WORDS if repeated else MAX_LIST_ITEM_WORDS
     things = []
     for item in items:
         while item and (item[0].lower() in _ARTICLES or item[0].lower() == preposition):
             item = item[1:]
-        if repeated:
-            if not item or len(item) > MAX_REPEATED_ITEM_WORDS:
-                return None
-            if not (extract_key_terms(item[0]).terms and extract_key_terms(item[-1]).terms):
-                return None
-        else:
-            if not item or len(item) > MAX_LIST_ITEM_WORDS:
-                return None
-            if not all(extract_key_terms(word).terms for word in item):
-                return None
+        if not item or len(item) > limit:
+            return None
+        # Every word a topic word; after a repeated preposition, the first and the last (BG).
+        topical = (item[0], item[-1]) if repeated else item
+        if not all(extract_key_terms(word).terms for word in topical):
+            return None
         things.append(" ".join(item))
     if not repeated and len({len(thing.split()) for thing in things}) > 1:
         # "rash and negligent driving", "false weights and measures": a word beside a longer
