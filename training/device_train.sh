@@ -8,7 +8,8 @@
 # export.json, manifest.json, nvidia-smi).
 #
 # Candidates, trained at once on the one GPU: CANDIDATES holds one "name data epochs batch lr
-# [layers]" per line (layers: keep the base's first N transformer layers; default all six), at
+# [layers [seed]]" per line (layers: keep the base's first N transformer layers; 0, the default,
+# keeps all six; seed: the trainer's --seed, default 20261124, the shipped models' seed), at
 # most three (the device returns at most 8 files, 64 MiB together). The default is the first
 # run of 2026-11-26 (training/README.md, "On a GPU"):
 #   ent_e4   entailment mix,     4 epochs, batch 64, lr 8e-5
@@ -37,16 +38,16 @@ python3 -c "import torch, transformers, onnxruntime; print(torch.__version__, tr
 # The carried fp16 base, widened back to fp32 (the trainer also loads it as fp32).
 python3 -m training.carry_base --widen .gpu/base --out /tmp/base || exit 1
 
-train() {  # name data epochs batch lr [layers]
+train() {  # name data epochs batch lr [layers [seed]]
   timeout "$TRAIN_LIMIT_S" python3 -m training.train_entailment --base /tmp/base --device "$DEVICE" \
     --data "$2" --out "$WORK/$1" --epochs "$3" --batch-size "$4" --lr "$5" --threads 4 \
-    --layers "${6:-0}" \
+    --layers "${6:-0}" --seed "${7:-20261124}" \
     --checkpoint-every 500 $EXTRA_TRAIN >"$WORK/logs/$1.out" 2>&1
   echo "$1 exit $?" >>"$WORK/logs/exits.txt"
 }
 start=$(date +%s)
-while read -r name data epochs batch lr layers; do
-  [ -n "$name" ] && train "$name" "$data" "$epochs" "$batch" "$lr" "${layers:-0}" &
+while read -r name data epochs batch lr layers seed; do
+  [ -n "$name" ] && train "$name" "$data" "$epochs" "$batch" "$lr" "${layers:-0}" "${seed:-20261124}" &
 done <<<"$CANDIDATES"
 wait
 echo "training took $(( $(date +%s) - start )) s" | tee -a "$WORK/logs/exits.txt"

@@ -27,7 +27,7 @@ CORPUS = ROOT / "data" / "corpora" / "indian_law" / "ipc.json"
 ADVERSARIAL = ROOT / "data" / "eval" / "ipc_adversarial" / "pairs.jsonl"
 # The second batch (contradictions, each with its contrasting paraphrase in the same file, and
 # neutrals) keeps off the two probes' sections as well: the probes are read to tune the rules.
-MORE = [ROOT / "training" / "sources" / f"ipc_nli_pairs_v2{part}.jsonl" for part in "ab"]
+MORE = [ROOT / "training" / "sources" / f"ipc_nli_pairs_v2{part}.jsonl" for part in "abcd"]
 PROBES = [
     ROOT / "data" / "eval" / "ipc_paraphrase_probe" / "pairs.jsonl",
     ROOT / "data" / "eval" / "ipc_role_probe" / "claims.jsonl",
