@@ -75,10 +75,11 @@ from evaluation.report import (
 from evaluation.stack import Endpoints
 from evaluation.targets import render_targets
 from services.common.channels import open_channel
+from services.common.config import SettingError, close_names
 from services.common.refusal import REFUSAL
 from services.common.validation import Verdict
 from services.retrieval.embedding import Encoder, encoder_name, load_encoder
-from stack.inprocess import start_in_process
+from stack.inprocess import check_settings, settings_read, start_in_process
 
 logger = logging.getLogger("evaluation")
 
@@ -497,8 +498,16 @@ def parse_args(argv: Sequence[str]) -> RunOptions:
     for item in args.set:
         name, sep, value = item.partition("=")
         if not sep or not name.startswith(("SYNTHESIS_", "RETRIEVAL_", "VALIDATOR_")):
-            parser.error(f"--set {item!r}: expected SYNTHESIS_|RETRIEVAL_|VALIDATOR_NAME=VALUE")
+            meant = close_names(name, settings_read()) if name else []
+            hint = f" (did you mean {' or '.join(meant)}?)" if meant else ""
+            parser.error(
+                f"--set {item!r}: expected SYNTHESIS_|RETRIEVAL_|VALIDATOR_NAME=VALUE{hint}"
+            )
         server_settings[name] = value
+    try:  # a misspelt name would otherwise run, and report, the defaults under the wrong name
+        check_settings(server_settings)
+    except SettingError as error:
+        parser.error(f"--set: {error}")
     if server_settings and args.synthesis:
         parser.error(
             "--set configures the in-process stack; it cannot be combined with --synthesis"

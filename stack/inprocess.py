@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from services.common.config import RecordingEnviron, UnknownSettingError, close_names
 from services.common.server import ServiceApp
 from services.retrieval import server as retrieval_server
 from services.retrieval.config import RetrievalConfig
@@ -13,7 +14,50 @@ from services.synthesis import server as synthesis_server
 from services.synthesis.config import SynthesisConfig
 from services.validator import server as validator_server
 from services.validator.config import ValidatorConfig
-from stack.wiring import SERVICES, loopback, service_env
+from stack.wiring import SERVICES, loopback, prefix, service_env
+
+# A stand-in for the downstream addresses a dry read of the configuration needs (never dialled).
+_NOWHERE = "127.0.0.1:1"
+
+
+def settings_read(settings: Mapping[str, str] | None = None) -> set[str]:
+    """Every setting name the three services' configurations look up, given ``settings``
+    (some are read only when another has a given value). Reads the configuration only: a bad
+    value raises its ``SettingError`` here, as at start-up."""
+    validator = RecordingEnviron(service_env("validator", port=0, grace_s=1.0, settings=settings))
+    ValidatorConfig.from_env(validator)
+    retrieval = RecordingEnviron(
+        service_env("retrieval", port=0, index_dir=".", grace_s=1.0, settings=settings)
+    )
+    RetrievalConfig.from_env(retrieval)
+    synthesis = RecordingEnviron(
+        service_env(
+            "synthesis",
+            port=0,
+            retrieval_addr=_NOWHERE,
+            validator_addr=_NOWHERE,
+            grace_s=1.0,
+            settings=settings,
+        )
+    )
+    SynthesisConfig.from_env(synthesis)
+    return validator.read | retrieval.read | synthesis.read
+
+
+def check_settings(settings: Mapping[str, str] | None) -> None:
+    """Refuse server settings no service reads (a misspelt name would run with the default),
+    naming the likely meant ones, and settings with bad values (``InvalidSettingError``)."""
+    if not settings:
+        return
+    read = settings_read(settings)
+    unread = sorted(set(settings) - read)
+    if unread:
+        known = {n for n in read if n.startswith(tuple(prefix(s) for s in SERVICES))}
+        hints = []
+        for name in unread:
+            meant = close_names(name, known)
+            hints.append(f"{name} (did you mean {' or '.join(meant)}?)" if meant else name)
+        raise UnknownSettingError("no service reads " + ", ".join(hints) + " in this configuration")
 
 
 @dataclass(slots=True)
@@ -53,9 +97,10 @@ async def start_in_process(
 
     Ports are picked by the kernel, so a run never collides with ``make run``'s stack. Without
     ``redis_url`` the retrieval cache is off. ``settings`` are server settings, each given to the
-    service its prefix names (``SYNTHESIS_ANSWERABILITY``: synthesis). Stops what it started if a
-    start fails.
+    service its prefix names (``SYNTHESIS_ANSWERABILITY``: synthesis); a setting no service reads
+    raises ``UnknownSettingError`` before anything starts. Stops what it started if a start fails.
     """
+    check_settings(settings)
     stack = InProcessStack()
 
     async def start(name: str, app: ServiceApp) -> None:

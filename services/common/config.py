@@ -10,6 +10,7 @@ ConfigMap then fails the rollout loudly instead of running with a default nobody
 from __future__ import annotations
 
 import builtins
+import difflib
 import ipaddress
 import logging
 import math
@@ -18,7 +19,7 @@ import re
 import socket
 import ssl
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import NoReturn, TypeVar
 
@@ -56,6 +57,38 @@ class MissingSettingError(SettingError):
 
 class InvalidSettingError(SettingError, ValueError):
     """A setting is set to a value it does not accept (or one another setting rules out)."""
+
+
+class UnknownSettingError(SettingError, ValueError):
+    """A setting was given by name (``--set``, an in-process stack's overrides) that nothing
+    reads: a misspelt name would otherwise run with the default nobody asked for."""
+
+
+class RecordingEnviron(Mapping[str, str]):
+    """An environment that remembers every name looked up in it (``read``), whether or not it
+    held a value: which of the given settings a configuration actually reads."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        self.read: set[str] = set()
+
+    def __getitem__(self, name: str) -> str:
+        self.read.add(name)
+        return self._environ[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._environ)
+
+    def __len__(self) -> int:
+        return len(self._environ)
+
+
+def close_names(name: str, known: Iterable[str]) -> list[str]:
+    """The known setting names ``name`` most likely meant: the same name under a service's
+    prefix (``ENTAILMENT_MODEL_DIR`` → ``VALIDATOR_ENTAILMENT_MODEL_DIR``), else near spellings."""
+    names = sorted(set(known))
+    prefixed = [n for n in names if n.endswith("_" + name)]
+    return prefixed or difflib.get_close_matches(name, names, n=3, cutoff=0.8)
 
 
 def exit_on_setting_error(service: str, error: SettingError, *, json_line: bool = True) -> NoReturn:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from services.common.config import EnvReader, ServerSettings
@@ -37,7 +38,7 @@ class RetrievalConfig:
     whole_lists: bool = True
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> RetrievalConfig:
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> RetrievalConfig:
         env = EnvReader("RETRIEVAL_", environ)
         return cls(
             server=ServerSettings.from_env(env, default_port=50051, default_metrics_port=9091),

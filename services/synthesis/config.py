@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -225,7 +226,7 @@ class SynthesisConfig:
         return total + self.validator_timeout_s
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> SynthesisConfig:
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> SynthesisConfig:
         env = EnvReader("SYNTHESIS_", environ)
         seed = env.int("OPENAI_SEED", -1, minimum=-1)
         judge = JudgeSettings.from_env(env)

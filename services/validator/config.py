@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,7 +43,7 @@ class ValidatorConfig:
     judge_review: frozenset[Reason] = DEFAULT_REVIEW
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> ValidatorConfig:
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ValidatorConfig:
         env = EnvReader("VALIDATOR_", environ)
         judge = JudgeSettings.from_env(env)
         judge_band(judge, DEFAULT_BAND)  # an inverted band stops start-up here, named

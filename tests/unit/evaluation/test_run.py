@@ -253,6 +253,29 @@ class TestParseArgs:
         with pytest.raises(SystemExit):
             parse_args(argv)
 
+    def test_parse_args_takes_a_setting_a_service_reads(self) -> None:
+        options = parse_args(["--dataset", "ipc", "--set", "SYNTHESIS_ANSWERABILITY=shadow"])
+        assert options.server_settings == {"SYNTHESIS_ANSWERABILITY": "shadow"}
+
+    @pytest.mark.parametrize(
+        ("setting", "said"),
+        [
+            # misspelt: no service reads it, so the run would measure the default
+            ("VALIDATOR_ENTAILMENT_MODEL_DRI=x", "did you mean VALIDATOR_ENTAILMENT_MODEL_DIR"),
+            # without its service's prefix
+            ("ENTAILMENT_MODEL_DIR=x", "did you mean VALIDATOR_ENTAILMENT_MODEL_DIR?"),
+            # a value the setting does not accept, refused before any index is built
+            ("SYNTHESIS_ANSWERABILITY=bogus", "expected one of off, shadow"),
+        ],
+    )
+    def test_parse_args_refuses_a_setting_it_cannot_apply(
+        self, setting: str, said: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        with pytest.raises(SystemExit) as caught:
+            parse_args(["--dataset", "ipc", "--set", setting])
+        assert caught.value.code == 2
+        assert said in capsys.readouterr().err
+
 
 class TestTargets:
     def test_render_targets_marks_a_missed_target(self, tmp_path: Path) -> None:
