@@ -497,8 +497,10 @@ def parse_args(argv: Sequence[str]) -> RunOptions:
     server_settings: dict[str, str] = {}
     for item in args.set:
         name, sep, value = item.partition("=")
-        if not sep or not name.startswith(("SYNTHESIS_", "RETRIEVAL_", "VALIDATOR_")):
-            meant = close_names(name, settings_read()) if name else []
+        prefixes = ("SYNTHESIS_", "RETRIEVAL_", "VALIDATOR_")
+        if not sep or not name.startswith(prefixes):
+            known = {n for n in settings_read() if n.startswith(prefixes)}
+            meant = close_names(name, known) if name else []
             hint = f" (did you mean {' or '.join(meant)}?)" if meant else ""
             parser.error(
                 f"--set {item!r}: expected SYNTHESIS_|RETRIEVAL_|VALIDATOR_NAME=VALUE{hint}"

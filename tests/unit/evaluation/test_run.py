@@ -276,6 +276,14 @@ class TestParseArgs:
         assert caught.value.code == 2
         assert said in capsys.readouterr().err
 
+    def test_parse_args_hints_only_names_it_could_take(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        # LOG_LEVEL is read by every service, but not as a --set name (no service prefix)
+        with pytest.raises(SystemExit):
+            parse_args(["--dataset", "ipc", "--set", "LOG_LEVEL=debug"])
+        assert "did you mean" not in capsys.readouterr().err
+
 
 class TestTargets:
     def test_render_targets_marks_a_missed_target(self, tmp_path: Path) -> None:
