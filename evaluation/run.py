@@ -79,7 +79,8 @@ from services.common.config import SettingError, close_names
 from services.common.refusal import REFUSAL
 from services.common.validation import Verdict
 from services.retrieval.embedding import Encoder, encoder_name, load_encoder
-from stack.inprocess import check_settings, settings_read, start_in_process
+from stack.inprocess import check_settings, settable_names, start_in_process
+from stack.wiring import SETTING_PREFIXES
 
 logger = logging.getLogger("evaluation")
 
@@ -497,14 +498,11 @@ def parse_args(argv: Sequence[str]) -> RunOptions:
     server_settings: dict[str, str] = {}
     for item in args.set:
         name, sep, value = item.partition("=")
-        prefixes = ("SYNTHESIS_", "RETRIEVAL_", "VALIDATOR_")
-        if not sep or not name.startswith(prefixes):
-            known = {n for n in settings_read() if n.startswith(prefixes)}
-            meant = close_names(name, known) if name else []
+        if not sep or not name.startswith(SETTING_PREFIXES):
+            meant = close_names(name, settable_names()) if name else []
             hint = f" (did you mean {' or '.join(meant)}?)" if meant else ""
-            parser.error(
-                f"--set {item!r}: expected SYNTHESIS_|RETRIEVAL_|VALIDATOR_NAME=VALUE{hint}"
-            )
+            expected = "|".join(SETTING_PREFIXES)
+            parser.error(f"--set {item!r}: expected {expected}NAME=VALUE{hint}")
         server_settings[name] = value
     try:  # a misspelt name would otherwise run, and report, the defaults under the wrong name
         check_settings(server_settings)

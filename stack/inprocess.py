@@ -14,7 +14,7 @@ from services.synthesis import server as synthesis_server
 from services.synthesis.config import SynthesisConfig
 from services.validator import server as validator_server
 from services.validator.config import ValidatorConfig
-from stack.wiring import SERVICES, loopback, prefix, service_env
+from stack.wiring import SERVICES, SETTING_PREFIXES, loopback, service_env
 
 # A stand-in for the downstream addresses a dry read of the configuration needs (never dialled).
 _NOWHERE = "127.0.0.1:1"
@@ -44,6 +44,12 @@ def settings_read(settings: Mapping[str, str] | None = None) -> set[str]:
     return validator.read | retrieval.read | synthesis.read
 
 
+def settable_names(settings: Mapping[str, str] | None = None) -> set[str]:
+    """The server settings a caller can give, given ``settings``: the names the services look
+    up under their own prefixes (not, say, ``LOG_LEVEL``, which each reads unprefixed)."""
+    return {name for name in settings_read(settings) if name.startswith(SETTING_PREFIXES)}
+
+
 def check_settings(settings: Mapping[str, str] | None) -> None:
     """Refuse server settings no service reads (a misspelt name would run with the default),
     naming the likely meant ones, and settings with bad values (``InvalidSettingError``)."""
@@ -52,7 +58,7 @@ def check_settings(settings: Mapping[str, str] | None) -> None:
     read = settings_read(settings)
     unread = sorted(set(settings) - read)
     if unread:
-        known = {n for n in read if n.startswith(tuple(prefix(s) for s in SERVICES))}
+        known = {n for n in read if n.startswith(SETTING_PREFIXES)}
         hints = []
         for name in unread:
             meant = close_names(name, known)

@@ -35,6 +35,10 @@ def prefix(service: str) -> str:
     return service.upper() + "_"
 
 
+# Every service's settings prefix: a name under one of them is a server setting.
+SETTING_PREFIXES = tuple(prefix(service) for service in SERVICES)
+
+
 # Ports are drawn below the kernel's ephemeral range: a port the kernel handed out (bind to 0)
 # is released before the service binds it, and in that gap any outgoing connection (a gRPC
 # channel, a Redis client) may take it as its own source port; that failed a stack start once
