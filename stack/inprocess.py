@@ -55,10 +55,10 @@ def check_settings(settings: Mapping[str, str] | None) -> None:
     naming the likely meant ones, and settings with bad values (``InvalidSettingError``)."""
     if not settings:
         return
-    read = settings_read(settings)
-    unread = sorted(set(settings) - read)
+    # Only prefixed names reach a service (service_env): LOG_LEVEL is looked up, but not taken.
+    known = settable_names(settings)
+    unread = sorted(set(settings) - known)
     if unread:
-        known = {n for n in read if n.startswith(SETTING_PREFIXES)}
         hints = []
         for name in unread:
             meant = close_names(name, known)

@@ -40,6 +40,12 @@ def test_a_setting_with_no_service_prefix_is_refused() -> None:
         check_settings({"JUDGE_URL": "http://x"})
 
 
+def test_a_name_the_services_read_unprefixed_is_refused() -> None:
+    # every service looks LOG_LEVEL up, but service_env hands a service its own prefix only
+    with pytest.raises(UnknownSettingError, match="no service reads LOG_LEVEL"):
+        check_settings({"LOG_LEVEL": "debug"})
+
+
 def test_a_bad_value_is_refused_as_at_start_up() -> None:
     with pytest.raises(InvalidSettingError, match="SYNTHESIS_ANSWERABILITY='bogus'"):
         check_settings({"SYNTHESIS_ANSWERABILITY": "bogus"})
