@@ -41,7 +41,9 @@ STOPWORDS: Final = frozenset(STOPWORDS_EN)
 # 10: "used", "using" -> "use"; "aged", "aging" -> "age" (two letters before -ed/-ing).
 # 11: "sentenced", "sentencing" -> "sentence"'s stem; "received" -> "receive"'s (the "e" that
 #     completes a suffix with -ed/-ing).
-TOKENIZER_VERSION: Final = 11
+# 12: an offence's noun and its doer read as its verb: "bribery", "bribing" -> "brib";
+#     "robber", "robbery" -> "rob"; "death", "dies" -> "die" (text._FAMILIES; Then BN).
+TOKENIZER_VERSION: Final = 12
 
 
 def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:

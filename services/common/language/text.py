@@ -93,6 +93,50 @@ def _combining_marks() -> str:
     )
 
 
+# Word families the suffix rules split: an offence's noun and its doer read as the verb
+# ("bribery", "bribes" and "bribing" are one term; "robber", "robbery" and "robbed" another).
+# Drawn from the IPC's own vocabulary: its words ending in "-y" that the rules leave whole, the
+# offences its sections name and their doers (docs/EVALUATION.md, "Then BM"). No stemming
+# library joins them (Porter leaves "robberi" and "rob" apart), and a suffix rule would fold
+# "number", "order" and "every", so the families are listed. Looked up on the word and on its
+# singular; each maps to a word whose own stem is the family's. Left out: "threat" (an everyday
+# word the Code uses in many senses) and "defamatory" (Then BM's runs; "Then BN").
+_FAMILIES: dict[str, str] = {
+    "bribery": "bribe",
+    "robbery": "rob",
+    "robber": "rob",
+    "forgery": "forge",
+    "forger": "forge",
+    "conspiracy": "conspire",
+    "conspirator": "conspire",
+    "injury": "injure",
+    "slavery": "slave",
+    "marriage": "marry",
+    "delivery": "deliver",
+    "miscarriage": "miscarry",
+    "cruelty": "cruel",
+    "death": "die",
+    "died": "die",
+    "dying": "die",
+    "deceit": "deceive",
+    "deception": "deceive",
+    "voluntary": "voluntarily",
+    "dacoity": "dacoit",
+    "murderer": "murder",
+    "kidnapper": "kidnap",
+    "abductor": "abduct",
+    "trespasser": "trespass",
+    "abettor": "abet",
+    "rioter": "riot",
+    "counterfeiter": "counterfeit",
+    "cheater": "cheat",
+    "thief": "theft",
+    "thieves": "theft",
+    "rapist": "rape",
+    "extortionist": "extort",
+    "offender": "offend",
+}
+
 _MARKS = _combining_marks()
 # A word: letters and digits with the combining marks that follow them ("चोरी", an NFD "café"),
 # and inner apostrophes ("person's", "don't"); the one definition of a word for BM25, expansion,
@@ -166,6 +210,8 @@ def stem(word: str) -> str:
     A currency or unit spelling is first read as its word ("Rs" as "rupee", "yrs" as "year").
     """
     word = _SYNONYMS.get(word, word)
+    if word in _FAMILIES:
+        return stem(_FAMILIES[word])
     if len(word) <= 3 or not word.isalpha():
         return word
     for ending in ("ed", "ing"):
@@ -177,6 +223,8 @@ def stem(word: str) -> str:
     # "sentence" both become "sent" (stripping "-es" at once left "sentenc").
     base = word if word.endswith(_NOT_PLURAL) else _strip_suffix(word, _PLURALS)
     singular = base
+    if singular in _FAMILIES:
+        return stem(_FAMILIES[singular])
     if not base.endswith(_NOT_PLURAL):
         base = _strip_suffix(base, _SUFFIXES[:-1])
     # A second pass catches stacked suffixes ("fraudulently" -> "fraudulent" -> "fraudul").
