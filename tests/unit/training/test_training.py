@@ -661,3 +661,56 @@ class TestShippingFigures:
         out = summarise(Path("models/entailment-minilm-l6/manifest.json"))
         assert len(out["accuracy_groups"]) == 7 and len(out["regression_gates"]) == 11
         assert 0.0 < out["accuracy_balanced_accuracy"] < 1.0
+
+
+class TestHeldbackComparison:
+    """``training.heldback_accuracy --compare``: two models on the same held-back pairs."""
+
+    def test_paired_difference_is_the_mean_per_pair_difference_with_its_variance(self) -> None:
+        from training.heldback_accuracy import paired_difference
+
+        first = [True, True, False, False, True, False]
+        second = [True, False, True, True, True, False]
+        difference, (low, high) = paired_difference(first, second)
+        per_pair = [int(b) - int(a) for a, b in zip(first, second, strict=True)]
+        mean = sum(per_pair) / len(per_pair)
+        variance = (sum(d * d for d in per_pair) / len(per_pair) - mean**2) / len(per_pair)
+        assert difference == pytest.approx(mean) == pytest.approx(1 / 6)
+        assert (high - low) / 2 == pytest.approx(1.959964 * variance**0.5, rel=1e-5)
+
+    def test_models_that_agree_on_every_pair_differ_by_nothing(self) -> None:
+        from training.heldback_accuracy import paired_difference
+
+        assert paired_difference([True, False, True], [True, False, True]) == (0.0, (0.0, 0.0))
+
+    def test_the_comparison_scores_both_models_on_the_same_pairs(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        from training.heldback_accuracy import main as heldback
+
+        rows = [json.loads(line) for line in _gz_lines(DATA / "heldback.jsonl.gz")[:12]]
+        (tmp_path / "heldback.jsonl.gz").write_bytes(_gz(rows))
+        model = str(Path(__file__).resolve().parents[3] / "models" / "entailment-minilm-l6")
+        heldback(
+            ["--data", str(tmp_path), "--threads", "1", "--model-dir", model, "--compare", model]
+        )
+        result = json.loads(capsys.readouterr().out)
+        assert result["pairs"] + result["over_window_left_out"] == 12
+        compared = result["compared"]
+        assert compared["accuracy"] == result["accuracy"]
+        assert compared["difference"] == 0.0 and compared["mcnemar_p"] == 1.0
+        low, high = result["accuracy_ci95"]
+        assert low <= result["accuracy"]["all"] <= high
+
+
+def _gz_lines(path: Path) -> list[str]:
+    import gzip
+
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return handle.read().splitlines()
+
+
+def _gz(rows: list[dict[str, Any]]) -> bytes:
+    import gzip
+
+    return gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode())
