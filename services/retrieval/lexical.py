@@ -43,9 +43,7 @@ STOPWORDS: Final = frozenset(STOPWORDS_EN)
 #     completes a suffix with -ed/-ing).
 # 12: an offence's noun and its doer read as its verb: "bribery", "bribing" -> "brib";
 #     "robber", "robbery" -> "rob"; "death", "dies" -> "die" (text._FAMILIES; Then BN).
-# 13: an irregular form reads as its one lemma (lemminflect): "women" -> "woman", "stolen" ->
-#     "steal", "sent" -> "send" (was "sentence"'s "sent"), "compelled" -> "compel" (Then BO).
-TOKENIZER_VERSION: Final = 13
+TOKENIZER_VERSION: Final = 12
 
 
 def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:

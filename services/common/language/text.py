@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final, NamedTuple
 
-from lemminflect import getAllLemmas
-
 from services.common.language.stopwords import FUNCTION_WORDS, NUMBER_WORDS, STATUTE_CONNECTIVES
 
 
@@ -214,9 +212,6 @@ def stem(word: str) -> str:
     word = _SYNONYMS.get(word, word)
     if word in _FAMILIES:
         return stem(_FAMILIES[word])
-    lemma = _irregular_lemma(word) if word.isalpha() else None
-    if lemma is not None:
-        return stem(lemma)
     if len(word) <= 3 or not word.isalpha():
         return word
     for ending in ("ed", "ing"):
@@ -252,22 +247,6 @@ def stem(word: str) -> str:
     if len(base) > 5 and base.endswith("at"):
         base = base[:-2]  # associat(e|ed) and associ(ation) agree
     return base
-
-
-def _irregular_lemma(word: str) -> str | None:
-    """The one lemma lemminflect's dictionary gives ``word`` over every part of speech, when
-    the word is not itself one of its lemmas: "women" -> "woman", "stolen" -> "steal", "sent"
-    -> "send" (else read as "sentence"'s "sent"), "compelled" -> "compel" (Then BO). None for
-    a stop word, a word the dictionary lacks, a lemma ("fine") or an ambiguous form ("lives":
-    life or live; "found": find or found). The suffix rules then stem the lemma, so a regular
-    form ("fined" -> "fine") stems as before."""
-    if word in STOP_WORDS:
-        return None
-    lemmas = {lemma.lower() for forms in getAllLemmas(word).values() for lemma in forms}
-    if len(lemmas) != 1 or word in lemmas:
-        return None
-    (lemma,) = lemmas
-    return lemma if lemma.isalpha() and lemma != word else None
 
 
 def _vowel_then_stop(word: str) -> bool:

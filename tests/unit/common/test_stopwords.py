@@ -40,7 +40,7 @@ def test_contractions_of_function_words_are_function_words() -> None:
     assert extract_key_terms("I didn't know he'll sell stolen goods").effective == (
         "know",
         "sell",
-        "steal",
+        "stolen",
         "good",
     )
 
@@ -60,10 +60,9 @@ def test_get_and_actually_name_no_topic() -> None:
     assert extract_key_terms("What punishment can he actually get for theft?").effective == (
         "theft",
     )
-    # "caught" and "stolen" read as their lemmas since Then BO.
     assert extract_key_terms("I got caught with a stolen bike").effective == (
-        "catch",
-        "steal",
+        "caught",
+        "stolen",
         "bike",
     )
 

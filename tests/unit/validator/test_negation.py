@@ -46,7 +46,7 @@ class TestMessages:
             "Nothing is an offence which is done by a child under seven years of age.",
         ) == [
             "evidence says 'nothing is an offence which is done by a child' but the claim states "
-            "child, offence without negation"
+            "offence without negation"
         ]
 
     def test_a_negated_bound_is_quoted_whole(self) -> None:
