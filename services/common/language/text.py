@@ -94,7 +94,9 @@ def _combining_marks() -> str:
 
 
 # Word families the suffix rules split: an offence's noun and its doer read as the verb
-# ("bribery", "bribes" and "bribing" are one term; "robber", "robbery" and "robbed" another).
+# ("bribery", "bribes" and "bribing" are one term; "robber", "robbery" and "robbed" another),
+# and a few other families of the Code's words ("injury" / "injured", "cruelty" / "cruel",
+# "voluntary" / "voluntarily", "marriage" / "married").
 # Drawn from the IPC's own vocabulary: its words ending in "-y" that the rules leave whole, the
 # offences its sections name and their doers (docs/EVALUATION.md, "Then BM"). No stemming
 # library joins them (Porter leaves "robberi" and "rob" apart), and a suffix rule would fold
@@ -207,7 +209,9 @@ def stem(word: str) -> str:
     linguistic accuracy: "punished", "punishment" and "punishable" all become "punish". Expects
     a lower-cased word; numbers and words with digits ("498a") are returned as they are.
     Changing what it returns changes BM25: bump ``services.retrieval.lexical.TOKENIZER_VERSION``.
-    A currency or unit spelling is first read as its word ("Rs" as "rupee", "yrs" as "year").
+    A currency or unit spelling is first read as its word ("Rs" as "rupee", "yrs" as "year"),
+    and a word of a listed family, or its singular, as the family's head word ("robbery" and
+    "robbers" as "rob": ``_FAMILIES``).
     """
     word = _SYNONYMS.get(word, word)
     if word in _FAMILIES:

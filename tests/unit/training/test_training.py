@@ -6,6 +6,7 @@ through, once stopped half-way and resumed from its checkpoint; the weights must
 
 from __future__ import annotations
 
+import gzip
 import json
 import random
 import zlib
@@ -17,6 +18,8 @@ import torch
 
 from training import statute_pairs
 from training.build_data import split_heldback
+from training.heldback_accuracy import main as heldback
+from training.heldback_accuracy import paired_difference
 from training.train_entailment import bucketed_batches, data_labels
 from training.train_entailment import main as train
 
@@ -667,8 +670,6 @@ class TestHeldbackComparison:
     """``training.heldback_accuracy --compare``: two models on the same held-back pairs."""
 
     def test_paired_difference_is_the_mean_per_pair_difference_with_its_variance(self) -> None:
-        from training.heldback_accuracy import paired_difference
-
         first = [True, True, False, False, True, False]
         second = [True, False, True, True, True, False]
         difference, (low, high) = paired_difference(first, second)
@@ -679,38 +680,29 @@ class TestHeldbackComparison:
         assert (high - low) / 2 == pytest.approx(1.959964 * variance**0.5, rel=1e-5)
 
     def test_models_that_agree_on_every_pair_differ_by_nothing(self) -> None:
-        from training.heldback_accuracy import paired_difference
-
         assert paired_difference([True, False, True], [True, False, True]) == (0.0, (0.0, 0.0))
 
     def test_the_comparison_scores_both_models_on_the_same_pairs(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        from training.heldback_accuracy import main as heldback
-
-        rows = [json.loads(line) for line in _gz_lines(DATA / "heldback.jsonl.gz")[:12]]
-        (tmp_path / "heldback.jsonl.gz").write_bytes(_gz(rows))
+        rows = [
+            {"premise": "A man is sleeping.", "hypothesis": "A man is sleeping.",
+             "label": "entailment"},
+            {"premise": "A man is sleeping.", "hypothesis": "Nobody is sleeping.",
+             "label": "entailment"},
+            {"premise": "word " * 300, "hypothesis": "A man is sleeping.", "label": "neutral"},
+        ]  # fmt: skip
+        with gzip.open(tmp_path / "heldback.jsonl.gz", "wt") as handle:
+            handle.writelines(json.dumps(r) + "\n" for r in rows)
         model = str(Path(__file__).resolve().parents[3] / "models" / "entailment-minilm-l6")
         heldback(
             ["--data", str(tmp_path), "--threads", "1", "--model-dir", model, "--compare", model]
         )
         result = json.loads(capsys.readouterr().out)
-        assert result["pairs"] + result["over_window_left_out"] == 12
+        assert result["pairs"] == 2 and result["over_window_left_out"] == 1
         compared = result["compared"]
-        assert compared["accuracy"] == result["accuracy"]
+        assert compared["accuracy"] == result["accuracy"] and result["accuracy"]["all"] == 0.5
         assert compared["difference"] == 0.0 and compared["mcnemar_p"] == 1.0
+        assert compared["only_this_right"] == compared["only_model_dir_right"] == 0
         low, high = result["accuracy_ci95"]
-        assert low <= result["accuracy"]["all"] <= high
-
-
-def _gz_lines(path: Path) -> list[str]:
-    import gzip
-
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        return handle.read().splitlines()
-
-
-def _gz(rows: list[dict[str, Any]]) -> bytes:
-    import gzip
-
-    return gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode())
+        assert low < 0.5 < high
