@@ -21,34 +21,13 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import math
 from collections.abc import Sequence
 from pathlib import Path
-from statistics import NormalDist
 from typing import Any
 
 from evaluation.stats import mcnemar_exact, proportion
 from services.common.cross_encoder import OnnxCrossEncoder
 from training.train_entailment import read_pairs
-
-
-def paired_difference(
-    first: Sequence[bool], second: Sequence[bool], confidence: float = 0.95
-) -> tuple[float, tuple[float, float]]:
-    """Difference of two paired accuracies (``second`` minus ``first``) and its Wald interval
-    for paired proportions: the variance of the mean of per-pair differences (each -1, 0 or +1),
-    ``((b + c) - (c - b)^2 / n) / n^2`` with b pairs only ``first`` gets right and c only
-    ``second``. At the thousands of pairs a held-back set holds, the Wald interval is close to
-    the exact ones; it is 0 wide when the two agree on every pair."""
-    if len(first) != len(second) or not first:
-        raise ValueError(f"need two non-empty paired outcomes, got {len(first)} and {len(second)}")
-    n = len(first)
-    only_first = sum(1 for a, b in zip(first, second, strict=True) if a and not b)
-    only_second = sum(1 for a, b in zip(first, second, strict=True) if b and not a)
-    difference = (only_second - only_first) / n
-    variance = max(0.0, (only_first + only_second) - (only_second - only_first) ** 2 / n) / n**2
-    half = NormalDist().inv_cdf(0.5 + confidence / 2) * math.sqrt(variance)
-    return difference, (difference - half, difference + half)
 
 
 def _rights(model: OnnxCrossEncoder, rows: Sequence[dict[str, Any]]) -> list[bool]:
@@ -86,13 +65,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     # The served model refuses a pair over its window (callers window long texts); such pairs
     # (headed statute passages can be) are counted and left out, never truncated. Compared
     # models are scored on the pairs that fit both.
+    windows = [(m, m.window_tokens()) for m in (model, other) if m]
     fits = [
-        all(
-            m.pair_tokens(r["premise"], r["hypothesis"]) <= m.window_tokens()
-            for m in (model, other)
-            if m
-        )
-        for r in rows
+        all(m.pair_tokens(r["premise"], r["hypothesis"]) <= w for m, w in windows) for r in rows
     ]
     skipped = len(rows) - sum(fits)
     rows = [r for r, ok in zip(rows, fits, strict=True) if ok]
@@ -106,8 +81,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     }
     if other is not None:
         other_rights = _rights(other, rows)
-        difference, (low, high) = paired_difference(rights, other_rights)
         test = mcnemar_exact(rights, other_rights)
+        difference, (low, high) = test.difference()
         result["compared"] = {
             "model": other.name,
             "accuracy": _accuracy(rows, other_rights),

@@ -25,8 +25,9 @@ DATA = ROOT / "training" / "sources" / "ipc_nli_pairs_v1.jsonl"
 CONTRASTS = ROOT / "training" / "sources" / "ipc_nli_contrasts_v1.jsonl"
 CORPUS = ROOT / "data" / "corpora" / "indian_law" / "ipc.json"
 ADVERSARIAL = ROOT / "data" / "eval" / "ipc_adversarial" / "pairs.jsonl"
-# The second and third batches (contradictions, each with its contrasting paraphrase in the same file, and
-# neutrals) keeps off the two probes' sections as well: the probes are read to tune the rules.
+# The second and third batches (contradictions, each with its contrasting paraphrase in the
+# same file, and neutrals) keep off the two probes' sections as well: the probes are read to
+# tune the rules.
 MORE = [ROOT / "training" / "sources" / f"ipc_nli_pairs_v2{part}.jsonl" for part in "abcd"]
 PROBES = [
     ROOT / "data" / "eval" / "ipc_paraphrase_probe" / "pairs.jsonl",

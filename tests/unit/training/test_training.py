@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 import torch
 
+from evaluation.stats import paired_difference
 from training import statute_pairs
 from training.build_data import split_heldback
 from training.heldback_accuracy import main as heldback
-from training.heldback_accuracy import paired_difference
 from training.train_entailment import bucketed_batches, data_labels
 from training.train_entailment import main as train
 
