@@ -108,8 +108,9 @@ LIMIT   ?=
 ABLATIONS ?=
 
 .PHONY: bench-retrieval
-bench-retrieval: install ## Retrieval latency/throughput over gRPC vs echo and raw encode+FAISS; recall ablations.
+bench-retrieval: install ## Retrieval latency/throughput over gRPC vs echo and raw encode+FAISS; the query encoder on torch vs ONNX Runtime; recall ablations.
 	$(PY) -m bench.retrieval_perf
+	$(PY) -m bench.query_encoder
 	$(PY) -m bench.retrieval_quality
 
 .PHONY: bench-validator

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from services.common.config import EnvReader, ServerSettings
+from services.retrieval.embedding import EMBEDDING_RUNTIMES
 
 SERVICE_NAME = "grounded.retrieval.v1.RetrievalService"
 
@@ -19,8 +20,12 @@ class RetrievalConfig:
     cache_ttl_s: int
     cache_timeout_s: float
     faiss_threads: int
-    # torch intra-op threads for query encoding (1: no thread hand-offs on a small shared box).
+    # Intra-op threads of the query encoder, torch or ONNX Runtime (1: no thread hand-offs on a
+    # small shared box).
     torch_threads: int = 1
+    # Which runtime encodes queries: "onnx" (the same weights exported at start-up and checked
+    # against torch; faster) or "torch" (sentence-transformers, as the index is built).
+    embedding_runtime: str = "onnx"
     # Local sentence-transformers CrossEncoder directory for stage-2 rerank; empty: heuristic only.
     cross_encoder_path: str = ""
     # The answerability model directory for stage-2 rerank (issue 13); empty: not used.
@@ -49,6 +54,7 @@ class RetrievalConfig:
             cache_timeout_s=env.float("CACHE_TIMEOUT_S", 0.05, minimum=0.001, maximum=5.0),
             faiss_threads=env.int("FAISS_THREADS", 1, minimum=1, maximum=64),
             torch_threads=env.int("TORCH_THREADS", 1, minimum=1, maximum=64),
+            embedding_runtime=env.str("EMBEDDING_RUNTIME", "onnx", choices=EMBEDDING_RUNTIMES),
             cross_encoder_path=env.str("CROSS_ENCODER_PATH", "").strip(),
             rerank_model_dir=env.str("RERANK_MODEL_DIR", "").strip(),
             rerank_deadline_margin_s=env.float(

@@ -1,9 +1,16 @@
-"""Sentence encoders behind a small Protocol; the default is the packaged all-MiniLM-L6-v2."""
+"""Sentence encoders behind a small Protocol; the default is the packaged all-MiniLM-L6-v2.
+
+Two runtimes read the same weights: sentence-transformers on torch (``SentenceTransformerEncoder``,
+which builds the index) and, for queries, ONNX Runtime (``OnnxQueryEncoder``: the loaded model's
+forward pass exported in memory at start-up and checked against torch before it serves).
+"""
 
 from __future__ import annotations
 
+import io
 import logging
 import threading
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -11,11 +18,29 @@ from typing import Any, Final, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from services.common.errors import ModelUnavailableError
 from services.common.language.windows import token_windows
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MODEL_NAME: Final = "sentence-transformers/all-MiniLM-L6-v2"
+
+# How a retrieval service runs its query encoder (RETRIEVAL_EMBEDDING_RUNTIME).
+EMBEDDING_RUNTIMES: Final = ("onnx", "torch")
+
+# The ONNX graph must give what torch gives: every component of every probe vector within this
+# (unit vectors; measured 1.8e-7 on the packaged model, so 1e-5 leaves room for other CPUs'
+# kernels and still catches a wrong pooling, input or weight).
+ONNX_TOLERANCE: Final = 1e-5
+# What the start-up check encodes with both runtimes: a short query, a batch padded to its
+# longest member, and a text longer than the model's input (read up to there, as torch reads it).
+_PROBES: Final = (
+    "What is the punishment for cheating?",
+    "Whoever commits theft shall be punished with imprisonment of either description for a "
+    "term which may extend to three years, or with fine, or with both.",
+    "voluntarily causing hurt",
+)
+_LONG_PROBE: Final = " ".join(["the offence of criminal breach of trust by a public servant"] * 60)
 
 Vectors = npt.NDArray[np.float32]
 
@@ -40,7 +65,7 @@ class SentenceTransformerEncoder:
     """An Encoder over a loaded ``sentence_transformers.SentenceTransformer``."""
 
     def __init__(self, model: Any, name: str) -> None:
-        self._model = model
+        self.model = model
         self.name = name
         dim = model.get_embedding_dimension()
         if not dim:
@@ -54,7 +79,7 @@ class SentenceTransformerEncoder:
         from tokenizers import Tokenizer
 
         backend = getattr(getattr(model, "tokenizer", None), "backend_tokenizer", None)
-        self._tokenizer: Tokenizer | None = None
+        self.tokenizer: Tokenizer | None = None
         if backend is None:
             logger.warning(
                 "embedding model %s has no fast tokenizer: a query longer than its %d word "
@@ -63,16 +88,16 @@ class SentenceTransformerEncoder:
                 self.max_tokens,
             )
         else:
-            self._tokenizer = Tokenizer.from_str(backend.to_str())
-            self._tokenizer.no_truncation()
-            self._tokenizer.no_padding()
-        self._lock = threading.Lock()  # one tokenizer instance is not re-entrant
+            self.tokenizer = Tokenizer.from_str(backend.to_str())
+            self.tokenizer.no_truncation()
+            self.tokenizer.no_padding()
+        self.lock = threading.Lock()  # one tokenizer instance is not re-entrant
 
     def token_spans(self, text: str) -> list[tuple[int, int]]:
-        if self._tokenizer is None:
+        if self.tokenizer is None:
             return [(0, len(text))]  # no offsets to cut by: one window
-        with self._lock:
-            encoding = self._tokenizer.encode(text, add_special_tokens=False)
+        with self.lock:
+            encoding = self.tokenizer.encode(text, add_special_tokens=False)
         return [(int(start), int(end)) for start, end in encoding.offsets]
 
     def windows(self, text: str) -> list[str]:
@@ -85,7 +110,7 @@ class SentenceTransformerEncoder:
     ) -> Vectors:
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vectors = self._model.encode(
+        vectors = self.model.encode(
             list(texts),
             batch_size=batch_size,
             show_progress_bar=show_progress,
@@ -93,6 +118,140 @@ class SentenceTransformerEncoder:
             normalize_embeddings=True,
         )
         return np.ascontiguousarray(vectors, dtype=np.float32)
+
+
+class OnnxQueryEncoder:
+    """A loaded ``SentenceTransformerEncoder``'s model run by ONNX Runtime: the same weights and
+    tokenizer, mean pooling and L2 normalisation as sentence-transformers, about 2.4x faster
+    per query on one thread (docs/RETRIEVAL.md). Built at start-up: the transformer is exported
+    to an fp32 graph in memory (nothing is written to disk), loaded, and checked against the
+    torch runtime on probe texts; any difference beyond ``ONNX_TOLERANCE`` stops the service
+    (``ModelUnavailableError``), never a silent change of vectors. The index is still built by
+    torch; queries and chunks meet in the same space to within that tolerance.
+    """
+
+    def __init__(self, base: SentenceTransformerEncoder, *, threads: int = 1) -> None:
+        self.base = base
+        self.name = base.name
+        self.dim = base.dim
+        if base.tokenizer is None:
+            raise ModelUnavailableError(
+                f"embedding model {base.name} has no fast tokenizer, which the onnx runtime "
+                "needs: set RETRIEVAL_EMBEDDING_RUNTIME=torch"
+            )
+        self._tokenizer: Any = base.tokenizer
+        modules = [type(m).__name__ for m in base.model]
+        pooling = getattr(base.model[1], "pooling_mode", None) if len(modules) > 1 else None
+        if (
+            modules[:2] != ["Transformer", "Pooling"]
+            or pooling != "mean"
+            or any(m != "Normalize" for m in modules[2:])
+        ):
+            raise ModelUnavailableError(
+                f"embedding model {base.name} ({' + '.join(modules)}, pooling {pooling}) is not "
+                "a mean-pooled transformer, all the onnx runtime runs: set "
+                "RETRIEVAL_EMBEDDING_RUNTIME=torch"
+            )
+        self._inputs = [n for n in base.model.tokenizer.model_input_names if n in _ONNX_INPUT_NAMES]
+        try:
+            self._session = _export_session(base.model[0].auto_model, self._inputs, threads)
+        except Exception as exc:  # the exporter and onnxruntime raise their own types
+            raise ModelUnavailableError(
+                f"cannot run embedding model {base.name} in onnxruntime ({exc}): set "
+                "RETRIEVAL_EMBEDDING_RUNTIME=torch"
+            ) from exc
+        problem = self.differs_from_torch()
+        if problem is not None:
+            raise ModelUnavailableError(
+                f"embedding model {base.name} in onnxruntime differs from torch: {problem}"
+            )
+
+    def differs_from_torch(self) -> str | None:
+        """None when every probe vector matches the torch runtime's, else how it differs."""
+        for texts in ([_PROBES[0]], list(_PROBES), [_LONG_PROBE]):
+            gap = float(np.abs(self.encode(texts) - self.base.encode(texts)).max())
+            if not gap <= ONNX_TOLERANCE:
+                return f"{gap:.3g} > {ONNX_TOLERANCE} on {len(texts)} probe text(s)"
+        return None
+
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        return self.base.token_spans(text)
+
+    def windows(self, text: str) -> list[str]:
+        return self.base.windows(text)
+
+    def encode(
+        self, texts: Sequence[str], *, batch_size: int = 64, show_progress: bool = False
+    ) -> Vectors:
+        """What ``SentenceTransformerEncoder.encode`` returns, texts past the model's input
+        read up to there as it reads them (callers window queries, so none is)."""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if len(texts) == 0:
+            return out
+        with self.base.lock:
+            encodings = self._tokenizer.encode_batch(list(texts))
+        limit = self.base.max_tokens + 2
+        for start in range(0, len(encodings), batch_size):
+            block = encodings[start : start + batch_size]
+            # sentence-transformers keeps [CLS], the first tokens, and [SEP].
+            rows = [
+                e.ids if len(e.ids) <= limit else [*e.ids[: limit - 1], e.ids[-1]] for e in block
+            ]
+            ids = np.zeros((len(rows), max(map(len, rows))), dtype=np.int64)
+            mask = np.zeros_like(ids)
+            for row, tokens in enumerate(rows):
+                ids[row, : len(tokens)] = tokens
+                mask[row, : len(tokens)] = 1
+            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            (hidden,) = self._session.run(None, {k: feeds[k] for k in self._inputs})
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+            out[start : start + len(rows)] = pooled / norms
+        return out
+
+
+_ONNX_INPUT_NAMES: Final = ("input_ids", "attention_mask", "token_type_ids")
+
+
+def _export_session(transformer: Any, inputs: list[str], threads: int) -> Any:
+    """An ONNX Runtime session over ``transformer``'s last hidden state, exported in memory."""
+    import onnxruntime as ort
+    import torch
+
+    class LastHiddenState(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.transformer = transformer
+
+        def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
+            out = self.transformer(**dict(zip(inputs, tensors, strict=True)))
+            hidden: torch.Tensor = out.last_hidden_state
+            return hidden
+
+    sample = torch.ones((1, 8), dtype=torch.int64)
+    graph = io.BytesIO()
+    with warnings.catch_warnings():  # the exporter's notes would break the JSON log lines
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            LastHiddenState().eval(),
+            tuple(sample for _ in inputs),
+            # In memory, so a read-only root filesystem (the deployed pods) is no obstacle; the
+            # TorchScript exporter (dynamo=False) takes a file object, its annotation says not.
+            graph,  # type: ignore[arg-type]
+            input_names=inputs,
+            output_names=["last_hidden_state"],
+            dynamic_axes={n: {0: "batch", 1: "tokens"} for n in [*inputs, "last_hidden_state"]},
+            opset_version=17,
+            dynamo=False,
+        )
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    model = graph.getvalue()
+    graph.close()  # one copy of the 90 MB graph in memory at a time
+    return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
 
 def set_torch_threads(threads: int) -> None:

@@ -11,12 +11,19 @@ from grounded.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc
 
 from services.common.answerability_model import load_scorer
 from services.common.config import InvalidSettingError
+from services.common.errors import ModelUnavailableError
 from services.common.evidence import passage_text
 from services.common.metrics import set_build_info
 from services.common.server import GrpcService, ServiceApp, serve_main
 from services.retrieval.cache import RedisResultCache
 from services.retrieval.config import SERVICE_NAME, RetrievalConfig
-from services.retrieval.embedding import load_encoder, set_torch_threads
+from services.retrieval.embedding import (
+    Encoder,
+    OnnxQueryEncoder,
+    SentenceTransformerEncoder,
+    load_encoder,
+    set_torch_threads,
+)
 from services.retrieval.index import set_faiss_threads
 from services.retrieval.rerank import (
     AnswerabilityPairScorer,
@@ -80,13 +87,29 @@ def build_reranker(settings: SearchSettings) -> Reranker | None:
         raise InvalidSettingError(f"RETRIEVAL_CROSS_ENCODER_PATH: {exc}") from exc
 
 
+def query_encoder(encoder: Encoder, config: RetrievalConfig) -> Encoder:
+    """The encoder queries run on: ``encoder`` itself, or with ``RETRIEVAL_EMBEDDING_RUNTIME=onnx``
+    (the default) the same model in ONNX Runtime, checked against it before it serves."""
+    if config.embedding_runtime == "torch":
+        return encoder
+    if not isinstance(encoder, SentenceTransformerEncoder):
+        raise ModelUnavailableError(
+            f"RETRIEVAL_EMBEDDING_RUNTIME=onnx runs a sentence-transformers model; {encoder.name} "
+            "is not one: set RETRIEVAL_EMBEDDING_RUNTIME=torch"
+        )
+    try:
+        return OnnxQueryEncoder(encoder, threads=config.torch_threads)
+    except ModelUnavailableError as exc:
+        raise exc.naming("RETRIEVAL_EMBEDDING_RUNTIME", config.embedding_runtime) from exc
+
+
 def build_searcher(config: RetrievalConfig) -> Searcher:
     """Load encoder, artifacts and cache (blocking: runs in a worker thread during warm-up)."""
     set_faiss_threads(config.faiss_threads)
     settings = search_settings(config)
     reranker = build_reranker(settings)
     set_torch_threads(config.torch_threads)
-    encoder = load_encoder(config.model_path or None)
+    encoder = query_encoder(load_encoder(config.model_path or None), config)
     artifacts = load_artifacts(
         Path(config.index_dir), expected_model=encoder.name, expected_dim=encoder.dim
     )
@@ -104,6 +127,7 @@ def build_searcher(config: RetrievalConfig) -> Searcher:
             "index_version": artifacts.index_version,
             "cache": cache is not None,
             "reranker": "heuristic" if reranker is None else reranker.name,
+            "embedding_runtime": config.embedding_runtime,
         },
     )
     return Searcher(artifacts, encoder, settings, cache=cache, reranker=reranker)
