@@ -6,7 +6,8 @@ One run measures, on the same machine and in the same process:
 - a no-op echo RPC (the loopback gRPC ceiling) at concurrency 1 and 8;
 - RetrievePassages cache hits and cache misses (unique queries) at concurrency 1 and 8, over a
   real in-process retrieval server backed by a private redis-server;
-- a raw in-process ``model.encode(query)`` + FAISS flat top-10 search (what a miss cannot beat);
+- a raw in-process encode of the query (the runtime the server encodes with) + FAISS flat
+  top-10 search (what a miss cannot beat);
 - ingest throughput (chunk, embed, index, write) as a ratio of raw encode throughput;
 - HNSW and IVF recall@10 against the flat index, with their build and query times.
 
@@ -478,10 +479,15 @@ async def run(args: argparse.Namespace, argv: Sequence[str]) -> dict[str, Any]:
     )
     queries = query_pool(artifacts.chunks)
     print(f"corpus: {manifest.chunk_count} chunks, {len(queries)} distinct queries", flush=True)
+    # Queries are encoded as the server encodes them (RETRIEVAL_EMBEDDING_RUNTIME, default
+    # onnx), so the raw floor is the server's own work; ingest encodes with torch, as it does.
+    query_encoder = retrieval_server.query_encoder(
+        encoder, RetrievalConfig.from_env({"RETRIEVAL_TORCH_THREADS": str(args.torch_threads)})
+    )
 
     ingest = measure_ingest(encoder, plan.ingest_sources)
     print(f"ingest: {ingest}", flush=True)
-    recall_vectors = encoder.encode(queries[: plan.recall_queries])
+    recall_vectors = query_encoder.encode(queries[: plan.recall_queries])
     recall = measure_recall(artifacts.index, recall_vectors)
     print(f"recall: {recall}", flush=True)
 
@@ -493,7 +499,7 @@ async def run(args: argparse.Namespace, argv: Sequence[str]) -> dict[str, Any]:
             redis,
             queries,
             sample,
-            lambda qs: measure_raw(encoder, artifacts.index, qs),
+            lambda qs: measure_raw(query_encoder, artifacts.index, qs),
         )
     print(f"raw encode+search: {raw}", flush=True)
     for r in results:
