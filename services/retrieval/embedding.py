@@ -122,8 +122,9 @@ class SentenceTransformerEncoder:
 
 class OnnxQueryEncoder:
     """A loaded ``SentenceTransformerEncoder``'s model run by ONNX Runtime: the same weights and
-    tokenizer, mean pooling and L2 normalisation as sentence-transformers, about 2.4x faster
-    per query on one thread (docs/RETRIEVAL.md). Built at start-up: the transformer is exported
+    tokenizer, mean pooling and L2 normalisation as sentence-transformers, about 2x faster per
+    query on one thread (``python -m bench.query_encoder``: 2.17x at p50 on 2026-11-28;
+    docs/RETRIEVAL.md). Built at start-up: the transformer is exported
     to an fp32 graph in memory (nothing is written to disk), loaded, and checked against the
     torch runtime on probe texts; any difference beyond ``ONNX_TOLERANCE`` stops the service
     (``ModelUnavailableError``), never a silent change of vectors. The index is still built by
