@@ -153,7 +153,8 @@ def unsafe(text: str, evidence: Iterable[str]) -> list[str]:
         return piece in held
 
     shown = html.unescape(text) if "&" in text else text
-    for ch in dict.fromkeys(c for c in shown if _hidden(c)):
+    # Each distinct character once, in the order it first appears (a sentence has a few dozen).
+    for ch in (c for c in dict.fromkeys(shown) if _hidden(c)):
         kind = _hidden(ch)
         if kind in ("reorders", "controls") or not in_evidence(ch):
             found[describe(ch)] = None
