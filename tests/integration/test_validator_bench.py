@@ -66,6 +66,32 @@ class TestValidatorModelHarness:
         assert short_high - short_low > high - low
 
 
+class TestModelAloneRows:
+    def test_each_row_times_as_many_distinct_pairs_as_it_names(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # The model scores a pair repeated within a call once: a row of 32 pairs built from 5
+        # repeated would time 5 (the rows of 10 and 32 did until 2026-11-28).
+        from types import SimpleNamespace
+
+        from bench import validator_model
+
+        calls: list[tuple[int, int]] = []
+
+        def predict(batch: list[tuple[str, str]]) -> list[tuple[float, float, float]]:
+            calls.append((len(batch), len(set(batch))))
+            return [(1.0, 0.0, 0.0)] * len(batch)
+
+        fake = SimpleNamespace(model=SimpleNamespace(predict=predict))
+        monkeypatch.setattr(validator_model, "load_tier", lambda *a, **k: fake)
+
+        rows = validator_model.model_alone(Path("unused"), iterations=2)
+
+        assert set(rows) == {f"threads_{t}_batch_{n}" for t in (1, 2) for n in (1, 5, 10, 32)}
+        assert {size for size, _ in calls} == {1, 5, 10, 32}
+        assert all(size == distinct for size, distinct in calls)
+
+
 class TestFreshAdversarialHarness:
     def test_fresh_set_reports_headline_figures_only(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
