@@ -29,7 +29,7 @@ import grpc
 from grounded.synthesis.v1 import synthesis_service_pb2 as spb
 from grounded.synthesis.v1 import synthesis_service_pb2_grpc as spb_grpc
 
-from bench.loadgen import LoadResult, machine_context, run_load, write_report
+from bench.loadgen import LoadResult, machine_context, rss_kib, run_load, write_report
 from stack.processes import ROOT, ProcessStack, base, served_calls
 
 IPC = ROOT / "data" / "corpora" / "indian_law" / "ipc.json"
@@ -49,14 +49,6 @@ QUESTIONS = (
     "What is the penalty for speeding on a highway?",
 )
 RSS_GROWTH_TARGET = 0.10
-
-
-def rss_kib(pid: int) -> int:
-    """Resident set size of a process in KiB, from /proc/PID/status (VmRSS)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
 def stack_rss_kib(stack: ProcessStack) -> dict[str, int]:

@@ -29,8 +29,14 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np
 
-from bench.loadgen import command_line, machine_context, percentile, write_report
-from bench.validator_model import p95_interval
+from bench.loadgen import (
+    command_line,
+    machine_context,
+    p95_interval,
+    percentile,
+    rss_kib,
+    write_report,
+)
 from services.retrieval.embedding import (
     Encoder,
     OnnxQueryEncoder,
@@ -45,14 +51,6 @@ QUESTIONS: Final = ROOT / "data" / "eval" / "ipc_qa" / "ipc_qa_dev.json"
 INDEX: Final = ROOT / "var" / "index"
 REPORTS: Final = ROOT / "reports"
 TOP_K: Final = 10
-
-
-def rss_mib() -> float:
-    """This process's resident memory now (Linux)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    return float("nan")
 
 
 def latency_row(samples: Sequence[float]) -> dict[str, Any]:
@@ -79,12 +77,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     base = load_encoder()
     assert isinstance(base, SentenceTransformerEncoder)
     base.encode(["warm up"])
-    before = rss_mib()
+    before = round(rss_kib(os.getpid()) / 1024, 1)
     started = time.perf_counter()
     onnx = OnnxQueryEncoder(base, threads=args.threads)
     start_s = time.perf_counter() - started
     onnx.encode(["warm up"])
-    after = rss_mib()
+    after = round(rss_kib(os.getpid()) / 1024, 1)
 
     questions = [q["question"] for q in json.loads(QUESTIONS.read_text())][: args.queries]
     runtimes: dict[str, Encoder] = {"torch": base, "onnx": onnx}

@@ -35,12 +35,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-import numpy as np
 from grounded.type.v1 import validation_pb2
 from grounded.validator.v1 import validator_service_pb2_grpc as pb_grpc
 from grpc import aio
 
-from bench.loadgen import command_line, machine_context, percentile, write_report
+from bench.loadgen import (
+    BOOTSTRAP_RESAMPLES,
+    SEED,
+    command_line,
+    machine_context,
+    p95_interval,
+    percentile,
+    write_report,
+)
 from bench.validator_perf import grpc_request
 from services.common.evidence import Chunk
 from services.common.validation import Tier, Verdict
@@ -55,25 +62,6 @@ SENTENCES: Final = 5
 # A long answer as well: where pairs scored side by side (2 threads) should pay.
 LONG_SENTENCES: Final = 20
 TARGET_P95_MS: Final = 30.0
-BOOTSTRAP_RESAMPLES: Final = 2_000
-SEED: Final = 20261126
-
-
-def p95_interval(
-    samples: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = SEED
-) -> tuple[float, float]:
-    """95 % bootstrap interval of the p95 of ``samples`` (the rank ``loadgen.percentile``
-    takes): the repeats are drawn with replacement ``resamples`` times (seeded), the p95 of each
-    draw taken, and the 2.5th and 97.5th percentiles of those reported."""
-    values = np.asarray(samples, dtype=float)
-    n = len(values)
-    if n == 0:
-        return (float("nan"), float("nan"))
-    rank = min(n - 1, max(0, round(0.95 * (n - 1))))
-    draws = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
-    p95s = np.sort(values[draws], axis=1)[:, rank]
-    low, high = np.percentile(p95s, [2.5, 97.5])
-    return (round(float(low), 2), round(float(high), 2))
 
 
 def p95_cell(row: dict[str, Any]) -> str:
