@@ -34,8 +34,8 @@ from training.train_entailment import base_model_path, data_labels, library_vers
 MAX_TOKENS = 256
 # What the model's manifest keeps of the run's training.json: the recipe, and what a rerun must
 # match (device, base weights, data, library versions; training/README.md).
-TRAINING_FIELDS = ("seed", "epochs", "lr", "batch_size", "steps", "train_pairs", "device",
-                   "base_sha256", "data_sha256", "versions")  # fmt: skip
+TRAINING_FIELDS = ("seed", "init_seed", "epochs", "lr", "batch_size", "steps", "train_pairs",
+                   "device", "base_sha256", "data_sha256", "versions", "soup")  # fmt: skip
 
 
 def load_model(

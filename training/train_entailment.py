@@ -224,6 +224,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--warmup", type=float, default=0.06)
     parser.add_argument("--max-length", type=int, default=256)
     parser.add_argument("--seed", type=int, default=20261124)
+    parser.add_argument(
+        "--init-seed",
+        type=int,
+        default=None,
+        help="seed of the new classification head's weights only (default: --seed); runs "
+        "that share it and differ in --seed start from the same weights and see other batch "
+        "orders and dropout, which a weight-averaged soup (training.soup) needs",
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument(
         "--device", default="auto", help="auto (GPU if torch sees one), cpu or cuda"
@@ -311,7 +319,8 @@ def distillation_loss(
 
 def _train(args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
+    separate_init = args.init_seed is not None and args.init_seed != args.seed
+    torch.manual_seed(args.init_seed if separate_init else args.seed)
     device = pick_device(args.device)
 
     base = args.base or base_model_path()
@@ -356,6 +365,11 @@ def _train(args: argparse.Namespace) -> None:
         dtype=torch.float32,  # train in fp32 whatever the base file's precision
         **({"num_hidden_layers": args.layers} if args.layers else {}),
     ).to(device)
+    if separate_init:  # the head is drawn; dropout from here on follows --seed
+        torch.manual_seed(args.seed)
+        logger.info(
+            "head initialised with seed %d, trained with seed %d", args.init_seed, args.seed
+        )
     model.train()
     logger.info("device %s", device)
     steps_per_epoch = math.ceil(len(rows) / args.batch_size)
@@ -375,6 +389,7 @@ def _train(args: argparse.Namespace) -> None:
             else {}
         ),
         **({"token_types": args.token_types} if args.token_types != "zeros" else {}),
+        **({"init_seed": args.init_seed} if separate_init else {}),
         "labels": list(names),
         "total_steps": total,
     }

@@ -706,3 +706,66 @@ class TestHeldbackComparison:
         assert compared["only_this_right"] == compared["only_model_dir_right"] == 0
         low, high = result["accuracy_ci95"]
         assert low < 0.5 < high
+
+
+class TestSoup:
+    """training.soup averages runs that started from the same weights, and refuses others."""
+
+    def test_float_tensors_are_averaged_and_other_tensors_kept(self) -> None:
+        from training.soup import average
+
+        a = {"w": torch.tensor([1.0, 2.0]), "ids": torch.tensor([0, 1])}
+        b = {"w": torch.tensor([3.0, 6.0]), "ids": torch.tensor([0, 1])}
+        out = average([a, b])
+        assert torch.equal(out["w"], torch.tensor([2.0, 4.0]))
+        assert torch.equal(out["ids"], torch.tensor([0, 1]))
+        with pytest.raises(SystemExit, match="non-float tensor differs"):
+            average([a, {**b, "ids": torch.tensor([1, 0])}])
+
+    def test_runs_of_other_data_or_another_head_are_refused(self) -> None:
+        from training.soup import check_runs
+
+        run = {"seed": 1, "data_sha256": {"train": "x"}, "base_sha256": "b"}
+        check_runs([run, {**run, "seed": 2, "init_seed": 1}], ["a", "b"])
+        with pytest.raises(SystemExit, match="head was drawn with seed 2"):
+            check_runs([run, {**run, "seed": 2}], ["a", "b"])
+        with pytest.raises(SystemExit, match="differs from a in data_sha256"):
+            check_runs([run, {**run, "data_sha256": {"train": "y"}}], ["a", "b"])
+        with pytest.raises(SystemExit, match="at least two"):
+            check_runs([run], ["a"])
+
+    @pytest.mark.slow
+    def test_init_seed_shares_the_head_and_the_soup_is_the_mean(self, tmp_path: Path) -> None:
+        """At lr 0 nothing moves, so each run's final weights are its starting ones: runs that
+        share --init-seed start alike whatever their --seed; without it they do not. Trained
+        runs of one start average into a model that exports like any run."""
+        from transformers import AutoModelForSequenceClassification
+
+        from training.soup import main as soup
+
+        def run(out: str, *extra: str) -> Path:
+            train([
+                "--data", str(DATA), "--limit", "32", "--batch-size", "16", "--epochs", "1",
+                "--heldback-limit", "4", "--threads", "1", "--layers", "2",
+                "--out", str(tmp_path / out), *extra,
+            ])  # fmt: skip
+            return tmp_path / out
+
+        def head(path: Path) -> torch.Tensor:
+            model = AutoModelForSequenceClassification.from_pretrained(str(path / "final"))
+            return model.classifier.weight.detach()
+
+        frozen = [run(f"lr0_{s}", "--lr", "0", "--seed", s, "--init-seed", "7") for s in "12"]
+        assert torch.equal(head(frozen[0]), head(frozen[1]))
+        assert not torch.equal(head(frozen[0]), head(run("lr0_3", "--lr", "0", "--seed", "3")))
+
+        runs = [run(f"run_{s}", "--seed", s, "--init-seed", "7") for s in "12"]
+        assert not torch.equal(head(runs[0]), head(runs[1]))
+        soup([*map(str, runs), "--out", str(tmp_path / "soup"), "--data", str(DATA)])
+        mixed = AutoModelForSequenceClassification.from_pretrained(str(tmp_path / "soup"))
+        assert torch.allclose(mixed.classifier.weight, (head(runs[0]) + head(runs[1])) / 2)
+        summary = json.loads((tmp_path / "soup" / "training.json").read_text())
+        assert [r["seed"] for r in summary["soup"]] == [1, 2]
+        assert 0.0 <= summary["heldback_accuracy"] <= 1.0
+        with pytest.raises(SystemExit, match="head was drawn"):
+            soup([str(runs[0]), str(tmp_path / "lr0_3"), "--out", str(tmp_path / "bad")])
