@@ -9,7 +9,8 @@ then the other (the order alternating), ``R`` times: per-query p50 and p95 (with
 interval), the ratio, the largest difference between the two vectors of a query, and whether
 the top-10 FAISS neighbours in a built IPC index (``--index-dir``, default ``var/index``,
 when present) are the same.
-Also the time and memory (this process's RSS) the ONNX runtime adds at start-up.
+Also the time and memory (this process's RSS) the ONNX runtime adds at start-up, and the RSS once
+the torch weights are released, as the service releases them ("serving").
 Writes reports/query_encoder.{json,md}.
 """
 
@@ -109,6 +110,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             "same_top10": sum(same),
             "queries": len(same),
         }
+    # What the service keeps once it has checked the session: the torch weights go
+    # (OnnxQueryEncoder.release_torch, as build_searcher does); the vectors must not move.
+    onnx.release_torch()
+    serving = round(rss_kib(os.getpid()) / 1024, 1)
+    if not np.array_equal(np.vstack([onnx.encode([q]) for q in questions]), onnx_vectors):
+        raise SystemExit("the ONNX vectors changed when the torch weights were released")
     rows = {name: latency_row(samples) for name, samples in times.items()}
     report = {
         "command": command_line("bench.query_encoder", argv),
@@ -121,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "max_abs_difference": float(np.abs(torch_vectors - onnx_vectors).max()),
         "faiss": agreement,
         "onnx_start_s": round(start_s, 2),
-        "rss_mib": {"torch_only": before, "with_onnx": after},
+        "rss_mib": {"torch_only": before, "with_onnx": after, "serving": serving},
     }
     lines = [
         "# Query encoder: torch vs ONNX Runtime",
@@ -149,7 +156,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     lines += [
         f"- ONNX runtime start-up (export, load, check): {report['onnx_start_s']} s; "
-        f"RSS {before} → {after} MiB",
+        f"RSS {before} → {after} MiB, {serving} MiB serving (torch weights released, as "
+        "the service does)",
         "",
     ]
     write_report(args.out, report, "\n".join(lines))

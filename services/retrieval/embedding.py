@@ -7,6 +7,7 @@ forward pass exported in memory at start-up and checked against torch before it 
 
 from __future__ import annotations
 
+import gc
 import io
 import logging
 import threading
@@ -93,6 +94,13 @@ class SentenceTransformerEncoder:
             self.tokenizer.no_padding()
         self.lock = threading.Lock()  # one tokenizer instance is not re-entrant
 
+    def release_model(self) -> None:
+        """Drop the torch model and its weights (about 90 MB for MiniLM), keeping the name,
+        dimension and tokenizer: for an encoder whose queries another runtime encodes once it
+        has been checked against this one (``OnnxQueryEncoder.release_torch``). ``encode`` then
+        raises ``ModelUnavailableError``."""
+        self.model = None
+
     def token_spans(self, text: str) -> list[tuple[int, int]]:
         if self.tokenizer is None:
             return [(0, len(text))]  # no offsets to cut by: one window
@@ -110,6 +118,11 @@ class SentenceTransformerEncoder:
     ) -> Vectors:
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if self.model is None:
+            raise ModelUnavailableError(
+                f"embedding model {self.name}'s torch weights were released: its queries are "
+                "encoded by onnxruntime (OnnxQueryEncoder.release_torch)"
+            )
         vectors = self.model.encode(
             list(texts),
             batch_size=batch_size,
@@ -174,6 +187,14 @@ class OnnxQueryEncoder:
             if not gap <= ONNX_TOLERANCE:
                 return f"{gap:.3g} > {ONNX_TOLERANCE} on {len(texts)} probe text(s)"
         return None
+
+    def release_torch(self) -> None:
+        """Free the torch weights once the start-up check has passed: serving needs only the
+        tokenizer and the session, and the retrieval service keeps about 90 MiB less resident
+        (``python -m bench.query_encoder``, "serving"). ``differs_from_torch`` and the base
+        encoder's ``encode`` cannot run after it."""
+        self.base.release_model()
+        gc.collect()  # the module tree may hold cycles; free its tensors now, not later
 
     def token_spans(self, text: str) -> list[tuple[int, int]]:
         return self.base.token_spans(text)

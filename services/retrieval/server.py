@@ -87,9 +87,12 @@ def build_reranker(settings: SearchSettings) -> Reranker | None:
         raise InvalidSettingError(f"RETRIEVAL_CROSS_ENCODER_PATH: {exc}") from exc
 
 
-def query_encoder(encoder: Encoder, config: RetrievalConfig) -> Encoder:
+def query_encoder(
+    encoder: Encoder, config: RetrievalConfig, *, release_torch: bool = False
+) -> Encoder:
     """The encoder queries run on: ``encoder`` itself, or with ``RETRIEVAL_EMBEDDING_RUNTIME=onnx``
-    (the default) the same model in ONNX Runtime, checked against it before it serves."""
+    (the default) the same model in ONNX Runtime, checked against it before it serves; with
+    ``release_torch`` (the service) the checked torch weights are then freed."""
     if config.embedding_runtime == "torch":
         return encoder
     if not isinstance(encoder, SentenceTransformerEncoder):
@@ -98,9 +101,12 @@ def query_encoder(encoder: Encoder, config: RetrievalConfig) -> Encoder:
             "is not one: set RETRIEVAL_EMBEDDING_RUNTIME=torch"
         )
     try:
-        return OnnxQueryEncoder(encoder, threads=config.torch_threads)
+        onnx = OnnxQueryEncoder(encoder, threads=config.torch_threads)
     except ModelUnavailableError as exc:
         raise exc.naming("RETRIEVAL_EMBEDDING_RUNTIME", config.embedding_runtime) from exc
+    if release_torch:
+        onnx.release_torch()
+    return onnx
 
 
 def build_searcher(config: RetrievalConfig) -> Searcher:
@@ -109,7 +115,7 @@ def build_searcher(config: RetrievalConfig) -> Searcher:
     settings = search_settings(config)
     reranker = build_reranker(settings)
     set_torch_threads(config.torch_threads)
-    encoder = query_encoder(load_encoder(config.model_path or None), config)
+    encoder = query_encoder(load_encoder(config.model_path or None), config, release_torch=True)
     artifacts = load_artifacts(
         Path(config.index_dir), expected_model=encoder.name, expected_dim=encoder.dim
     )

@@ -115,6 +115,20 @@ class TestSetting:
         chosen = retrieval_server.query_encoder(base, RetrievalConfig.from_env({}))
         assert isinstance(chosen, OnnxQueryEncoder) and chosen.base is base
 
+    def test_the_service_frees_the_torch_weights_once_checked(self, onnx: OnnxQueryEncoder) -> None:
+        """Serving needs only the tokenizer and the session: the torch weights go, the vectors
+        stay the same, and the torch encoder says why it can no longer encode."""
+        fresh = embedding.load_encoder()
+        assert isinstance(fresh, SentenceTransformerEncoder)
+        config = RetrievalConfig.from_env({})
+        chosen = retrieval_server.query_encoder(fresh, config, release_torch=True)
+        assert isinstance(chosen, OnnxQueryEncoder) and fresh.model is None
+        query = "what is the punishment for theft"
+        assert np.array_equal(chosen.encode([query]), onnx.encode([query]))
+        assert chosen.windows(query) == onnx.windows(query)
+        with pytest.raises(ModelUnavailableError, match="released"):
+            fresh.encode([query])
+
     def test_onnx_needs_a_sentence_transformers_model(self) -> None:
         other: Any = SimpleNamespace(name="some-encoder", dim=4)
         with pytest.raises(ModelUnavailableError, match="RETRIEVAL_EMBEDDING_RUNTIME"):
