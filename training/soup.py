@@ -146,11 +146,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.data is not None:
         accuracy = heldback_accuracy(soup, tokenizer, args.data, summary)
         summary["heldback_accuracy"] = accuracy
-        mean = np.mean([s.get("heldback_accuracy") or np.nan for s in summaries])
+        # A run's own figure is missing only for a soup made without --data.
+        runs = [s.get("heldback_accuracy") for s in summaries]
+        scored = [a for a in runs if a is not None]
         logger.info(
-            "soup of %d runs: held-back accuracy %.4f (runs: %s; mean %.4f)",
+            "soup of %d runs: held-back accuracy %.4f (runs: %s; mean %s)",
             len(dirs), accuracy,
-            ", ".join(f"{s.get('heldback_accuracy', float('nan')):.4f}" for s in summaries), mean,
+            ", ".join("–" if a is None else f"{a:.4f}" for a in runs),
+            f"{np.mean(scored):.4f}" if scored else "–",
         )  # fmt: skip
     (args.out / "training.json").write_text(json.dumps(summary, indent=2) + "\n")
 

@@ -769,3 +769,11 @@ class TestSoup:
         assert 0.0 <= summary["heldback_accuracy"] <= 1.0
         with pytest.raises(SystemExit, match="head was drawn"):
             soup([str(runs[0]), str(tmp_path / "lr0_3"), "--out", str(tmp_path / "bad")])
+        # A soup made without --data has no held-back figure; a soup of it still reports.
+        soup([*map(str, runs), "--out", str(tmp_path / "unscored")])
+        assert (
+            json.loads((tmp_path / "unscored" / "training.json").read_text())["heldback_accuracy"]
+            is None
+        )
+        soup([str(tmp_path / "unscored"), str(runs[0]), "--out", str(tmp_path / "again"),
+              "--data", str(DATA)])  # fmt: skip
