@@ -111,7 +111,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "queries": len(same),
         }
     # What the service keeps once it has checked the session: the torch weights go
-    # (OnnxQueryEncoder.release_torch, as build_searcher does); the vectors must not move.
+    # (OnnxQueryEncoder.release_torch, as build_searcher does, once nothing else holds them);
+    # the vectors must not move.
+    del base, runtimes
     onnx.release_torch()
     serving = round(rss_kib(os.getpid()) / 1024, 1)
     if not np.array_equal(np.vstack([onnx.encode([q]) for q in questions]), onnx_vectors):

@@ -7,6 +7,7 @@ forward pass exported in memory at start-up and checked against torch before it 
 
 from __future__ import annotations
 
+import copy
 import gc
 import io
 import logging
@@ -96,10 +97,11 @@ class SentenceTransformerEncoder:
         self.lock = threading.Lock()  # one tokenizer instance is not re-entrant
 
     def release_model(self) -> None:
-        """Drop the torch model and its weights (about 90 MB for MiniLM), keeping the name,
-        dimension and tokenizer: for an encoder whose queries another runtime encodes once it
-        has been checked against this one (``OnnxQueryEncoder.release_torch``). ``encode`` then
-        raises ``ModelUnavailableError``."""
+        """Drop this encoder's reference to the torch model (its weights, about 90 MB for
+        MiniLM, go when no one else holds them), keeping the name, dimension and tokenizer: for
+        an encoder whose queries another runtime encodes once it has been checked against this
+        one (``OnnxQueryEncoder.release_torch``). ``encode`` then raises
+        ``ModelUnavailableError``."""
         self.model = None
 
     def token_spans(self, text: str) -> list[tuple[int, int]]:
@@ -190,10 +192,14 @@ class OnnxQueryEncoder:
         return None
 
     def release_torch(self) -> None:
-        """Free the torch weights once the start-up check has passed: serving needs only the
-        tokenizer and the session, and the retrieval service keeps about 90 MiB less resident
-        (``python -m bench.query_encoder``, "serving"). ``differs_from_torch`` and the base
-        encoder's ``encode`` cannot run after it."""
+        """Let go of the torch weights once the start-up check has passed: serving needs only
+        the tokenizer and the session. This encoder drops its own reference to the torch model
+        (on a copy of the base encoder, which shares its tokenizer and lock), so the weights are
+        freed when nothing else holds them, as in the retrieval service (about 90 MiB less
+        resident; ``python -m bench.query_encoder``, "serving"), while a caller that still holds
+        the base encoder (a test's shared one, a benchmark) can go on encoding with it.
+        ``differs_from_torch`` cannot run after it."""
+        self.base = copy.copy(self.base)
         self.base.release_model()
         gc.collect()  # the module tree may hold cycles; free its tensors now, not later
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from functools import partial
 from pathlib import Path
@@ -116,6 +117,9 @@ def build_searcher(config: RetrievalConfig) -> Searcher:
     reranker = build_reranker(settings)
     set_torch_threads(config.torch_threads)
     encoder = query_encoder(load_encoder(config.model_path or None), config, release_torch=True)
+    # The torch model's module tree holds reference cycles: collect now, so that the weights the
+    # ONNX runtime no longer needs leave before the index arrives, not at some later collection.
+    gc.collect()
     artifacts = load_artifacts(
         Path(config.index_dir), expected_model=encoder.name, expected_dim=encoder.dim
     )

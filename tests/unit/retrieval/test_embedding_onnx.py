@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import os
+import weakref
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
@@ -159,19 +161,52 @@ class TestSetting:
         chosen = retrieval_server.query_encoder(base, RetrievalConfig.from_env({}))
         assert isinstance(chosen, OnnxQueryEncoder) and chosen.base is base
 
-    def test_the_service_frees_the_torch_weights_once_checked(self, onnx: OnnxQueryEncoder) -> None:
-        """Serving needs only the tokenizer and the session: the torch weights go, the vectors
-        stay the same, and the torch encoder says why it can no longer encode."""
+    def test_the_service_lets_go_of_the_torch_weights_once_checked(
+        self, onnx: OnnxQueryEncoder
+    ) -> None:
+        """Serving needs only the tokenizer and the session: the service drops its reference to
+        the torch model, so the weights go once no one else holds them, and the vectors stay
+        the same. A caller that still holds the torch encoder (a test's shared one) can go on
+        encoding with it."""
         fresh = embedding.load_encoder()
         assert isinstance(fresh, SentenceTransformerEncoder)
+        weights = weakref.ref(fresh.model)
         config = RetrievalConfig.from_env({})
         chosen = retrieval_server.query_encoder(fresh, config, release_torch=True)
-        assert isinstance(chosen, OnnxQueryEncoder) and fresh.model is None
+        assert isinstance(chosen, OnnxQueryEncoder) and chosen.base.model is None
         query = "what is the punishment for theft"
+        assert fresh.encode([query]).shape == (1, fresh.dim)
+        del fresh
+        gc.collect()
+        assert weights() is None
         assert np.array_equal(chosen.encode([query]), onnx.encode([query]))
         assert chosen.windows(query) == onnx.windows(query)
         with pytest.raises(ModelUnavailableError, match="released"):
-            fresh.encode([query])
+            chosen.base.encode([query])
+
+    def test_the_service_frees_them_before_the_index_loads(self, monkeypatch: Any) -> None:
+        """build_searcher loads its own encoder: once the ONNX session is checked, the torch
+        weights are gone (collected, their module tree holding cycles) before the index loads."""
+        seen: dict[str, Any] = {}
+
+        def load(*args: object, **kwargs: object) -> SentenceTransformerEncoder:
+            loaded = embedding.load_encoder()
+            assert isinstance(loaded, SentenceTransformerEncoder)
+            seen["weights"] = weakref.ref(loaded.model)
+            return loaded
+
+        class Stop(Exception):
+            pass
+
+        def artifacts(*args: object, **kwargs: object) -> None:
+            seen["alive"] = seen["weights"]() is not None
+            raise Stop
+
+        monkeypatch.setattr(retrieval_server, "load_encoder", load)
+        monkeypatch.setattr(retrieval_server, "load_artifacts", artifacts)
+        with pytest.raises(Stop):
+            retrieval_server.build_searcher(RetrievalConfig.from_env({}))
+        assert seen["alive"] is False
 
     def test_onnx_needs_a_sentence_transformers_model(self) -> None:
         other: Any = SimpleNamespace(name="some-encoder", dim=4)
