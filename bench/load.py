@@ -7,8 +7,8 @@ loopback ports (``stack.processes.ProcessStack``), builds the IPC index into --i
 is missing, then for each concurrency drives SynthesizeAnswer for --duration seconds with a
 rotating set of IPC questions (answerable and not). Records throughput, p50/p95/p99, the error
 rate (target 0) and each process's RSS (VmRSS) after warm-up and at the end (target growth
-<= 10 %), with the exact command and the machine's load average, in reports/<name>.json and
-reports/<name>.md.
+<= 10 %) and its peak since it started (VmHWM: for retrieval, the start-up), with the exact
+command and the machine's load average, in reports/<name>.json and reports/<name>.md.
 Everything it started is stopped with SIGTERM (SIGKILL only past a timeout).
 """
 
@@ -51,8 +51,8 @@ QUESTIONS = (
 RSS_GROWTH_TARGET = 0.10
 
 
-def stack_rss_kib(stack: ProcessStack) -> dict[str, int]:
-    return {name: rss_kib(p.proc.pid) for name, p in stack.processes.items()}
+def stack_rss_kib(stack: ProcessStack, field: str = "VmRSS") -> dict[str, int]:
+    return {name: rss_kib(p.proc.pid, field) for name, p in stack.processes.items()}
 
 
 def retrieval_calls(stack: ProcessStack) -> dict[str, int]:
@@ -157,6 +157,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     flush=True,
                 )
             report["rss_kib_end"] = stack_rss_kib(stack)
+            # The peak since each process started: for a retrieval server, its start-up (the
+            # ONNX export and check, with torch's weights still loaded), which a limit must fit.
+            report["rss_kib_peak"] = stack_rss_kib(stack, "VmHWM")
             report["rss_growth_since_warm"] = _growth(baseline, report["rss_kib_end"])
         finally:
             report["exit_codes"] = stack.stop()
@@ -197,15 +200,18 @@ def to_markdown(report: dict[str, Any]) -> str:
         )
     lines += [
         "",
-        "| process | RSS started (MiB) | RSS warm (MiB) | RSS end (MiB) | growth since warm |",
+        "| process | RSS started (MiB) | RSS warm (MiB) | RSS end (MiB) | growth since warm "
+        "| peak RSS (MiB) |",
     ]
-    lines.append("|---|---:|---:|---:|---:|")
+    lines.append("|---|---:|---:|---:|---:|---:|")
+    peaks = report.get("rss_kib_peak", {})
     for name in report["rss_kib_started"]:
+        peak = f"{peaks[name] / 1024:.0f}" if name in peaks else "–"
         lines.append(
             f"| {name} | {report['rss_kib_started'][name] / 1024:.0f} "
             f"| {report['rss_kib_warm'][name] / 1024:.0f} "
             f"| {report['rss_kib_end'][name] / 1024:.0f} "
-            f"| {report['rss_growth_since_warm'][name]:+.1%} |"
+            f"| {report['rss_growth_since_warm'][name]:+.1%} | {peak} |"
         )
     targets = report["targets"]
     lines += [

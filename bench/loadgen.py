@@ -117,12 +117,13 @@ def p95_interval(
     return (round(float(low), 2), round(float(high), 2))
 
 
-def rss_kib(pid: int) -> int:
-    """Resident set size of a process in KiB, from /proc/PID/status (VmRSS)."""
+def rss_kib(pid: int, field: str = "VmRSS") -> int:
+    """Resident set size of a process in KiB, from /proc/PID/status: now (``VmRSS``), or its
+    peak since it started (``VmHWM``, the high-water mark)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1])
-    raise RuntimeError(f"no VmRSS for pid {pid}")
+    raise RuntimeError(f"no {field} for pid {pid}")
 
 
 def machine_context() -> dict[str, Any]:
