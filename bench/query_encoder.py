@@ -17,6 +17,7 @@ Writes reports/query_encoder.{json,md}.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import time
@@ -115,6 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # the vectors must not move.
     del base, runtimes
     onnx.release_torch()
+    gc.collect()  # the torch model's module tree holds reference cycles
     serving = round(rss_kib(os.getpid()) / 1024, 1)
     if not np.array_equal(np.vstack([onnx.encode([q]) for q in questions]), onnx_vectors):
         raise SystemExit("the ONNX vectors changed when the torch weights were released")

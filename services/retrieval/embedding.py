@@ -8,7 +8,6 @@ forward pass exported in memory at start-up and checked against torch before it 
 from __future__ import annotations
 
 import copy
-import gc
 import io
 import logging
 import os
@@ -198,10 +197,10 @@ class OnnxQueryEncoder:
         freed when nothing else holds them, as in the retrieval service (about 90 MiB less
         resident; ``python -m bench.query_encoder``, "serving"), while a caller that still holds
         the base encoder (a test's shared one, a benchmark) can go on encoding with it.
-        ``differs_from_torch`` cannot run after it."""
+        ``differs_from_torch`` cannot run after it. The model's module tree holds reference
+        cycles: whoever drops the last reference collects them (``build_searcher`` does)."""
         self.base = copy.copy(self.base)
         self.base.release_model()
-        gc.collect()  # the module tree may hold cycles; free its tensors now, not later
 
     def token_spans(self, text: str) -> list[tuple[int, int]]:
         return self.base.token_spans(text)
