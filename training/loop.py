@@ -145,10 +145,14 @@ def optimise(
     fingerprint: Mapping[str, Any],
     ema_decay: float = 0.98,
     rate_format: str = "%.2f",
+    after_step: Callable[[int], None] | None = None,
 ) -> bool:
     """Run steps until ``total`` (or ``max_steps``, for a run that a later one resumes); True
     when training is complete. An epoch's batches must depend only on the epoch number
-    (``epoch_batches``), so a resumed run replays the same order and skips the batches it did."""
+    (``epoch_batches``), so a resumed run replays the same order and skips the batches it did.
+    ``after_step`` is called with each step's number once it is taken (and checkpointed, where
+    one is due): the trainers save their snapshots there. It must not draw random numbers, or
+    the run would no longer be the one without it."""
     started = time.monotonic()
     progress = tqdm(total=total, initial=state["step"], desc="train", unit="step", mininterval=30)
     stop_at = min(total, max_steps) if max_steps else total
@@ -177,6 +181,8 @@ def optimise(
                     state["step"], total, state["epoch"], state["loss_ema"],
                     scheduler.get_last_lr()[0], rate,
                 )  # fmt: skip
+            if after_step is not None:
+                after_step(state["step"])
         else:
             state["epoch"] += 1
             state["batch"] = 0

@@ -9,6 +9,10 @@ of them, at the cost of one model (Wortsman et al., 2022, "Model soups"). Only t
 soup is made: every run given, with equal weight. The greedy variant picks runs by a held-out
 score, which here would be the held-back pairs that judge the result.
 
+The same average over the snapshots of *one* run (the trainer's ``--snapshot-every``) is
+checkpoint averaging along the run (tail averaging): the snapshots share everything, seed
+included, so the checks below pass them as they pass runs of one start.
+
 The runs must agree on everything but the seed of their batches: the same data and base weights
 (their ``training.json`` sha256s), the same head initialisation, token types, labels and
 architecture; otherwise the soup is refused, naming what differs. The output is a Hugging Face

@@ -274,6 +274,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--checkpoint-every", type=int, default=200)
     parser.add_argument(
+        "--snapshot-every",
+        type=int,
+        default=0,
+        help="also save the model every N steps from --snapshot-from on, as out/snapshots/"
+        "step_NNNNN (a model directory with its training.json), for averaging checkpoints "
+        "along the run with training.soup; saving draws no random numbers, so the run is the "
+        "same as without it (0: none)",
+    )
+    parser.add_argument(
+        "--snapshot-from", type=int, default=0, help="the first step saved (with --snapshot-every)"
+    )
+    parser.add_argument(
         "--limit", type=int, default=0, help="train on the first N pairs (smoke runs)"
     )
     parser.add_argument(
@@ -411,6 +423,33 @@ def _train(args: argparse.Namespace) -> None:
         loss: torch.Tensor = loss_fn(logits, target)
         return loss
 
+    def summary(steps: int, accuracy: float | None) -> dict[str, Any]:
+        return {
+            **vars(args),
+            "data": str(args.data),
+            "out": str(args.out),
+            "base_dir": str(base),
+            "base_sha256": base_sha,
+            "data_sha256": data_sha,
+            "device": describe_device(device, args.threads),
+            "versions": library_versions("torch", "transformers", "tokenizers"),
+            "steps": steps,
+            "heldback_accuracy": accuracy,
+            "train_pairs": len(rows),
+            "base": "sentence-transformers/all-MiniLM-L6-v2",
+            "teacher": None if args.teacher is None else str(args.teacher),
+            **({"teacher_sha256": sha256(args.teacher)} if args.teacher is not None else {}),
+        }
+
+    def snapshot(step: int) -> None:
+        every, first = args.snapshot_every, args.snapshot_from
+        if not every or step < first or (step - first) % every:
+            return
+        where = args.out / "snapshots" / f"step_{step:05d}"
+        model.save_pretrained(where)
+        tokenizer.save_pretrained(where)
+        (where / "training.json").write_text(json.dumps(summary(step, None), indent=2) + "\n")
+
     done = optimise(
         model=model,
         optimizer=optimizer,
@@ -426,6 +465,7 @@ def _train(args: argparse.Namespace) -> None:
         checkpoint_every=args.checkpoint_every,
         logger=logger,
         fingerprint=fingerprint,
+        after_step=snapshot,
     )
     if not done:
         return
@@ -438,23 +478,9 @@ def _train(args: argparse.Namespace) -> None:
     final = args.out / "final"
     model.to("cpu").save_pretrained(final)
     tokenizer.save_pretrained(final)
-    summary = {
-        **vars(args),
-        "data": str(args.data),
-        "out": str(args.out),
-        "base_dir": str(base),
-        "base_sha256": base_sha,
-        "data_sha256": data_sha,
-        "device": describe_device(device, args.threads),
-        "versions": library_versions("torch", "transformers", "tokenizers"),
-        "steps": state["step"],
-        "heldback_accuracy": accuracy,
-        "train_pairs": len(rows),
-        "base": "sentence-transformers/all-MiniLM-L6-v2",
-        "teacher": None if args.teacher is None else str(args.teacher),
-        **({"teacher_sha256": sha256(args.teacher)} if args.teacher is not None else {}),
-    }
-    (final / "training.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (final / "training.json").write_text(
+        json.dumps(summary(state["step"], accuracy), indent=2) + "\n"
+    )
 
 
 if __name__ == "__main__":

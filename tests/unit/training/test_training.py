@@ -777,3 +777,44 @@ class TestSoup:
         )
         soup([str(tmp_path / "unscored"), str(runs[0]), "--out", str(tmp_path / "again"),
               "--data", str(DATA)])  # fmt: skip
+
+    @pytest.mark.slow
+    def test_snapshots_along_a_run_leave_it_unchanged_and_average(self, tmp_path: Path) -> None:
+        """--snapshot-every saves the model at the steps asked for without changing the run
+        (the final weights equal a run without snapshots), and training.soup averages the
+        snapshots of one run like runs of one start."""
+        from transformers import AutoModelForSequenceClassification
+
+        from training.soup import main as soup
+
+        common = [
+            "--data", str(DATA), "--limit", "48", "--batch-size", "16", "--epochs", "1",
+            "--heldback-limit", "4", "--threads", "1", "--layers", "2",
+        ]  # fmt: skip
+        train([*common, "--out", str(tmp_path / "plain")])
+        train([*common, "--out", str(tmp_path / "snap"), "--snapshot-every", "1",
+               "--snapshot-from", "2"])  # fmt: skip
+        shots = sorted(p.name for p in (tmp_path / "snap" / "snapshots").iterdir())
+        assert shots == ["step_00002", "step_00003"]
+
+        def weights(path: Path) -> dict[str, torch.Tensor]:
+            model = AutoModelForSequenceClassification.from_pretrained(str(path))
+            return {k: v.detach() for k, v in model.state_dict().items()}
+
+        plain, last = weights(tmp_path / "plain" / "final"), weights(tmp_path / "snap" / "final")
+        assert all(torch.equal(plain[k], last[k]) for k in plain)
+        assert all(torch.equal(last[k], weights(tmp_path / "snap" / "snapshots" / "step_00003")[k])
+                   for k in last)  # fmt: skip
+        step2 = weights(tmp_path / "snap" / "snapshots" / "step_00002")
+        assert not torch.equal(step2["classifier.weight"], last["classifier.weight"])
+        summary = json.loads(
+            (tmp_path / "snap" / "snapshots" / "step_00002" / "training.json").read_text()
+        )
+        assert summary["steps"] == 2 and summary["heldback_accuracy"] is None
+        soup([
+            str(tmp_path / "snap" / "snapshots" / name) for name in shots
+        ] + ["--out", str(tmp_path / "tail")])  # fmt: skip
+        tail = weights(tmp_path / "tail")
+        assert torch.allclose(
+            tail["classifier.weight"], (step2["classifier.weight"] + last["classifier.weight"]) / 2
+        )
