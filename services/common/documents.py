@@ -10,7 +10,7 @@ from typing import Final
 
 from services.common.errors import FieldViolation, IndexIntegrityError, InvalidInputError
 from services.common.evidence import MAX_ID_CHARS, Chunk
-from services.common.language.text import is_blank
+from services.common.language.text import NOT_BLANK, is_blank
 
 # ResourceInfo.resource_type of a NOT_FOUND document (the proto message's full name).
 DOCUMENT_RESOURCE_TYPE: Final = "grounded.type.v1.Document"
@@ -19,7 +19,7 @@ DOCUMENT_RESOURCE_TYPE: Final = "grounded.type.v1.Document"
 def doc_id_violations(doc_id: str, field: str = "doc_id") -> list[FieldViolation]:
     """What is wrong with a requested doc_id before any lookup (empty, too long)."""
     if is_blank(doc_id):
-        return [FieldViolation(field, "must not be empty (a document id such as 'IPC_420')")]
+        return [FieldViolation(field, f"{NOT_BLANK}; give a document id such as 'IPC_420'")]
     if len(doc_id) > MAX_ID_CHARS:
         return [
             FieldViolation(field, f"must be at most {MAX_ID_CHARS} characters (got {len(doc_id)})")

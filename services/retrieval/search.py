@@ -31,6 +31,7 @@ from services.common.intent import Intent
 from services.common.language.key_terms import Vocabulary, extract_key_terms, title_terms
 from services.common.language.provisions import completing
 from services.common.language.text import (
+    NOT_BLANK,
     is_blank,
     normalise_query,
     surface,
@@ -132,7 +133,7 @@ def request_violations(
     """Every rule a search request breaks, by proto field name (the one statement of them)."""
     violations: list[FieldViolation] = []
     if is_blank(query):
-        violations.append(FieldViolation("query", "must not be empty"))
+        violations.append(FieldViolation("query", NOT_BLANK))
     if len(query) > MAX_QUERY_CHARS:
         violations.append(
             FieldViolation(

@@ -12,7 +12,7 @@ from services.common.documents import filter_value_violations
 from services.common.errors import Violations, top_k_rule
 from services.common.evidence import StageSkip
 from services.common.language.acts import act_caveat
-from services.common.language.text import is_blank, normalise_query
+from services.common.language.text import NOT_BLANK, is_blank, normalise_query
 from services.common.passages import INTENT_TO_PROTO, scored_to_proto, timings_to_proto
 from services.common.validation_proto import report_to_proto
 from services.synthesis.config import MAX_MODEL_NAME_CHARS
@@ -95,7 +95,7 @@ def request_from_proto(
     would run (None skips that check; the generator pool refuses such a model anyway).
     """
     violations = Violations()
-    violations.check(not is_blank(request.question), "question", "must not be empty")
+    violations.check(not is_blank(request.question), "question", NOT_BLANK)
     violations.check(
         len(request.question) <= MAX_QUESTION_CHARS,
         "question",

@@ -37,7 +37,7 @@ from services.common.judge import Task
 from services.common.language.citations import resolve_positions
 from services.common.language.key_terms import KeyTerms
 from services.common.language.names import names_beyond_question
-from services.common.language.text import is_blank, normalise_query
+from services.common.language.text import NOT_BLANK, is_blank, normalise_query
 from services.common.metrics import STAGE_SECONDS
 from services.common.refusal import REFUSAL
 from services.common.tracing import annotate, stage_span
@@ -871,7 +871,7 @@ class SynthesisPipeline:
         settings = self._settings
         violations = Violations()
         question = request.question.strip()
-        violations.check(not is_blank(question), "question", "must not be empty")
+        violations.check(not is_blank(question), "question", NOT_BLANK)
         violations.check(
             len(question) <= settings.max_question_chars
             and len(normalise_query(question)) <= settings.max_question_chars,

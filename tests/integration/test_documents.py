@@ -134,7 +134,7 @@ async def test_an_unknown_id_is_not_found_naming_the_document_meant(
 @pytest.mark.parametrize("service", sorted(GET))
 @pytest.mark.parametrize(
     ("doc_id", "words"),
-    [("", "must not be empty"), ("\u200b \n", "must not be empty"), ("I" * 257, "at most 256")],
+    [("", "must not be blank"), ("\u200b \n", "must not be blank"), ("I" * 257, "at most 256")],
 )
 async def test_a_malformed_id_is_invalid_argument(
     stack: InProcessStack, service: str, doc_id: str, words: str

@@ -45,8 +45,14 @@ def normalise_query(text: str) -> str:
 
 def is_blank(text: str) -> bool:
     """Nothing visible: only spaces, line breaks, control or format characters (a NUL, a
-    zero-width space, a direction mark). What "must not be empty" means for a question or query."""
+    zero-width space, a direction mark), or nothing at all. What ``NOT_BLANK`` forbids of a
+    question, a query or a document id."""
     return not any(c.isprintable() and not c.isspace() for c in text)
+
+
+# The field violation of a blank value (``is_blank``): one wording for every field that needs a
+# visible character, so a whitespace-only value is not told it is empty.
+NOT_BLANK: Final = "must not be blank (it has no visible character)"
 
 
 def word_list(text: str) -> list[str]:

@@ -36,7 +36,7 @@ class TestDocIdRule:
     @pytest.mark.parametrize("doc_id", ["", "   ", "\u200b", "\n\t"])
     def test_a_blank_id_is_named(self, doc_id: str) -> None:
         (violation,) = doc_id_violations(doc_id)
-        assert violation.field == "doc_id" and "must not be empty" in violation.description
+        assert violation.field == "doc_id" and "must not be blank" in violation.description
 
     def test_a_long_id_is_named_with_its_length(self) -> None:
         (violation,) = doc_id_violations("I" * (MAX_ID_CHARS + 1), field="f")

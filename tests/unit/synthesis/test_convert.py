@@ -14,6 +14,7 @@ from grounded.type.v1 import evidence_pb2
 
 from services.common.errors import InvalidInputError
 from services.common.evidence import Chunk, ScoredChunk, StageSkip
+from services.common.language.text import NOT_BLANK
 from services.common.refusal import REFUSAL
 from services.synthesis import convert, pipeline
 from services.synthesis.generation import GenerationFailure, TokenUsage
@@ -365,7 +366,7 @@ class TestRequestFromProto:
             convert.request_from_proto(request, default_top_k=5, default_generator=None)
 
         (violation,) = info.value.violations
-        assert (violation.field, violation.description) == ("question", "must not be empty")
+        assert (violation.field, violation.description) == ("question", NOT_BLANK)
 
     @pytest.mark.parametrize("model", ["   ", "gpt-4o\n", "gpt\x00mini", "\u200b"])
     def test_request_from_proto_rejects_a_model_name_with_invisible_characters(
