@@ -178,9 +178,12 @@ ANSWER_DIR   ?= var/train/answerability
 ANSWER_BASELINE ?=
 
 # The token type ids the shipped models were trained with (both: zeros, the trainer's only way
-# until 2026-11-27); the trainer's own default is now segments, as the services feed them. The
-# exporter writes the choice into the manifest, so a model is served as it was trained.
+# until 2026-11-27); the trainer's own default is now segments, as the services feed them.
 TOKEN_TYPES ?= zeros
+# The token type ids the rebuilt models' manifests tell the services to feed: the shipped ones
+# are served segment ids (a rule kept entailment v4 on them, and answerability v6 measured better
+# with them: entailment model card, "Token types as trained"). "trained": as TOKEN_TYPES.
+SERVE_TOKEN_TYPES ?= segments
 
 .PHONY: train-models
 train-models: train-entailment train-answerability ## Train, export (int8 ONNX) and calibrate both shipped models into models/ (long; resumable).
@@ -190,7 +193,7 @@ train-entailment: install ## The entailment model (validator): train, export, ca
 	nice -n 19 $(PY) -m training.train_entailment --out $(TRAIN_DIR) --epochs $(EPOCHS) --lr 6e-5 \
 		--token-types $(TOKEN_TYPES) $(if $(FRESH),--fresh)
 	$(PY) -m training.export_onnx --model $(TRAIN_DIR)/final --out models/entailment-minilm-l6 \
-		--name entailment-minilm-l6-v4
+		--name entailment-minilm-l6-v4 --serve-token-types $(SERVE_TOKEN_TYPES)
 	$(PY) -m training.calibrate --model-dir models/entailment-minilm-l6
 
 .PHONY: train-answerability
@@ -198,7 +201,8 @@ train-answerability: install ## The answerability model (synthesis): train, expo
 	nice -n 19 $(PY) -m training.train_entailment --data training/data/answerability --out $(ANSWER_DIR) \
 		--epochs 4 --batch-size 64 --lr 8e-5 --token-types $(TOKEN_TYPES) $(if $(FRESH),--fresh)
 	$(PY) -m training.export_onnx --model $(ANSWER_DIR)/final --data training/data/answerability \
-		--out models/answerability-minilm-l6 --name answerability-minilm-l6-v6
+		--out models/answerability-minilm-l6 --name answerability-minilm-l6-v6 \
+		--serve-token-types $(SERVE_TOKEN_TYPES)
 	$(PY) -m evaluation --dataset squad2 --limit 300 --no-docs --set SYNTHESIS_ANSWERABILITY=shadow
 	$(PY) -m evaluation --dataset ipc --no-docs --set SYNTHESIS_ANSWERABILITY=shadow
 	$(PY) -m evaluation --dataset ipc --data data/golden/ipc_plain_tune_v1.jsonl --no-docs \

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-from services.common.cross_encoder import UNCALIBRATED, sha256
+from services.common.cross_encoder import TOKEN_TYPES, UNCALIBRATED, sha256
 from training.train_entailment import base_model_path, data_labels, library_versions, read_pairs
 
 MAX_TOKENS = 256
@@ -225,6 +225,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="also measure a fused-attention int8 graph (needs --model; never shipped: on this "
         "CPU it was slower, see docs/VALIDATOR.md)",
     )
+    parser.add_argument(
+        "--serve-token-types",
+        choices=("trained", *TOKEN_TYPES),
+        default="trained",
+        help="the token type ids the manifest tells the services to feed, and the export's "
+        "figures are measured with: those the run trained with (default), or another setting "
+        "chosen by a rule (v4 and answerability v6 trained with zeros and are served segment "
+        "ids: `make train-models` passes segments to rebuild them as shipped)",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
@@ -232,8 +241,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     labels = data_labels(args.data)
     model = load_model(args.model, args.checkpoint, labels, args.base)
     model.eval()
-    # Measured, and served (the manifest's token_types), with the token types it trained with.
-    types = trained_token_types(args.model)
+    # Measured, and served (the manifest's token_types), with the token types it trained with,
+    # unless --serve-token-types names others.
+    trained = trained_token_types(args.model)
+    types = trained if args.serve_token_types == "trained" else args.serve_token_types
     args.out.mkdir(parents=True, exist_ok=True)
     heldback = read_pairs(args.data / "heldback.jsonl.gz")
     if args.heldback_limit:
@@ -305,11 +316,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         "max_tokens": MAX_TOKENS,
         # How the model reads an evidence chunk: the format its training premises were in.
         "passage_format": data_manifest.get("passage_format", "text"),
-        # The token type ids it trained with, which the services feed it (cross_encoder).
+        # The token type ids the services feed it (cross_encoder): as trained ("training"
+        # says), unless --serve-token-types chose others.
         "token_types": types,
         "files": {n: sha256(args.out / n) for n in ("model.onnx", "tokenizer.json")},
         "training_data_manifest_sha256": sha256(args.data / "manifest.json"),
-        "training": {k: training[k] for k in TRAINING_FIELDS if k in training},
+        "training": {
+            **{k: training[k] for k in TRAINING_FIELDS if k in training},
+            "token_types": trained,
+        },
         # What exported and quantised the graph (the training side's are under "training").
         "export": library_versions("torch", "transformers", "onnx", "onnxruntime"),
         "calibration": calibration,

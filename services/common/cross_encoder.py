@@ -29,9 +29,11 @@ from services.common.metrics import MODEL_CACHE
 
 REQUIRED_FILES = ("model.onnx", "tokenizer.json")
 # What a model is fed as ``token_type_ids``: the tokenizer's segment ids (0 for the first text,
-# 1 for the second) or all zeros. A model is served as it was trained: the trainer records which
-# (``training.train_entailment --token-types``), the exporter writes it into the manifest, and a
-# manifest without the key is served with segment ids (what every service did before the key).
+# 1 for the second) or all zeros. The manifest says which: the trainer records what a run trained
+# with (``training.train_entailment --token-types``) and the exporter writes it into the
+# manifest, unless a rule chose otherwise (``--serve-token-types``: v4 and answerability v6
+# trained with zeros and are served segment ids); a manifest without the key is served with
+# segment ids (what every service did before the key).
 TOKEN_TYPES = ("segments", "zeros")
 # Every pair runs alone. The int8 graph quantises activations dynamically with one scale per
 # tensor, i.e. per batch, so a pair's probabilities depended on what it was batched with: over
@@ -110,7 +112,7 @@ class ModelManifest:
     calibration: dict[str, Any] = field(default_factory=dict)
     # How the model reads an evidence chunk (``services.common.evidence.passage_text``).
     passage_format: str = "text"
-    # Its token type ids (``TOKEN_TYPES``): what it was trained with.
+    # The token type ids it is fed (``TOKEN_TYPES``): as trained unless a rule chose otherwise.
     token_types: str = "segments"
 
     @classmethod

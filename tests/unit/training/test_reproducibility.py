@@ -350,6 +350,26 @@ def test_a_run_records_what_a_rerun_must_match(exported: Path) -> None:
 
 
 @pytest.mark.slow
+def test_the_manifest_feeds_what_the_run_trained_with_unless_a_rule_chose(exported: Path) -> None:
+    """The tiny run trained with segment ids: its manifest says so by default, and an export
+    with --serve-token-types zeros says zeros while recording what the run trained with (so
+    `make train-models` can rebuild v4, trained with zeros, as it is served: segment ids)."""
+    from training.export_onnx import main as export
+
+    manifest = json.loads((exported / "model" / "manifest.json").read_text())
+    assert manifest["token_types"] == manifest["training"]["token_types"] == "segments"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        export([
+            "--model", str(exported / "final"), "--data", str(DATA / "entailment"),
+            "--threads", "1", "--heldback-limit", "4", "--out", str(exported / "served_zeros"),
+            "--name", "tiny", "--serve-token-types", "zeros",
+        ])  # fmt: skip
+    manifest = json.loads((exported / "served_zeros" / "manifest.json").read_text())
+    assert manifest["token_types"] == "zeros" and manifest["training"]["token_types"] == "segments"
+
+
+@pytest.mark.slow
 def test_an_export_in_place_is_marked_uncalibrated_and_refused(exported: Path) -> None:
     from services.common.cross_encoder import UNCALIBRATED, ModelManifest
     from services.common.errors import ModelUnavailableError
