@@ -3,7 +3,8 @@
 The first step of the chain retrieve → generate → validate: `search --json` prints the
 RetrievePassagesResponse, whose ``passages`` the validator CLI reads as evidence
 (`python -m services.validator.cli --answer-file A --chunks-file passages.json`).
-Exit status: 0 with passages, 1 with none, 2 on an RPC error (bad input, server down).
+Exit status: 0 with passages, 1 with none (a --min-score no passage reaches, or filters that match
+nothing), 2 on an RPC error (bad input, server down).
 """
 
 from __future__ import annotations
@@ -39,6 +40,12 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         type=utf8_argument,
         help="document id (repeatable)",
+    )
+    search.add_argument(
+        "--min-score",
+        type=float,
+        default=0.0,
+        help="only passages whose final score reaches this (min_score; default 0: all)",
     )
     search.add_argument("--no-rerank", action="store_true", help="switch the rerank stage off")
     search.add_argument("--no-expansion", action="store_true", help="switch expansion off")
@@ -82,7 +89,9 @@ def _skip_reason(value: int) -> str:
 
 
 def search(args: argparse.Namespace) -> int:
-    request = pb.RetrievePassagesRequest(query=args.query, top_k=args.top_k)
+    request = pb.RetrievePassagesRequest(
+        query=args.query, top_k=args.top_k, min_score=args.min_score
+    )
     request.filters.acts.extend(args.act)
     request.filters.doc_ids.extend(args.doc_id)
     if args.no_rerank:

@@ -415,6 +415,21 @@ class TestChain:
         assert run.code == 2
         assert "INVALID_ARGUMENT" in run.err and "top_k" in run.err
 
+    async def test_retrieval_cli_exits_1_when_no_passage_reaches_min_score(
+        self, stack: Stack
+    ) -> None:
+        run = await run_module(
+            "services.retrieval.cli", "search", "punishment for cheating", "--address",
+            stack.retrieval, "--min-score", "1000",
+        )  # fmt: skip
+        assert run.code == 1, run.err
+        assert run.out.startswith("0 passages")
+        bad = await run_module(
+            "services.retrieval.cli", "search", "theft", "--address", stack.retrieval,
+            "--min-score", "-1",
+        )  # fmt: skip
+        assert bad.code == 2 and "min_score" in bad.err
+
     async def test_retrieved_passages_feed_the_validator_cli(
         self, stack: Stack, tmp_path: Path
     ) -> None:
