@@ -803,8 +803,8 @@ class TestSoup:
 
         plain, last = weights(tmp_path / "plain" / "final"), weights(tmp_path / "snap" / "final")
         assert all(torch.equal(plain[k], last[k]) for k in plain)
-        assert all(torch.equal(last[k], weights(tmp_path / "snap" / "snapshots" / "step_00003")[k])
-                   for k in last)  # fmt: skip
+        step3 = weights(tmp_path / "snap" / "snapshots" / "step_00003")
+        assert all(torch.equal(last[k], step3[k]) for k in last)
         step2 = weights(tmp_path / "snap" / "snapshots" / "step_00002")
         assert not torch.equal(step2["classifier.weight"], last["classifier.weight"])
         summary = json.loads(
