@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-from training.train_entailment import data_labels, encode, predict, read_pairs
+from training.train_entailment import accuracy_on, data_labels, read_pairs
 
 logger = logging.getLogger("training.soup")
 
@@ -99,12 +99,8 @@ def heldback_accuracy(model: Any, tokenizer: Any, data: Path, summary: dict[str,
     """fp32 accuracy on ``data``'s held-back pairs, fed as the runs were trained."""
     rows = read_pairs(data / "heldback.jsonl.gz")
     labels = {label: i for i, label in enumerate(data_labels(data))}
-    ids = encode(tokenizer, rows, int(summary.get("max_length") or 256))
     sep = int(tokenizer.sep_token_id) if summary.get("token_types") == "segments" else None
-    with torch.inference_mode():
-        probs = predict(model, ids, int(tokenizer.pad_token_id), sep_id=sep)
-    gold = np.array([labels[r["label"]] for r in rows])
-    return float((probs.argmax(1) == gold).mean())
+    return accuracy_on(model, tokenizer, rows, labels, int(summary.get("max_length") or 256), sep)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

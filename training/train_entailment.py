@@ -214,6 +214,23 @@ def predict(
     return out
 
 
+def accuracy_on(
+    model: Any,
+    tokenizer: Any,
+    rows: Sequence[dict[str, str]],
+    label_id: dict[str, int],
+    max_length: int,
+    sep_id: int | None,
+) -> float:
+    """fp32 accuracy on labelled pairs (the held-back ones), encoded and fed as the trainer
+    feeds them (``sep_id`` as in ``collate``)."""
+    ids = encode(tokenizer, rows, max_length)
+    with torch.inference_mode():
+        probs = predict(model, ids, int(tokenizer.pad_token_id), sep_id=sep_id)
+    gold = np.array([label_id[r["label"]] for r in rows])
+    return float((probs.argmax(1) == gold).mean())
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path("training/data/entailment"))
@@ -470,10 +487,7 @@ def _train(args: argparse.Namespace) -> None:
     if not done:
         return
 
-    held_ids = encode(tokenizer, heldback, args.max_length)
-    probs = predict(model, held_ids, pad, sep_id=sep)
-    gold = np.array([label_id[r["label"]] for r in heldback])
-    accuracy = float((probs.argmax(1) == gold).mean())
+    accuracy = accuracy_on(model, tokenizer, heldback, label_id, args.max_length, sep)
     logger.info("held-back accuracy %.4f on %d pairs", accuracy, len(heldback))
     final = args.out / "final"
     model.to("cpu").save_pretrained(final)
