@@ -122,6 +122,7 @@ bench-validator: install ## Validator latency (lexical tiers and the entailment 
 	@if command -v valgrind >/dev/null; then $(PY) -m bench.validator_instructions; \
 	else echo "valgrind not installed: instructions per call not counted (apt-get install valgrind)"; fi
 	$(PY) -m bench.validator_accuracy
+	$(PY) -m bench.breaking_nli
 	$(PY) -m bench.role_probe
 
 .PHONY: bench-synthesis

@@ -246,6 +246,17 @@ def scifact_items() -> list[Item]:
     return out
 
 
+def breaking_nli_items() -> list[Item]:
+    """Breaking NLI (the validator's outside check): hypothesis as claim, premise as evidence."""
+    # Imported here: bench.validator_accuracy, which bench.breaking_nli builds on, imports this module.
+    from bench.breaking_nli import BREAKING_NLI_FILE, read_pairs
+
+    return [
+        Item(f"bnli-{r['pairID']}", (str(r["sentence2"]),), evidence=(str(r["sentence1"]),))
+        for r in read_pairs(BREAKING_NLI_FILE)
+    ]
+
+
 def evaluation_sets() -> dict[str, list[Item]]:
     sets: dict[str, list[Item]] = {}
     for path in EVALUATION_SETS:
@@ -255,6 +266,7 @@ def evaluation_sets() -> dict[str, list[Item]]:
         sets[str(path)] = pair_items(path)
     sets["data/eval/hotpotqa/dev.jsonl"] = hotpot_items()
     sets["data/eval/scifact (claims, claims_nei)"] = scifact_items()
+    sets["data/eval/breaking_nli/dataset.jsonl.xz"] = breaking_nli_items()
     return sets
 
 

@@ -131,3 +131,60 @@ class TestFreshAdversarialHarness:
         printed = capsys.readouterr().out + out.read_text()
         for unread in ("bound_direction", "paraphrase_plain", "fadv-00", "reason", "categories"):
             assert unread not in printed
+
+
+class TestBreakingNliHarness:
+    def test_pairs_are_judged_in_both_configurations_and_scored_by_label(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        # Written for this test (not pairs of the set): the set's own shape, xz-compressed.
+        import lzma
+
+        from bench import breaking_nli
+
+        premise = "A man is playing a red guitar on a busy street."
+        rows = [
+            (1, "A man is playing a red guitar on a busy street.", "entailment", "synonyms"),
+            (2, "A man is playing a blue guitar on a busy street.", "contradiction", "colors"),
+            (3, "A man is playing a red guitar on a quiet street.", "contradiction", "antonyms"),
+        ]
+        data = tmp_path / "dataset.jsonl.xz"
+        with lzma.open(data, "wt", encoding="utf-8") as handle:
+            for pair_id, hypothesis, label, category in rows:
+                handle.write(
+                    json.dumps(
+                        {"sentence1": premise, "sentence2": hypothesis, "gold_label": label,
+                         "category": category, "pairID": pair_id}
+                    ) + "\n"
+                )  # fmt: skip
+        out = tmp_path / "breaking_nli.json"
+
+        assert breaking_nli.main(["--data", str(data), "--out", str(out)]) == 0
+
+        report = json.loads(out.read_text())
+        assert (report["pairs"], report["premises"]) == (3, 1)
+        assert report["command"].startswith("python -m bench.breaking_nli")
+        for name in breaking_nli.CONFIGURATIONS:
+            figures = report[name]
+            assert figures["entailment"]["n"] == 1
+            assert figures["contradiction"]["n"] == 2
+            assert figures["neutral"]["n"] == 0
+            # The hypothesis that repeats its premise is quoted verbatim: accepted by every tier.
+            assert figures["entailment"]["k"] == 1
+            assert set(figures["contradiction"]["categories"]) == {"colors", "antonyms"}
+        assert report["shipped"]["model"] and not report["cheap_tiers_alone"]["model"]
+        printed = capsys.readouterr().out + out.read_text()
+        assert "BNLI_" not in printed and "reason" not in printed
+
+    def test_an_unknown_label_is_an_error_not_a_silent_group(self, tmp_path: Path) -> None:
+        from bench import breaking_nli
+
+        data = tmp_path / "pairs.jsonl"
+        data.write_text(
+            json.dumps({"sentence1": "a", "sentence2": "b", "gold_label": "-", "category": "x",
+                        "pairID": 9}) + "\n",
+            encoding="utf-8",
+        )  # fmt: skip
+
+        with pytest.raises(ValueError, match="pair 9: unknown label"):
+            breaking_nli.read_pairs(data)
