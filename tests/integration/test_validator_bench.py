@@ -172,7 +172,7 @@ class TestBreakingNliHarness:
             # The hypothesis that repeats its premise is quoted verbatim: accepted by every tier.
             assert figures["entailment"]["k"] == 1
             assert set(figures["contradiction"]["categories"]) == {"colors", "antonyms"}
-        assert report["shipped"]["model"] and not report["cheap_tiers_alone"]["model"]
+        assert report["with_model"]["model"] and not report["cheap_tiers_alone"]["model"]
         printed = capsys.readouterr().out + out.read_text()
         assert "BNLI_" not in printed and "reason" not in printed
 
