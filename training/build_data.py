@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from services.common.cross_encoder import sha256
-from training import statute_pairs, vendored
+from training import contract_nli, statute_pairs, vendored
 
 LABELS = ("entailment", "neutral", "contradiction")
 DEFAULT_SEED = 20261124
@@ -338,6 +338,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="how many times each --ipc-written-more file is added",
     )
     parser.add_argument(
+        "--contract-nli",
+        type=Path,
+        default=None,
+        help="add ContractNLI's sentence-level pairs (training/sources/contract_nli_pairs.jsonl.xz, "
+        "training.contract_nli; the 2026-11-28 v7 experiment); default: not added, as in v4's mix",
+    )
+    parser.add_argument(
         "--force",
         action="store_true",
         help="replace a mix already in --out even when this build's bytes differ "
@@ -365,6 +372,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         rows += ipc_written_pairs(args.ipc_contrasts) * args.ipc_contrasts_repeats
     for path in args.ipc_written_more:
         rows += ipc_written_pairs(path) * args.ipc_written_more_repeats
+    if args.contract_nli is not None:
+        rows += contract_nli.read_pairs(args.contract_nli)
     if args.scifact_tune_repeats > 0:
         rows += scifact_tune_pairs(SCIFACT, rng) * args.scifact_tune_repeats
     rng.shuffle(rows)
