@@ -100,15 +100,15 @@ def summary(done: Sequence[Case]) -> dict[str, Any]:
             "figure": FIGURES[label],
             **share(group, _correct, "premise"),
             "categories": {
-                name: {
-                    "n": len(members),
-                    "k": sum(_correct(c) for c in members),
-                    "rate": round(sum(_correct(c) for c in members) / len(members), 4),
-                }
-                for name, members in sorted(by_category.items())
+                name: _category(members) for name, members in sorted(by_category.items())
             },
         }
     return out
+
+
+def _category(members: Sequence[Case]) -> dict[str, Any]:
+    k = sum(_correct(c) for c in members)
+    return {"n": len(members), "k": k, "rate": round(k / len(members), 4)}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

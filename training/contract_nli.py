@@ -53,6 +53,7 @@ def pairs(
     """One pair per (contract, hypothesis) label, in document id and hypothesis key order."""
     for doc in sorted(documents, key=lambda d: int(d["id"])):
         spans = _span_texts(doc)
+        span_words = [_words(span) for span in spans]
         annotations = doc["annotation_sets"][0]["annotations"]
         for key in sorted(annotations, key=lambda k: int(k.split("-")[1])):
             choice = annotations[key]["choice"]
@@ -60,8 +61,8 @@ def pairs(
             if choice == "NotMentioned":
                 wanted = _words(hypothesis)
                 # The most related span (ties: the earliest); none with a shared word is no pair.
-                best = max(range(len(spans)), key=lambda i: (len(_words(spans[i]) & wanted), -i))
-                if not _words(spans[best]) & wanted:
+                best = max(range(len(spans)), key=lambda i: (len(span_words[i] & wanted), -i))
+                if not span_words[best] & wanted:
                     continue
                 premise = spans[best]
             else:
